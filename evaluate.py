@@ -1,0 +1,1 @@
+"""evaluate: stage to be built (see ../shared/DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""generate: stage to be built (see ../shared/DESIGN.md)."""

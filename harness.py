@@ -1,0 +1,1 @@
+"""harness: stage to be built (see ../shared/DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""ingest: stage to be built (see ../shared/DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""rerank: stage to be built (see ../shared/DESIGN.md)."""

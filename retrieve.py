@@ -1,0 +1,1 @@
+"""retrieve: stage to be built (see ../shared/DESIGN.md)."""

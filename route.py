@@ -1,0 +1,1 @@
+"""route: stage to be built (see ../shared/DESIGN.md)."""

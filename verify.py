@@ -1,0 +1,1 @@
+"""verify: stage to be built (see ../shared/DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""version: stage to be built (see ../shared/DESIGN.md)."""
