@@ -1,1 +1,553 @@
-"""evaluate: stage to be built (see ../shared/DESIGN.md)."""
+"""Evaluation: a question set -> per-question records -> metrics per variant, with McNemar.
+
+In:  a vault, a JSONL question set (format in DESIGN.md "Question sets"), variant names.
+Out: records (one per question and variant), a summary per variant overall and by
+     category (every rate as {k, n, p}), paired exact McNemar tests, a run folder.
+Not: any retrieval or answering of its own; every answer comes from harness.ask(), and
+     the gold time_mode is only used for scoring, never handed to the system.
+
+    python evaluate.py --vault sample-vault --questions questions/dev.jsonl --out runs/dev
+    python evaluate.py --check questions/test.jsonl --vault sample-vault
+    python evaluate.py --compare runs/a runs/b
+
+Latency percentiles use the nearest-rank method: p-th = sorted[ceil(p/100 * n) - 1].
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import unicodedata
+from pathlib import Path
+
+FORMAT = 1
+FIELDS = {"id": str, "question": str, "category": str, "time_mode": str, "answer": str,
+          "key_facts": list, "forbidden_facts": list, "gold_files": list,
+          "answerable": bool}
+CATEGORIES = ("lookup", "current", "change", "multi", "table", "refuse", "paraphrase",
+              "false_premise")
+TIME_MODES = ("present", "history", "any")
+MAX_SENTENCES = 5
+SOURCE_K = 5              # source found@5: among the kept passages
+RECALL_K = 10             # recall_all@10: among the first 10 distinct retrieved paths
+ASK_KEYS = ("method", "use_version", "rerank", "expand_links")  # harness.ask keywords
+VARIANTS = {"bm25": ("bm25", False, False, True), "dense": ("dense", False, False, True),
+            "hybrid": ("hybrid", False, False, True),
+            "no-rerank": ("hybrid", True, False, True), "full": ("hybrid", True, True, True),
+            "no-links": ("hybrid", True, True, False)}
+DEFAULT_VARIANTS = ("bm25", "dense", "hybrid", "no-rerank", "full")
+DEFAULT_PAIRS = ("full:no-rerank", "full:hybrid")
+PAIR_METRICS = ("answer_correct", "source_found_at5")
+THOUSANDS_RE = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+CITATION_RE = re.compile(r"\[c\d+\]")
+SENTENCE_SPLIT_RE = re.compile(r"[.!?]+[\"')\]]*\s+|\n+")
+FOLD = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"',
+                      "\u2013": "-", "\u2014": "-", "\u2212": "-"})
+TABLE = (("found@5", "source_found_at5"), ("recall@10", "recall_all_at10"),
+         ("MRR", "mrr"), ("correct", "answer_correct"), ("current", "current_correct"),
+         ("stale", "stale_rate"), ("abstain ok", "abstain_correct"),
+         ("false abst", "false_abstain"), ("cite valid", "citation_valid"),
+         ("route", "route_accuracy"))
+
+
+class EvalError(ValueError):
+    """Bad input at the edge (question file, folders, pairs, pipeline); one line."""
+
+
+# --------------------------------------------------------------------- questions
+
+def _jsonl(path):
+    """(line number, object or None, error or None) per non-blank line."""
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                yield n, json.loads(line), None
+            except json.JSONDecodeError as e:
+                yield n, None, f"invalid JSON ({e.msg})"
+
+
+def load_questions(path) -> list[dict]:
+    """The questions of a JSONL file; raises EvalError on a malformed line."""
+    out = []
+    for n, q, err in _jsonl(path):
+        if err:
+            raise EvalError(f"{path}: line {n}: {err}")
+        out.append(q)
+    return out
+
+
+def _line_problems(q) -> list[str]:
+    if not isinstance(q, dict):
+        return ["not a JSON object"]
+    out = [f"missing field {k!r}" for k in FIELDS if k not in q]
+    out += [f"unknown field {k!r}" for k in q if k not in FIELDS]
+    for k, typ in FIELDS.items():
+        v = q.get(k)
+        if typ is list and k in q and not (isinstance(v, list) and all(
+                isinstance(x, str) and x.strip() for x in v)):
+            out.append(f"{k!r} must be a list of non-empty strings")
+        elif typ is not list and k in q and not isinstance(v, typ):
+            out.append(f"{k!r} must be {typ.__name__}, got {v!r}")
+        elif k in ("id", "question") and k in q and not v.strip():
+            out.append(f"{k!r} is empty")
+    for k, allowed in (("category", CATEGORIES), ("time_mode", TIME_MODES)):
+        if isinstance(q.get(k), str) and q[k] not in allowed:
+            out.append(f"{k} {q[k]!r} not one of {', '.join(allowed)}")
+    if q.get("answerable") is False and (q.get("gold_files") or q.get("key_facts")):
+        out.append("answerable is false but gold_files or key_facts are given")
+    return out
+
+
+def _vault_problems(q: dict, vault: Path) -> list[str]:
+    out, texts = [], []
+    for g in q["gold_files"]:
+        p = (vault / g).resolve()
+        if p.is_relative_to(vault.resolve()) and p.is_file():
+            texts.append(p.read_text(encoding="utf-8", errors="replace"))
+        else:
+            out.append(f"gold file {g!r} not found in the vault")
+    out += [f"key fact {f!r} appears in no gold file" for f in q["key_facts"]
+            if not any(has_fact(t, f) for t in texts)]
+    out += [f"{f!r} is both a key and a forbidden fact" for f in q["key_facts"]
+            if normalise(f) in map(normalise, q["forbidden_facts"])]
+    if q["answerable"] and not answer_correct(q, {"answer": q["answer"]}):
+        out.append("the reference answer itself is scored incorrect (key facts, "
+                   f"forbidden facts or more than {MAX_SENTENCES} sentences)")
+    return out
+
+
+def _problems(path, vault: Path):
+    """(line, is_structural, message) for every problem of a question file."""
+    seen: dict = {}
+    for n, q, err in _jsonl(path):
+        found = [err] if err else _line_problems(q)
+        if not found and q["id"] in seen:
+            found.append(f"duplicate id {q['id']!r} (first on line {seen[q['id']]})")
+        yield from ((n, True, p) for p in found)
+        if not found:
+            seen[q["id"]] = n
+            yield from ((n, False, p) for p in _vault_problems(q, vault))
+
+
+def check_questions(path, vault) -> list[str]:
+    """Every problem of a question file, one `line N: ...` string each; [] when clean."""
+    if not Path(vault).is_dir():
+        return [f"vault {vault} is not a folder"]
+    return [f"line {n}: {p}" for n, _, p in _problems(path, Path(vault))]
+
+
+# ----------------------------------------------------------------------- metrics
+
+def normalise(text: str) -> str:
+    """Lowercase, NFKC, curly quotes/dashes folded, "1,550" -> "1550", spaces collapsed."""
+    text = unicodedata.normalize("NFKC", text).translate(FOLD).lower()
+    return " ".join(THOUSANDS_RE.sub("", text).split())
+
+
+def has_fact(text: str, fact: str) -> bool:
+    """The normalised fact occurs in the normalised text, not inside a longer word/number:
+    "1550" is found in "£1,550/day" but not in "11550" or "1550.5"."""
+    f = normalise(fact)
+    if not f:
+        return False
+    left = r"(?<!\w)(?<!\d[.,])" if f[0].isalnum() else ""
+    right = r"(?!\w)(?![.,]\d)" if f[-1].isalnum() else ""
+    return re.search(left + re.escape(f) + right, normalise(text)) is not None
+
+
+def count_sentences(text: str) -> int:
+    """Sentences and lines with words in them; citation markers are ignored."""
+    parts = SENTENCE_SPLIT_RE.split(CITATION_RE.sub("", text).strip())
+    return sum(1 for p in parts if re.search(r"\w", p))
+
+
+def answer_correct(q: dict, a: dict) -> bool:
+    """Answerable: all key facts, no forbidden fact, <= 5 sentences. Else: abstained."""
+    if not q["answerable"] or a.get("abstained"):
+        return not q["answerable"] and bool(a.get("abstained"))
+    text = CITATION_RE.sub("", a.get("answer") or "")
+    return (all(has_fact(text, f) for f in q["key_facts"])
+            and not any(has_fact(text, f) for f in q["forbidden_facts"])
+            and count_sentences(text) <= MAX_SENTENCES)
+
+
+def _paths(items) -> list[str]:
+    """Distinct paths in first-seen order; items are paths or dicts with a path."""
+    out = [(it["path"] if isinstance(it, dict) else it).replace("\\", "/")
+           for it in items or []]
+    return list(dict.fromkeys(out))
+
+
+def source_found_at5(gold_files, sources) -> bool:
+    """Any gold file among the first 5 kept passages."""
+    return bool(set(gold_files) & set(_paths(list(sources or [])[:SOURCE_K])))
+
+
+def recall_all_at10(gold_files, retrieved) -> bool:
+    """Every gold file among the first 10 distinct paths retrieved."""
+    return set(gold_files) <= set(_paths(retrieved)[:RECALL_K])
+
+
+def reciprocal_rank(gold_files, ranking) -> float:
+    """1 / rank of the first gold file among the distinct paths of the ranking; 0 if none."""
+    ranks = [i for i, p in enumerate(_paths(ranking), 1) if p in gold_files]
+    return 1.0 / ranks[0] if ranks else 0.0
+
+
+def percentile(values, p: float):
+    """Nearest-rank percentile: sorted[ceil(p/100 * n) - 1]; None for no values."""
+    xs = sorted(values)
+    return xs[max(0, math.ceil(p / 100 * len(xs)) - 1)] if xs else None
+
+
+def mcnemar(wins: int, losses: int) -> float:
+    """Two-sided exact McNemar p: binomial(b + c, 1/2) on the discordant pairs."""
+    n = wins + losses
+    tail = sum(math.comb(n, i) for i in range(min(wins, losses) + 1))
+    return min(1.0, 2 * tail / 2 ** n) if n else 1.0
+
+
+def score(q: dict, a: dict, variant: str) -> dict:
+    """One record: the question, what the system answered, every per-question metric."""
+    gold, text, abstained = q["gold_files"], a.get("answer") or "", bool(a.get("abstained"))
+    answerable = q["answerable"] and bool(gold)   # retrieval metrics need gold files
+    stages = [dict(s) for s in a.get("stages") or []]
+    present = q["answerable"] and q["time_mode"] == "present"
+    return {
+        "id": q["id"], "category": q["category"], "variant": variant,
+        "answerable": q["answerable"], "gold_time_mode": q["time_mode"], "answer": text,
+        "abstained": abstained, "time_mode": a.get("time_mode"),
+        "verdict": a.get("verdict"), "sources": _paths(a.get("sources")),
+        "ranking": list(a.get("ranking") or []), "retrieved": list(a.get("retrieved") or []),
+        "stages": stages, "answer_correct": answer_correct(q, a),
+        "source_found_at5": source_found_at5(gold, a.get("sources")) if answerable else None,
+        "recall_all_at10": (recall_all_at10(gold, a.get("retrieved"))
+                            if answerable and q["category"] == "change" else None),
+        "reciprocal_rank": reciprocal_rank(gold, a.get("ranking")) if answerable else None,
+        "stale": (any(has_fact(CITATION_RE.sub("", text), f) for f in q["forbidden_facts"])
+                  if present else None),
+        "abstain_correct": None if q["answerable"] else abstained,
+        "false_abstain": abstained if q["answerable"] else None,
+        "citation_valid": None if abstained else (a.get("checks") or {}).get("rules_ok"),
+        "route_correct": a.get("time_mode") == q["time_mode"],
+        "total_ms": sum(s.get("ms", 0) for s in stages),
+        "tokens": sum(s.get("input_tokens", 0) + s.get("output_tokens", 0) for s in stages),
+        "dollars": sum(s.get("dollars", 0.0) for s in stages)}
+
+
+# --------------------------------------------------------------------- summaries
+
+def _rate(values) -> dict:
+    vals = [bool(v) for v in values if v is not None]
+    return {"k": sum(vals), "n": len(vals), "p": sum(vals) / len(vals) if vals else None}
+
+
+def _stage_costs(records) -> dict:
+    """Per stage and "total": p50/p95 ms, tokens and dollars (sum and per question)."""
+    rows: dict = {}   # stage -> [(ms, tokens, dollars) per record that ran it]
+    for r in records:
+        for s in r["stages"]:
+            rows.setdefault(s["name"], []).append((s.get("ms", 0), s.get(
+                "input_tokens", 0) + s.get("output_tokens", 0), s.get("dollars", 0.0)))
+    rows["total"] = [(r["total_ms"], r["tokens"], r["dollars"]) for r in records]
+    n_q, out = max(len(records), 1), {}
+    for name, xs in rows.items():
+        ms, tok, usd = [x[0] for x in xs], sum(x[1] for x in xs), sum(x[2] for x in xs)
+        out[name] = {"p50_ms": percentile(ms, 50), "p95_ms": percentile(ms, 95),
+                     "tokens": tok, "tokens_per_question": tok / n_q,
+                     "dollars": usd, "dollars_per_question": usd / n_q}
+    return out
+
+
+def _metrics(records) -> dict:
+    rr = [r["reciprocal_rank"] for r in records if r["reciprocal_rank"] is not None]
+    spoke = [r for r in records if not r["abstained"]]
+    verdicts: dict = {}
+    for r in records:
+        verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
+    return {
+        "n_questions": len(records),
+        "source_found_at5": _rate(r["source_found_at5"] for r in records),
+        "recall_all_at10": _rate(r["recall_all_at10"] for r in records),
+        "mrr": {"k": sum(rr), "n": len(rr), "p": sum(rr) / len(rr) if rr else None},
+        "answer_correct": _rate(r["answer_correct"] for r in records),
+        "current_correct": _rate(r["answer_correct"] for r in records
+                                 if r["category"] == "current"),
+        "stale_rate": _rate(r["stale"] for r in records),
+        "abstain_correct": _rate(r["abstain_correct"] for r in records),
+        "false_abstain": _rate(r["false_abstain"] for r in records),
+        "citation_valid": _rate(r["citation_valid"] for r in records),
+        "route_accuracy": _rate(r["route_correct"] for r in records),
+        "verdicts": verdicts,
+        "escalate_on_correct": _rate(r["verdict"] == "ESCALATE" for r in spoke
+                                     if r["answer_correct"]),
+        "escalate_on_incorrect": _rate(r["verdict"] == "ESCALATE" for r in spoke
+                                       if not r["answer_correct"]),
+        "stages": _stage_costs(records)}
+
+
+def summarise(records) -> dict:
+    """Metrics recomputed from records only: {"overall": {...}, "by_category": {...}}."""
+    cats = sorted({r["category"] for r in records}, key=lambda c: (
+        CATEGORIES.index(c) if c in CATEGORIES else len(CATEGORIES), c))
+    return {"overall": _metrics(records),
+            "by_category": {c: _metrics([r for r in records if r["category"] == c])
+                            for c in cats}}
+
+
+def paired(records, a: str, b: str, metric: str) -> dict:
+    """Wins (a right, b wrong), losses and the exact McNemar p over shared questions."""
+    va = {r["id"]: r[metric] for r in records if r["variant"] == a}
+    vb = {r["id"]: r[metric] for r in records if r["variant"] == b}
+    both = [i for i in va if i in vb and va[i] is not None and vb[i] is not None]
+    wins = sum(1 for i in both if va[i] and not vb[i])
+    losses = sum(1 for i in both if vb[i] and not va[i])
+    return {"a": a, "b": b, "metric": metric, "wins": wins, "losses": losses,
+            "n": len(both), "p": mcnemar(wins, losses)}
+
+
+def compare_runs(records_a, records_b) -> dict:
+    """{variant: {metric: {"fixed": [ids], "broken": [ids]}}} from run A to run B."""
+    out: dict = {}
+    b = {(r["variant"], r["id"]): r for r in records_b}
+    for ra in records_a:
+        rb = b.get((ra["variant"], ra["id"]))
+        for m in PAIR_METRICS:
+            if rb is None or ra[m] is None or rb[m] is None or bool(ra[m]) == bool(rb[m]):
+                continue
+            flips = out.setdefault(ra["variant"], {}).setdefault(
+                m, {"fixed": [], "broken": []})
+            flips["fixed" if rb[m] else "broken"].append(ra["id"])
+    return out
+
+
+# ---------------------------------------------------------------- running, files
+
+def run_variant(questions, ask_fn, variant: str, progress=None) -> list[dict]:
+    """Ask every question with the variant's settings; one scored record each.
+    ask_fn(question_text, method=..., use_version=..., rerank=..., expand_links=...)
+    returns an Answer (anything with to_dict()) or a dict."""
+    out, kwargs = [], dict(zip(ASK_KEYS, VARIANTS[variant]))
+    for i, q in enumerate(questions, 1):
+        if progress:
+            progress(f"{variant}: question {i}/{len(questions)}")
+        a = ask_fn(q["question"], **kwargs)
+        out.append(score(q, a if isinstance(a, dict) else a.to_dict(), variant))
+    return out
+
+
+def _progress(msg: str) -> None:
+    if sys.stderr.isatty():
+        print(f"\r{msg:<60}", end="" if msg else "\r", file=sys.stderr, flush=True)
+
+
+def _git_commit() -> str | None:
+    try:
+        r = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                           cwd=Path(__file__).resolve().parent, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def save_run(out: Path, records, result: dict, argv, config: dict) -> None:
+    """records.jsonl (format header line first), summary.json, command.txt, config.json."""
+    out.mkdir(parents=True, exist_ok=True)
+    head = json.dumps({"format": FORMAT, "kind": "verso-eval-records"})
+    _write_atomic(out / "records.jsonl", "\n".join([head, *map(json.dumps, records)]) + "\n")
+    _write_atomic(out / "summary.json", json.dumps({"format": FORMAT, **result}, indent=1))
+    _write_atomic(out / "command.txt", " ".join(["python", "evaluate.py", *argv]) + "\n")
+    _write_atomic(out / "config.json", json.dumps({"format": FORMAT, **config}, indent=1))
+
+
+def load_records(run_dir) -> list[dict]:
+    """The records of a run folder written by save_run (format checked)."""
+    path = Path(run_dir) / "records.jsonl"
+    if not path.is_file():
+        raise EvalError(f"{path} not found: pass a folder written by --out")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    head = json.loads(lines[0]) if lines else {}
+    if head.get("format") != FORMAT:
+        raise EvalError(f"{path}: format {head.get('format')!r}, expected {FORMAT}")
+    return [json.loads(x) for x in lines[1:] if x.strip()]
+
+
+# ---------------------------------------------------------------------- printing
+
+def fmt_rate(r: dict) -> str:
+    """`k/n (p%)`, or `-` when nothing was counted."""
+    return f"{r['k']}/{r['n']} ({100 * r['p']:.0f}%)" if r["n"] else "-"
+
+
+def _table(header, rows) -> list[str]:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    return ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()
+            for r in [header, *rows]]
+
+
+def _ms(x) -> str:
+    return "-" if x is None else f"{x:.0f}"
+
+
+def render(result: dict) -> str:
+    """Variant table, answer_correct by category, verdicts, stage costs, paired tests."""
+    vs = {n: s["overall"] for n, s in result["variants"].items()}
+    out = _table(["variant", *(c for c, _ in TABLE), "p50 ms", "p95 ms"], [
+        [n, *(f"{o[m]['p']:.3f}" if m == "mrr" and o[m]["n"] else fmt_rate(o[m])
+              for _, m in TABLE), _ms(o["stages"]["total"]["p50_ms"]),
+         _ms(o["stages"]["total"]["p95_ms"])] for n, o in vs.items()])
+    cats = list(dict.fromkeys(c for s in result["variants"].values()
+                              for c in s["by_category"]))
+    out += ["", "answer correct by category:"] + _table(["variant", *cats], [
+        [n, *(fmt_rate(s["by_category"][c]["answer_correct"]) if c in s["by_category"]
+              else "-" for c in cats)] for n, s in result["variants"].items()])
+    out += [""] + _table(["variant", "ship", "escalate", "abstain", "esc|correct",
+                          "esc|wrong", "tokens/q", "$/q"], [
+        [n, *(o["verdicts"].get(v, 0) for v in ("SHIP", "ESCALATE", "ABSTAIN")),
+         fmt_rate(o["escalate_on_correct"]), fmt_rate(o["escalate_on_incorrect"]),
+         f"{o['stages']['total']['tokens_per_question']:.0f}",
+         f"{o['stages']['total']['dollars_per_question']:.5f}"] for n, o in vs.items()])
+    stages = list(dict.fromkeys(st for o in vs.values() for st in o["stages"]))
+    out += ["", "ms per stage, p50/p95:"] + _table(["variant", *stages], [
+        [n, *(f"{_ms(o['stages'][st]['p50_ms'])}/{_ms(o['stages'][st]['p95_ms'])}"
+              if st in o["stages"] else "-" for st in stages)] for n, o in vs.items()])
+    out += [""] + [f"{p['a']} vs {p['b']}  {p['metric']}: wins {p['wins']}, losses "
+                   f"{p['losses']} (of {p['n']}), exact McNemar p = {p['p']:.4f}"
+                   for p in result.get("pairs", [])]
+    return "\n".join(out).rstrip()
+
+
+def render_compare(flips: dict) -> str:
+    return "\n".join(f"{v} {m}: fixed {', '.join(f['fixed']) or '-'}; broken "
+                     f"{', '.join(f['broken']) or '-'}" for v, ms in flips.items()
+                     for m, f in ms.items()) or "no question flipped"
+
+
+# --------------------------------------------------------------------------- CLI
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="evaluate.py", description=__doc__.split("\n")[0])
+    p.add_argument("--vault", help="the notes folder the questions are about")
+    p.add_argument("--questions", help="question set (JSONL)")
+    p.add_argument("--check", metavar="FILE", help="validate a question file and stop")
+    p.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"),
+                   help="list questions whose answer_correct / source_found flipped")
+    p.add_argument("--variant", nargs="+", choices=list(VARIANTS), default=None)
+    p.add_argument("--backend", choices=("auto", "builtin", "ollama"), default="auto")
+    p.add_argument("--judge", choices=("jev", "builtin", "ollama"), default=None)
+    p.add_argument("--index", help="index dir (default: OUT/index, else a cache dir)")
+    p.add_argument("--out", help="run folder: records, summary, command, config")
+    p.add_argument("--pairs", nargs="+", metavar="A:B", default=None)
+    p.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    return p
+
+
+def _index_dir(args, vault: Path) -> Path:
+    if args.index or args.out:
+        return Path(args.index) if args.index else Path(args.out) / "index"
+    tag = hashlib.sha256(str(vault.resolve()).encode()).hexdigest()[:10]
+    return Path(os.environ.get("VERSO_HOME", ".verso")) / "eval" / f"{vault.name}-{tag}"
+
+
+def _open_pipeline(vault: Path, index_dir: Path, args):
+    """ask(question, **variant) bound to one loaded index and backend (lazy imports)."""
+    import harness
+    import ingest
+    import models
+    errors = (models.BackendError, getattr(ingest, "IndexProblem", models.BackendError))
+    try:
+        idx, be = harness.load(index=str(index_dir), vault=vault, backend=args.backend,
+                               judge=args.judge)
+    except (ValueError, OSError, *errors) as e:
+        raise EvalError(str(e)) from None
+
+    def ask(question, **kw):
+        try:
+            return harness.ask(question, index=idx, backend=be, **kw)
+        except errors as e:   # a backend that went away mid-run: one line, not a trace
+            raise EvalError(str(e)) from None
+    return ask, be
+
+
+def _setup(args) -> tuple[list, list, Path]:
+    """Variants, pairs and index dir; the questions validated (vault issues warned)."""
+    vault, variants = Path(args.vault), list(dict.fromkeys(args.variant or DEFAULT_VARIANTS))
+    pairs = [s.partition(":")[::2] for s in args.pairs or DEFAULT_PAIRS]
+    bad = [f"{a}:{b}" for a, b in pairs if a not in variants or b not in variants]
+    if bad and args.pairs:
+        raise EvalError(f"pairs {', '.join(bad)}: run both variants of each (--variant)")
+    index_dir = _index_dir(args, vault)
+    for what, p in (("--out", args.out), ("index dir", index_dir)):
+        if p and Path(p).resolve().is_relative_to(vault.resolve()):
+            raise EvalError(f"{what} {p} is inside the vault: choose a folder outside it")
+    for n, structural, p in _problems(args.questions, vault):
+        if structural:
+            raise EvalError(f"{args.questions}: line {n}: {p} (see --check)")
+        print(f"warning: {args.questions}: line {n}: {p}", file=sys.stderr)
+    return variants, [p for p in pairs if f"{p[0]}:{p[1]}" not in bad], index_dir
+
+
+def _run(args, argv) -> int:
+    variants, pairs, index_dir = _setup(args)
+    vault, qpath = Path(args.vault), Path(args.questions)
+    questions = load_questions(qpath)
+    ask, be = _open_pipeline(vault, index_dir, args)
+    records = []
+    for v in variants:
+        records += run_variant(questions, ask, v, progress=_progress)
+    _progress("")
+    result = {"variants": {v: summarise([r for r in records if r["variant"] == v])
+                           for v in variants},
+              "pairs": [paired(records, a, b, m) for a, b in pairs for m in PAIR_METRICS],
+              "questions": str(qpath), "n_questions": len(questions),
+              "questions_sha256": hashlib.sha256(qpath.read_bytes()).hexdigest(),
+              "vault": str(vault.resolve()), "backend": getattr(be, "name", str(be))}
+    print(json.dumps(result, indent=1) if args.json else render(result))
+    if args.out:
+        config = {"backend": result["backend"], "judge": args.judge, "variants": variants,
+                  "vault": result["vault"], "questions": str(qpath.resolve()),
+                  "questions_sha256": result["questions_sha256"],
+                  "index": str(index_dir), "git_commit": _git_commit()}
+        save_run(Path(args.out), records, result, argv, config)
+    return 0
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(argv)
+    try:
+        if args.compare:
+            flips = compare_runs(*(load_records(d) for d in args.compare))
+            print(json.dumps(flips, indent=1) if args.json else render_compare(flips))
+            return 0
+        path = args.check or args.questions
+        if not args.vault or not path:
+            raise EvalError("pass --vault DIR and --questions FILE (or --check FILE)")
+        if not Path(args.vault).is_dir():
+            raise EvalError(f"vault {args.vault} not found (pass --vault DIR)")
+        if not Path(path).is_file():
+            raise EvalError(f"question file {path} not found")
+        if not args.check:
+            return _run(args, argv)
+        problems = check_questions(args.check, args.vault)
+        print("\n".join(problems) or f"ok: {len(load_questions(args.check))} questions")
+        return 1 if problems else 0
+    except EvalError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

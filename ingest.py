@@ -1,1 +1,836 @@
-"""ingest: stage to be built (see ../shared/DESIGN.md)."""
+"""ingest: a vault of notes -> an index (dates, duplicates, version families, chunks, vectors).
+
+In:  a folder of .md/.txt notes and an optional verso.toml (ignore globs; per folder
+     `versioned` and `privacy`, default private).
+Out: an index dir (--index, else $VERSO_HOME, else ./.verso) with manifest.json,
+     files.json, chunks.json, vectors.npy and idf.npy (builtin embedder). Every JSON
+     starts with "format": 1; each file is written to a temp name, then os.replace'd into
+     place with the manifest last, and the old ones are put back if that step fails.
+Not: BM25 arrays, retrieval or question-time version choices (retrieve.py, version.py).
+     Never writes inside the vault.
+
+Rules, decided by code:
+- Date, first hit wins: filename; frontmatter `updated:` > `date:` > `created:`; a header
+  line in the first HEADER_LINES body lines (`Updated: 2 July 2026`, `Last edited
+  2026-07-02`, `Date: ...`, `# Title - October 10, 2026`); else mtime (date_source
+  "mtime", weak). Year-month alone means day 01. Impossible dates are not dates.
+- Exact duplicates: same sha256 (files.json "sha256") of the whole text, frontmatter
+  included, whitespace collapsed. Near-copies (word 5-shingle Jaccard >=
+  NEAR_COPY_JACCARD) are duplicates only when both have the same real (non-mtime) date.
+  The copy kept: the one without a copy marker, else the shorter path.
+- Family: folder + name without dates, v1/v2/final/draft, (1)/copy/backup/bak/old and
+  separators. A name left empty ("2026-04-03.md") and files in `versioned = false`
+  folders are their own family. Newest real date is latest; mtime never beats a real date.
+- Dated sections: a `##`/`###` heading that is or starts with a date is an entry; its
+  chunks carry section_date (= date) and entry_latest (true for the file's newest entry).
+- Chunks follow headings (trail "Plan > Week 3"); short sections merge forward within one
+  entry, long ones become line-aligned windows; table rows become "Header: value; ...".
+- Chunks are embedded as "title\\nheading\\ntext"; the cache key (chunk "hash") is sha256
+  of that text plus the embedder id. The builtin IDF is fitted on the first build and on
+  --rebuild and reused by incremental runs (rebuild after large changes).
+
+    python ingest.py VAULT [--index DIR] [--config FILE] [--json] [--rebuild]
+"""
+
+from __future__ import annotations
+
+import argparse
+import codecs
+import fnmatch
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+import time
+import tomllib
+from collections import Counter, defaultdict
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+import models
+
+FORMAT = 1
+MAX_FILE_BYTES = 5 * 1024 * 1024   # larger notes are skipped ("too large")
+CHUNK_WORDS = 180                  # most words in one chunk
+OVERLAP = 40                       # words repeated between windows of a long section
+MIN_CHUNK_WORDS = 30               # shorter sections merge into the next (same date)
+NEAR_COPY_JACCARD = 0.9            # word 5-shingle similarity of a near-copy
+SHINGLE = 5
+HEADER_LINES = 15                  # body lines searched for an "Updated: ..." line
+EMBED_BATCH = 256
+TEXT_EXTS = (".md", ".txt")
+SKIP_DIRS = ("attachments",)       # plus every hidden folder (.obsidian, .git, .trash)
+CONFIG_NAME = "verso.toml"
+FOLDER_KEYS = {"versioned": bool, "privacy": str}
+PRIVACY = ("private", "shareable")
+
+MONTHS = dict(jan=1, feb=2, mar=3, apr=4, may=5, jun=6, jul=7, aug=8, sep=9, oct=10,
+              nov=11, dec=12)
+_MON = (r"(?<![a-z])(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|"
+        r"aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+        r"(?![a-z])\.?")
+_YEAR = r"((?:19|20)\d\d)(?!\d)"
+DATE_PATTERNS = [  # most specific first; group order in the second field
+    (re.compile(r"(?<!\d)((?:19|20)\d\d)[-_.](\d{1,2})[-_.](\d{1,2})(?!\d)"), "ymd"),
+    (re.compile(_MON + r"[\s_-]+(\d{1,2})(?:st|nd|rd|th)?,?[\s_-]+" + _YEAR, re.I), "mdy"),
+    (re.compile(r"(?<![\da-z])(\d{1,2})(?:st|nd|rd|th)?[\s_-]+" + _MON + r",?[\s_-]+" + _YEAR,
+                re.I), "dmy"),
+    (re.compile(r"(?<!\d)((?:19|20)\d\d)[-_](\d{1,2})(?!\d|[-_.]\d)"), "ym"),
+    (re.compile(_MON + r"[\s_,-]*" + _YEAR, re.I), "my"),
+]
+HEADER_RE = re.compile(r"^[\s>*_#-]*(?:last[\s_-]+)?(?:updated|edited|modified|revised|"
+                       r"date|dated|created|written)\b", re.I)
+FRONT_KEYS = ("updated", "date", "created")    # frontmatter date keys, in preference order
+COPY_RE = re.compile(r"\(\d+\)|(?<![a-z])(copy|backup|bak|old)(?![a-z])", re.I)
+VERSION_RE = re.compile(r"(?<![a-z0-9])v\d+(?:\.\d+)*(?![a-z0-9])")
+MARKER_WORDS = {"final", "draft", "copy", "backup", "bak", "old"}
+SEPARATORS_RE = re.compile(r"[\s_\-.,()\[\]]+")
+HEADING_RE = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+FENCE_RE = re.compile(r"^\s*(```|~~~)")
+TABLE_SEP_RE = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
+WIKILINK_RE = re.compile(r"\[\[([^\]|#\n]*)(?:#[^\]|\n]*)?(?:\|[^\]\n]*)?\]\]")
+TAG_RE = re.compile(r"(?<![\w&/#])#([A-Za-z][\w/-]*)")
+
+
+class IndexProblem(Exception):
+    """The index is missing, damaged or from another embedder; one line with the fix."""
+
+
+class IndexBusy(RuntimeError):
+    """Another live ingest holds the index lock."""
+
+
+@dataclass
+class Index:
+    dir: Path
+    manifest: dict
+    files: list
+    chunks: list
+    vectors: np.ndarray          # float32 [n_chunks, dim], memory-mapped, row i == chunks[i]
+    by_path: dict
+    embedder: object
+    cache: dict = field(default_factory=dict)   # free for retrieve/version to memoise
+
+
+def default_index_dir() -> Path:
+    """$VERSO_HOME if set, else ./.verso under the current directory."""
+    home = os.environ.get("VERSO_HOME")
+    return Path(home).expanduser() if home else Path.cwd() / ".verso"
+
+
+# ------------------------------------------------------------------ config and files
+
+def _load_config(vault: Path, config=None) -> tuple[dict, Path | None]:
+    path = Path(config).expanduser() if config else vault / CONFIG_NAME
+    if not path.is_file():
+        if config:
+            raise ValueError(f"config file {path} not found")
+        return {"ignore": [], "folders": {}}, None
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path} is not valid TOML: {e}") from None
+    for key in data:
+        if key not in ("ignore", "folders"):
+            raise ValueError(f"{path}: unknown key {key!r} (known: ignore, folders)")
+    ignore = data.get("ignore", [])
+    if not isinstance(ignore, list) or not all(isinstance(g, str) for g in ignore):
+        raise ValueError(f"{path}: ignore must be a list of glob strings")
+    folders = {}
+    for name, table in data.get("folders", {}).items():
+        if not isinstance(table, dict):
+            raise ValueError(f"{path}: folders.{name} must be a table like [folders.{name}]")
+        for key, value in table.items():
+            if key not in FOLDER_KEYS:
+                raise ValueError(f"{path}: unknown key {key!r} in [folders.{name}] "
+                                 f"(known: versioned, privacy)")
+            if not isinstance(value, FOLDER_KEYS[key]) or (key == "privacy"
+                                                           and value not in PRIVACY):
+                raise ValueError(f"{path}: folders.{name}.{key} = {value!r} is invalid "
+                                 f"(versioned: true/false; privacy: private/shareable)")
+        folders[name.strip("/")] = table
+    return {"ignore": ignore, "folders": folders}, path.resolve()
+
+
+def _folder_setting(rel: str, cfg: dict, key: str, default):
+    """The setting from the longest [folders.X] whose X is the file's folder or a prefix."""
+    parent, best = rel.rpartition("/")[0], None
+    for name, table in cfg["folders"].items():
+        if key in table and (parent == name or parent.startswith(name + "/")):
+            if best is None or len(name) > len(best[0]):
+                best = (name, table[key])
+    return default if best is None else best[1]
+
+
+def _ignored(rel: str, globs: list) -> bool:
+    for g in globs:
+        g = g + "**" if g.endswith("/") else g
+        if fnmatch.fnmatchcase(rel, g) or (g.startswith("**/")
+                                           and fnmatch.fnmatchcase(rel, g[3:])):
+            return True
+    return False
+
+
+def _scan(vault: Path, cfg: dict) -> list[str]:
+    """Vault-relative note paths, sorted; symlinked folders followed once (no loops)."""
+    out, seen = [], set()
+    for root, dirs, names in os.walk(vault, followlinks=True):
+        real = os.path.realpath(root)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d.lower() not in SKIP_DIRS)
+        rel_root = Path(root).relative_to(vault)
+        for name in names:
+            rel = (rel_root / name).as_posix()
+            if (not name.startswith(".") and name.lower().endswith(TEXT_EXTS)
+                    and not _ignored(rel, cfg["ignore"])):
+                out.append(rel)
+    return sorted(out)
+
+
+def _read(path: Path) -> tuple[str | None, float, str]:
+    """(text, mtime, "") or (None, 0, reason). UTF-8 (BOM ok), then cp1252, then
+    UTF-8 with U+FFFD for bad bytes; UTF-16 with a BOM is decoded too."""
+    try:
+        st = path.stat()
+        if st.st_size > MAX_FILE_BYTES:
+            return None, 0, f"too large ({st.st_size} bytes > {MAX_FILE_BYTES})"
+        raw = path.read_bytes()
+    except OSError as e:
+        return None, 0, f"unreadable ({e.strerror or type(e).__name__})"
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        text = raw.decode("utf-16", errors="replace")
+    elif b"\0" in raw:
+        return None, 0, "binary (NUL bytes)"
+    else:
+        text = None
+        for enc in ("utf-8-sig", "cp1252"):
+            try:
+                text = raw.decode(enc)
+                break
+            except UnicodeDecodeError:
+                pass
+        text = raw.decode("utf-8", errors="replace") if text is None else text
+    if not text.strip():
+        return None, 0, "empty file"
+    return text.replace("\r\n", "\n").replace("\r", "\n"), st.st_mtime, ""
+
+
+# ----------------------------------------------------------------------- dating
+
+def _to_date(groups, order) -> str | None:
+    parts = {}
+    for key, value in zip(order, groups):
+        parts[key] = int(value) if value.isdigit() else MONTHS[value[:3].lower()]
+    try:
+        return date(parts["y"], parts["m"], parts.get("d", 1)).isoformat()
+    except ValueError:
+        return None
+
+
+def _find_date(text: str, at_start: bool = False) -> str | None:
+    """First valid date in text, most specific form first; impossible ones are masked
+    out so "31 Feb 2026" does not fall back to "Feb 2026"."""
+    for rx, order in DATE_PATTERNS:
+        for m in rx.finditer(text):
+            found = _to_date(m.groups(), order)
+            if found is None:
+                text = text[:m.start()] + " " * (m.end() - m.start()) + text[m.end():]
+            elif not at_start or m.start() == 0:
+                return found
+    return None
+
+
+def _frontmatter(text: str) -> tuple[dict, str]:
+    """(metadata, body) for a leading --- block of `key: value` lines; else ({}, text)."""
+    lines = text.split("\n")
+    if lines[0].strip() != "---":
+        return {}, text
+    end = next((i for i in range(1, min(len(lines), 200)) if lines[i].strip() in ("---", "...")), 0)
+    if not end:
+        return {}, text
+    meta, key = {}, None
+    for line in lines[1:end]:
+        m = re.match(r"^([A-Za-z_][\w-]*)\s*:\s*(.*)$", line)
+        if m:
+            key, value = m.group(1).lower(), m.group(2).strip()
+            if value.startswith("[") and value.endswith("]"):
+                value = [v.strip().strip("'\"") for v in value[1:-1].split(",") if v.strip()]
+            meta[key] = value.strip("'\"") if isinstance(value, str) else value
+        elif key and line.strip().startswith("- "):
+            meta[key] = (meta[key] if isinstance(meta[key], list) else []) + [
+                line.strip()[2:].strip().strip("'\"")]
+    return meta, "\n".join(lines[end + 1:])
+
+
+def _date_of(stem: str, meta: dict, body: str, mtime: float) -> tuple[str, str]:
+    found = _find_date(stem)
+    if found:
+        return found, "filename"
+    for key in FRONT_KEYS:
+        found = _find_date(meta[key]) if isinstance(meta.get(key), str) else None
+        if found:
+            return found, "frontmatter"
+    for line in body.split("\n")[:HEADER_LINES]:
+        if HEADER_RE.match(line) or line.startswith("# "):
+            found = _find_date(line)
+            if found:
+                return found, "header"
+    return datetime.fromtimestamp(mtime).date().isoformat(), "mtime"
+
+
+# ------------------------------------------------------------ duplicates, families
+
+def _family_name(stem: str) -> str:
+    """"Rates v2 (1)", "rates_2026-06", "Rates (Sept 2026)" -> "rates"."""
+    s = stem.lower()
+    for rx, _ in DATE_PATTERNS:
+        s = rx.sub(" ", s)
+    s = VERSION_RE.sub(" ", re.sub(r"\(\d+\)", " ", s))
+    return " ".join(w for w in SEPARATORS_RE.sub(" ", s).split() if w not in MARKER_WORDS)
+
+
+def _keeper_key(rec: dict):
+    return (bool(COPY_RE.search(Path(rec["path"]).stem)), len(rec["path"]), rec["path"])
+
+
+def _shingles(words: list[str]) -> set:
+    return {tuple(words[i:i + SHINGLE]) for i in range(max(1, len(words) - SHINGLE + 1))}
+
+
+def _mark_duplicates(recs: list[dict]) -> None:
+    """Exact copies by hash; near-copies only among files with the same real date."""
+    groups = defaultdict(list)
+    for r in recs:
+        groups[("sha", r["sha256"])].append(r)
+    for r in recs:
+        if r["date_source"] != "mtime":
+            groups[("date", r["date"])].append(r)
+    for (kind, _), members in groups.items():
+        members = sorted((m for m in members if not m["duplicate_of"]), key=_keeper_key)
+        sets = [_shingles(m["_norm"].lower().split()) for m in members] if kind == "date" else []
+        for i, keep in enumerate(members):
+            for j in range(i + 1, len(members)):
+                other = members[j]
+                if keep["duplicate_of"] or other["duplicate_of"]:
+                    continue
+                if kind == "sha" or _jaccard(sets[i], sets[j]) >= NEAR_COPY_JACCARD:
+                    other["duplicate_of"] = keep["path"]
+
+
+def _jaccard(a: set, b: set) -> float:
+    if min(len(a), len(b)) < NEAR_COPY_JACCARD * max(len(a), len(b)):
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+def _mark_families(recs: list[dict]) -> None:
+    fams = defaultdict(list)
+    for r in recs:
+        folder, _, name = r["path"].rpartition("/")
+        norm = _family_name(Path(name).stem) if r["versioned"] else ""
+        r["family"] = f"{folder}/{norm}" if norm and folder else (norm or r["path"])
+        if not r["duplicate_of"]:
+            fams[r["family"]].append(r)
+    for members in fams.values():
+        pool = [m for m in members if m["date_source"] != "mtime"] or members
+        top = max(m["date"] for m in pool)
+        for m in pool:
+            m["is_latest"] = m["date"] == top
+
+
+def _resolve_links(recs: list[dict]) -> None:
+    """Wikilink targets -> vault-relative paths by stem or path (case-insensitive)."""
+    by_key = defaultdict(list)
+    for r in recs:
+        no_ext = r["path"].rsplit(".", 1)[0].lower()
+        by_key[no_ext].append(r)
+        by_key[no_ext.rsplit("/", 1)[-1]].append(r)
+    for r in recs:
+        links, folder = [], r["path"].rpartition("/")[0]
+        for raw in r.pop("_links"):
+            key = raw.strip().lower().removesuffix(".md").removesuffix(".txt")
+            ext = os.path.splitext(key)[1]
+            if not key or (ext and ext[1:].isalpha()):
+                continue  # embeds of images and other attachments
+            hits = sorted(by_key.get(key, []), key=lambda h: (
+                bool(h["duplicate_of"]), h["path"].rpartition("/")[0] != folder, len(h["path"])))
+            target = hits[0]["path"] if hits else raw.strip()
+            if target not in links:
+                links.append(target)
+        r["links"] = links
+
+
+def _catalogue(vault: Path, paths: list[str], cfg: dict, progress=None):
+    """File records (files.json entries plus _body/_norm) and skipped [{path, reason}]."""
+    recs, skipped = [], []
+    for n, rel in enumerate(paths):
+        if progress and n % 50 == 0:
+            progress("reading", n, len(paths))
+        text, mtime, reason = _read(vault / rel)
+        if text is None:
+            skipped.append({"path": rel, "reason": reason})
+            continue
+        meta, body = _frontmatter(text)
+        norm = " ".join(text.split())
+        day, source = _date_of(Path(rel).stem, meta, body, mtime)
+        h1 = next((m.group(2) for m in map(HEADING_RE.match, body.split("\n"))
+                   if m and m.group(1) == "#"), None)
+        tags = meta.get("tags") or []
+        tags = tags.replace(",", " ").split() if isinstance(tags, str) else tags
+        recs.append({
+            "path": rel, "sha256": hashlib.sha256(norm.encode()).hexdigest(),
+            "date": day, "date_source": source, "family": rel, "is_latest": False,
+            "duplicate_of": None,
+            "private": _folder_setting(rel, cfg, "privacy", "private") == "private",
+            "versioned": _folder_setting(rel, cfg, "versioned", True),
+            "tags": sorted({t.lstrip("#") for t in tags} | set(TAG_RE.findall(body))),
+            "title": str(meta.get("title") or h1 or Path(rel).stem),
+            "_links": WIKILINK_RE.findall(text), "_body": body, "_norm": norm})
+    _mark_duplicates(recs)
+    _mark_families(recs)
+    _resolve_links(recs)
+    return recs, skipped
+
+
+# --------------------------------------------------------------------- chunking
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def _tables(text: str) -> str:
+    """Markdown table rows -> "Header: value; Header: value." lines."""
+    lines, out, i = text.split("\n"), [], 0
+    while i < len(lines):
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        if "|" in lines[i] and "|" in nxt and TABLE_SEP_RE.match(nxt):
+            head, i = _cells(lines[i]), i + 2
+            while i < len(lines) and "|" in lines[i]:
+                pairs = [f"{h}: {v}" if h else v
+                         for h, v in zip(head, _cells(lines[i])) if v]
+                if pairs:
+                    out.append("; ".join(pairs).rstrip(".") + ".")
+                i += 1
+        else:
+            out.append(lines[i])
+            i += 1
+    return "\n".join(out)
+
+
+def _sections(body: str) -> list[tuple[str, str | None, str, str]]:
+    """(heading trail, section date, last heading, text) per heading outside code."""
+    out, trail, lines, sdate, slevel, fence = [], [], [], None, 0, False
+
+    def flush():
+        out.append((" > ".join(t for _, t in trail), sdate, trail[-1][1] if trail else "",
+                    _tables("\n".join(lines)).strip()))
+
+    for line in body.split("\n"):
+        fence = fence != bool(FENCE_RE.match(line))
+        m = None if fence else HEADING_RE.match(line)
+        if not m:
+            lines.append(line)
+            continue
+        flush()
+        lines, level, title = [], len(m.group(1)), m.group(2).strip()
+        trail = [(lv, t) for lv, t in trail if lv < level] + [(level, title)]
+        if sdate and level <= slevel:
+            sdate = None
+        found = _find_date(title.lstrip("*_ "), at_start=True) if level in (2, 3) else None
+        if found:
+            sdate, slevel = found, level
+    flush()
+    return out
+
+
+def _windows(text: str) -> list[str]:
+    """Whole lines packed into windows of <= CHUNK_WORDS words; each window starts with
+    the previous one's last lines (or last words) up to OVERLAP words."""
+    units = []                                   # (line, words); blank runs kept once
+    for line in text.split("\n"):
+        words = line.split()
+        if len(words) > CHUNK_WORDS:             # a very long line: word windows
+            units += [(" ".join(words[i:i + CHUNK_WORDS]), len(words[i:i + CHUNK_WORDS]))
+                      for i in range(0, len(words) - OVERLAP, CHUNK_WORDS - OVERLAP)]
+        elif words or (units and units[-1][1]):
+            units.append((line, len(words)))
+    out, cur, count = [], [], 0
+    for unit in units:
+        if cur and count + unit[1] > CHUNK_WORDS:
+            out.append("\n".join(u for u, _ in cur).strip())
+            keep, kept = [], 0
+            for u in reversed(cur):
+                if kept + u[1] > OVERLAP:
+                    break
+                keep, kept = [u] + keep, kept + u[1]
+            if not kept:                         # last line too long: its last words
+                tail = next(u for u, n in reversed(cur) if n).split()[-OVERLAP:]
+                keep, kept = [(" ".join(tail), len(tail))], len(tail)
+            cur, count = (keep, kept) if kept + unit[1] <= CHUNK_WORDS else ([], 0)
+        cur.append(unit)
+        count += unit[1]
+    out.append("\n".join(u for u, _ in cur).strip())
+    return [w for w in out if w]
+
+
+def _pieces(body: str) -> list[tuple[str, str | None, str]]:
+    """(heading, section_date, text) chunks of one file."""
+    merged = []
+    for heading, sdate, last, text in _sections(body):
+        prev = merged[-1] if merged else None
+        prev_words = len(prev[2].split()) if prev else 0
+        if prev and prev[1] == sdate and not prev[2]:
+            merged[-1] = (heading, sdate, text)
+        elif (prev and prev[1] == sdate and prev_words < MIN_CHUNK_WORDS
+              and prev_words + len(f"{last} {text}".split()) <= CHUNK_WORDS):
+            merged[-1] = (prev[0], sdate, f"{prev[2]}\n\n{last}\n{text}".strip())
+        else:
+            merged.append((heading, sdate, text))
+    out = [(h, d, w) for h, d, t in merged if t for w in _windows(t)]
+    return out or ([("", None, body.strip())] if body.strip() else [])
+
+
+def _chunk_all(recs: list[dict]) -> list[dict]:
+    chunks = []
+    for r in recs:
+        if r["duplicate_of"]:
+            continue
+        pieces = _pieces(r["_body"])
+        newest = max((d for _, d, _ in pieces if d), default=None)
+        for heading, sdate, text in pieces:
+            chunks.append({
+                "id": len(chunks), "path": r["path"], "heading": heading,
+                "section_date": sdate, "date": sdate or r["date"],
+                "date_source": "section" if sdate else r["date_source"],
+                "family": r["family"], "is_latest": r["is_latest"],
+                "entry_latest": None if sdate is None else sdate == newest,
+                "private": r["private"], "text": text, "hash": "",
+                "_embed": f"{r['title']}\n{heading}\n{text}"})
+    return chunks
+
+
+# ------------------------------------------------------------------------- vectors
+
+def _embedder_for(index_dir: Path, vault: Path, backend, rebuild: bool, texts: list[str]):
+    """(embedder, previous Index to reuse vectors from or None, note, backend name)."""
+    builtin = backend in (None, "builtin") or isinstance(
+        getattr(backend, "embedder", None), models.BuiltinEmbedder)
+    if isinstance(backend, str) and not builtin:
+        backend = models.load_backend(backend)
+    name = "builtin" if builtin else backend.name
+    prev, note = None, ""
+    if not rebuild and (index_dir / "manifest.json").exists():
+        try:
+            prev = load_index(index_dir, None if builtin else backend)
+        except (IndexProblem, models.BackendError) as e:
+            note = f"previous index unusable ({e}); rebuilt"
+        if prev and prev.manifest.get("vault") != str(vault):
+            prev, note = None, "previous index was for another vault; rebuilt"
+    if not builtin:
+        emb = backend.embedder
+    elif prev and isinstance(prev.embedder, models.BuiltinEmbedder):
+        emb = prev.embedder            # keep the fitted IDF: unchanged chunks keep their ids
+    else:
+        emb = models.BuiltinEmbedder.fit(texts)
+    if prev and prev.embedder.id != emb.id:
+        prev, note = None, f"embedder changed to {emb.id}; everything re-embedded"
+    return emb, prev, note, name
+
+
+def _embed(chunks: list[dict], emb, prev, progress=None) -> tuple[np.ndarray, int]:
+    """float32 [n, dim] rows for chunks: old rows by hash, the rest embedded now."""
+    old = {c["hash"]: c["id"] for c in prev.chunks} if prev else {}
+    vectors = np.zeros((len(chunks), emb.dim), dtype=np.float32)
+    todo = []
+    for c in chunks:
+        if c["hash"] in old:
+            vectors[c["id"]] = prev.vectors[old[c["hash"]]]
+        else:
+            todo.append(c["id"])
+    for start in range(0, len(todo), EMBED_BATCH):
+        if progress:
+            progress("embedding", start, len(todo))
+        batch = todo[start:start + EMBED_BATCH]
+        rows = np.asarray(emb.embed_documents([chunks[i]["_embed"] for i in batch]),
+                          dtype=np.float32)
+        if rows.shape != (len(batch), emb.dim):
+            raise models.BackendError(f"embedder {emb.id} returned shape {rows.shape}, expected "
+                               f"({len(batch)}, {emb.dim})")
+        vectors[batch] = rows
+    return vectors, len(todo)
+
+
+# --------------------------------------------------------------------- on disk
+
+def _json_bytes(obj) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _write(path: Path, data) -> None:
+    with open(path, "wb") as f:
+        if isinstance(data, np.ndarray):
+            np.save(f, data)
+        else:
+            f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _commit(staged: list[tuple[Path, Path]]) -> None:
+    """os.replace each temp file into place in order; on any failure the old files
+    (kept as hard links, else copies) are put back, so the previous index stays whole."""
+    backups = []
+    try:
+        for tmp, final in staged:
+            bak = final.with_name(final.name + ".prev")
+            if final.exists():
+                bak.unlink(missing_ok=True)
+                try:
+                    os.link(final, bak)
+                except OSError:
+                    shutil.copy2(final, bak)
+            backups.append((bak if final.exists() else None, final))
+            os.replace(tmp, final)
+    except BaseException:
+        for bak, final in reversed(backups):
+            if bak:
+                os.replace(bak, final)
+            else:
+                final.unlink(missing_ok=True)
+        raise
+    finally:
+        for bak, _ in backups:
+            if bak:
+                bak.unlink(missing_ok=True)
+
+
+def _save(index_dir: Path, manifest: dict, files: list, chunks: list, vectors, emb) -> None:
+    for junk in [*index_dir.glob(".*.tmp-*"), *index_dir.glob("*.prev")]:
+        junk.unlink(missing_ok=True)   # left by an ingest that was killed
+    blobs = {"files.json": _json_bytes({"format": FORMAT, "files": files}),
+             "chunks.json": _json_bytes({"format": FORMAT, "chunks": chunks})}
+    manifest["chunks_sha"] = hashlib.sha256(blobs["chunks.json"]).hexdigest()
+    manifest["files_sha"] = hashlib.sha256(blobs["files.json"]).hexdigest()
+    order = [("vectors.npy", vectors), *blobs.items(),
+             ("manifest.json", json.dumps(manifest, indent=1).encode("utf-8"))]
+    if isinstance(emb, models.BuiltinEmbedder):
+        order.insert(0, ("idf.npy", emb.idf))
+    staged = []
+    try:
+        for name, data in order:
+            tmp = index_dir / f".{name}.tmp-{os.getpid()}"
+            staged.append((tmp, index_dir / name))
+            _write(tmp, data)
+        _commit(staged)
+    finally:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    if os.name == "nt":      # os.kill(pid, 0) would end the process on Windows
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextmanager
+def _lock(index_dir: Path):
+    """index_dir/lock holds the writer's pid; a lock whose pid is gone is taken over."""
+    index_dir.mkdir(parents=True, exist_ok=True)
+    path = index_dir / "lock"
+    for attempt in (1, 2):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            break
+        except FileExistsError:
+            try:
+                pid = int(path.read_text().strip())
+            except (OSError, ValueError):
+                pid = None
+            if attempt == 2 or (pid is not None and _alive(pid)):
+                raise IndexBusy(f"another ingest (pid {pid}) is writing {index_dir}: wait for "
+                                f"it, or delete {path} if that process is gone") from None
+            path.unlink(missing_ok=True)
+    with os.fdopen(fd, "w") as f:
+        f.write(str(os.getpid()))
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def _fix(index_dir: Path, vault=None) -> str:
+    default = index_dir == default_index_dir().resolve()
+    extra = "" if default else f" --index {shlex.quote(str(index_dir))}"
+    return f"python ingest.py {shlex.quote(vault) if vault else 'VAULT'}{extra} --rebuild"
+
+
+def _read_json(index_dir: Path, name: str, key: str, vault=None):
+    try:
+        raw = (index_dir / name).read_bytes()
+        data = json.loads(raw)
+    except (OSError, ValueError) as e:
+        raise IndexProblem(f"{name} in {index_dir} is unreadable ({type(e).__name__}): "
+                           f"run {_fix(index_dir, vault)}") from None
+    vault = vault or (data.get("vault") if isinstance(data, dict) else None)
+    if not isinstance(data, dict) or data.get("format") != FORMAT or key not in data:
+        raise IndexProblem(f"{name} in {index_dir} has unknown format "
+                           f"{data.get('format') if isinstance(data, dict) else '?'} "
+                           f"(this Verso reads {FORMAT}): run {_fix(index_dir, vault)}")
+    return data, raw
+
+
+def load_index(index_dir=None, backend=None) -> Index:
+    """The index in index_dir (default_index_dir()), checked: format, the chunks and
+    files the manifest was written with, vector rows and dim, and the embedder.
+    `backend` supplies the embedder of a non-builtin index."""
+    d = Path(index_dir or default_index_dir()).expanduser().resolve()
+    if not (d / "manifest.json").exists():
+        raise IndexProblem(f"no index in {d}: run python ingest.py VAULT"
+                           + ("" if d == default_index_dir().resolve() else f" --index {d}"))
+    manifest, _ = _read_json(d, "manifest.json", "embedder")
+    vault = manifest.get("vault")
+    files, files_raw = _read_json(d, "files.json", "files", vault)
+    chunks, chunks_raw = _read_json(d, "chunks.json", "chunks", vault)
+    fix = _fix(d, vault)
+    for raw, key, name in ((chunks_raw, "chunks_sha", "chunks.json"),
+                           (files_raw, "files_sha", "files.json")):
+        if hashlib.sha256(raw).hexdigest() != manifest.get(key):
+            raise IndexProblem(f"{name} in {d} does not match its manifest (edited, or an "
+                               f"ingest was interrupted): run {fix}")
+    try:
+        vectors = np.load(d / "vectors.npy", mmap_mode="r")
+    except (OSError, ValueError, EOFError) as e:
+        raise IndexProblem(f"vectors.npy in {d} is unreadable ({e}): run {fix}") from None
+    n, dim = len(chunks["chunks"]), manifest.get("dim")
+    if vectors.dtype != np.float32 or vectors.shape != (n, dim):
+        raise IndexProblem(f"vectors.npy in {d} has shape {vectors.shape} {vectors.dtype}, "
+                           f"expected ({n}, {dim}) float32: run {fix}")
+    embedder = _load_embedder(d, manifest, backend, fix)
+    return Index(d, manifest, files["files"], chunks["chunks"], vectors,
+                 {f["path"]: f for f in files["files"]}, embedder)
+
+
+def _load_embedder(d: Path, manifest: dict, backend, fix: str):
+    """The embedder the vectors were made with: builtin from idf.npy, Ollama by model
+    name (no server call), anything else from the backend passed in."""
+    eid = manifest["embedder"]
+    if backend is not None:
+        emb = getattr(backend, "embedder", backend)
+    elif eid.startswith(models.BUILTIN_EMBEDDER):
+        try:
+            emb = models.BuiltinEmbedder(np.load(d / "idf.npy"))
+        except (OSError, ValueError, EOFError) as e:
+            raise IndexProblem(f"idf.npy in {d} is unreadable ({e}): run {fix}") from None
+    elif eid.startswith("ollama:") and hasattr(models, "OllamaEmbedder"):
+        emb = models.OllamaEmbedder(eid[len("ollama:"):], dim=manifest["dim"])
+    else:
+        raise IndexProblem(f"index {d} was built with embedder {eid}, which needs its "
+                           f"backend to load: pass it, or run {fix}")
+    if emb.id != eid or emb.dim != manifest["dim"]:
+        raise IndexProblem(f"index {d} was built with embedder {eid} (dim "
+                           f"{manifest['dim']}), not {emb.id} (dim {emb.dim}): run {fix}")
+    return emb
+
+
+# --------------------------------------------------------------------------- API
+
+def build_index(vault, index_dir=None, config=None, rebuild=False, backend=None,
+                progress=None) -> dict:
+    """Index the vault into index_dir; returns the summary (also printed by --json).
+    backend: None/"builtin", a backend name, or a models.Backend; progress(stage, done,
+    total) is called while reading and embedding."""
+    started = time.perf_counter()
+    vault = Path(vault).expanduser().resolve()
+    if not vault.is_dir():
+        raise ValueError(f"vault {vault} is not a folder: pass the folder that holds your notes")
+    index_dir = Path(index_dir or default_index_dir()).expanduser().resolve()
+    if index_dir == vault or vault in index_dir.parents:
+        raise ValueError(f"index dir {index_dir} is inside the vault; Verso never writes "
+                         f"there: pass --index DIR outside it or set VERSO_HOME")
+    cfg, cfg_path = _load_config(vault, config)
+    paths = _scan(vault, cfg)
+    recs, skipped = _catalogue(vault, paths, cfg, progress)
+    chunks = _chunk_all(recs)
+    with _lock(index_dir):
+        emb, prev, note, name = _embedder_for(index_dir, vault, backend, rebuild,
+                                              [c["_embed"] for c in chunks])
+        for c in chunks:
+            c["hash"] = hashlib.sha256(f"{c['_embed']}\n{emb.id}".encode()).hexdigest()
+        vectors, embedded = _embed(chunks, emb, prev, progress)
+        del prev                        # release the old memory map before replacing it
+        files = [{k: v for k, v in r.items() if not k.startswith("_")} for r in recs]
+        for c in chunks:
+            del c["_embed"]
+        live = [f for f in files if not f["duplicate_of"]]
+        summary = {
+            "files_seen": len(paths), "indexed": len(live),
+            "duplicates": len(files) - len(live),
+            "families": len({f["family"] for f in live}), "chunks": len(chunks),
+            "embedded": embedded, "reused": len(chunks) - embedded,
+            "dated": dict(Counter(f["date_source"] for f in files)), "skipped": skipped,
+            "seconds": 0.0, "index": str(index_dir), "embedder": emb.id, "note": note}
+        manifest = {"format": FORMAT, "embedder": emb.id, "dim": int(emb.dim),
+                    "backend": name, "vault": str(vault),
+                    "config": str(cfg_path) if cfg_path else None,
+                    "counts": {**{k: summary[k] for k in ("files_seen", "indexed", "duplicates",
+                                                          "families", "chunks")},
+                               "skipped": len(skipped)},
+                    "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        _save(index_dir, manifest, files, chunks, vectors, emb)
+    summary["seconds"] = round(time.perf_counter() - started, 3)
+    return summary
+
+
+def _human(s: dict) -> str:
+    dated = ", ".join(f"{k} {v}" for k, v in sorted(s["dated"].items()))
+    lines = [f"indexed {s['indexed']} of {s['files_seen']} files ({s['duplicates']} duplicates,"
+             f" {len(s['skipped'])} skipped): {s['families']} families, {s['chunks']} chunks",
+             f"embedded {s['embedded']}, reused {s['reused']} in {s['seconds']:.2f} s; "
+             f"dated by {dated or 'nothing'}", f"index: {s['index']}"]
+    lines += [f"skipped {x['path']}: {x['reason']}" for x in s["skipped"]]
+    return "\n".join(lines + ([s["note"]] if s["note"] else []))
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="ingest.py", description="Index a folder of notes.")
+    p.add_argument("vault", help="folder of .md/.txt notes")
+    p.add_argument("--index", help="index dir (default $VERSO_HOME or ./.verso)")
+    p.add_argument("--config", help="vault config (default VAULT/verso.toml)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--rebuild", action="store_true", help="re-fit and re-embed everything")
+    a = p.parse_args(argv)
+
+    def show(stage, done, total):
+        print(f"\r{stage} {done}/{total} ", end="", file=sys.stderr, flush=True)
+
+    try:
+        s = build_index(a.vault, a.index, a.config, a.rebuild,
+                        progress=show if sys.stderr.isatty() else None)
+    except (ValueError, IndexProblem, IndexBusy, models.BackendError, OSError) as e:
+        print(f"ingest: {e}", file=sys.stderr)
+        return 2
+    if sys.stderr.isatty():
+        print("\r" + " " * 40 + "\r", end="", file=sys.stderr)
+    print(json.dumps(s, indent=2) if a.json else _human(s))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

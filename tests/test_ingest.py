@@ -1,0 +1,570 @@
+"""ingest.py: dating, duplicates, families, dated sections, chunks, config, the index on disk."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import ingest
+import models
+
+OLD = 1_600_000_000  # an mtime in 2020, so mtime dates are recognisable
+
+
+def write(vault: Path, rel: str, text, mtime=None):
+    p = vault / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        p.write_bytes(text)
+    else:
+        p.write_text(text, encoding="utf-8")
+    if mtime is not None:
+        os.utime(p, (mtime, mtime))
+    return p
+
+
+def build(vault, tmp_path, **kw):
+    kw.setdefault("index_dir", tmp_path / "idx")
+    summary = ingest.build_index(vault, **kw)
+    return summary, ingest.load_index(kw["index_dir"])
+
+
+def files_of(index):
+    return {f["path"]: f for f in index.files}
+
+
+@pytest.fixture
+def vault(tmp_path):
+    v = tmp_path / "vault"
+    v.mkdir()
+    return v
+
+
+# ---------------------------------------------------------------------- dating
+
+@pytest.mark.parametrize("text, expected", [
+    ("2026-04-03 rates", "2026-04-03"),
+    ("rates_2026-06", "2026-06-01"),
+    ("rates 2026_06", "2026-06-01"),
+    ("rates (Sept 2026)", "2026-09-01"),
+    ("rates sept 2026", "2026-09-01"),
+    ("rates-oct2026", "2026-10-01"),
+    ("Rates October 2026", "2026-10-01"),
+    ("Plan October 10, 2026", "2026-10-10"),
+    ("10 Oct 2026 notes", "2026-10-10"),
+    ("2nd July 2026", "2026-07-02"),
+    ("2028-02-29", "2028-02-29"),
+    ("plan v2 Oct 2026", "2026-10-01"),           # "2 Oct 2026" needs a free-standing day
+    ("2026-13-45 plan", None),          # impossible: not a date at all
+    ("31 Feb 2026", None),              # not "Feb 2026" either
+    ("2026-02-29", None),
+    ("octopus 2026 mayhem", None),
+    ("rates 2026-2027", None),
+    ("report", None),
+])
+def test_date_forms(text, expected):
+    assert ingest._find_date(text) == expected
+
+
+def test_each_date_source(vault, tmp_path):
+    write(vault, "a/rates 2026-04-03.md", "---\ndate: 2026-01-01\n---\nrates text")
+    write(vault, "a/fm.md", "---\ncreated: 2026-01-01\ndate: 2026-02-02\n"
+                            "updated: 2026-03-03\n---\nbody")
+    write(vault, "a/fm created.md", "---\ncreated: 2026-01-05\n---\nbody two")
+    write(vault, "a/h1.md", "# Title\nUpdated: 2 July 2026\nbody three")
+    write(vault, "a/h2.md", "Some intro\nLast edited 2026-07-03\nbody four")
+    write(vault, "a/h3.md", "Date: 3 May 2026\nbody five")
+    write(vault, "a/h4.md", "# Handover — October 10, 2026\nbody six")
+    write(vault, "a/plan 2026-13-45.md", "---\nupdated: 2026-05-06\n---\nbody seven")
+    write(vault, "a/bad fm.md", "---\ndate: 31 Feb 2026\n---\nbody eight", mtime=OLD)
+    write(vault, "a/undated.md", "no date in here at all", mtime=OLD)
+    summary, idx = build(vault, tmp_path)
+    got = {p: (f["date"], f["date_source"]) for p, f in files_of(idx).items()}
+    assert got == {
+        "a/rates 2026-04-03.md": ("2026-04-03", "filename"),
+        "a/fm.md": ("2026-03-03", "frontmatter"),
+        "a/fm created.md": ("2026-01-05", "frontmatter"),
+        "a/h1.md": ("2026-07-02", "header"),
+        "a/h2.md": ("2026-07-03", "header"),
+        "a/h3.md": ("2026-05-03", "header"),
+        "a/h4.md": ("2026-10-10", "header"),
+        "a/plan 2026-13-45.md": ("2026-05-06", "frontmatter"),
+        "a/bad fm.md": (ingest.datetime.fromtimestamp(OLD).date().isoformat(), "mtime"),
+        "a/undated.md": (ingest.datetime.fromtimestamp(OLD).date().isoformat(), "mtime"),
+    }
+    assert summary["dated"] == {"filename": 1, "frontmatter": 3, "header": 4, "mtime": 2}
+
+
+def test_frontmatter_stripped_and_kept_as_metadata(vault, tmp_path):
+    write(vault, "n.md", "---\ntitle: My Note\ntags:\n  - alpha\n  - beta\n---\n"
+                         "Body with #gamma and [[Other|alias]] and [[missing note]].")
+    write(vault, "sub/other.md", "other body")
+    write(vault, "broken.md", "---\nthis: [is: not yaml\nno closing fence\n")
+    _, idx = build(vault, tmp_path)
+    f = files_of(idx)["n.md"]
+    assert f["title"] == "My Note" and f["tags"] == ["alpha", "beta", "gamma"]
+    assert f["links"] == ["sub/other.md", "missing note"]
+    chunk = next(c for c in idx.chunks if c["path"] == "n.md")
+    assert chunk["text"].startswith("Body with") and "title:" not in chunk["text"]
+    assert "broken.md" in files_of(idx)
+
+
+# ------------------------------------------------------------------ duplicates
+
+def test_exact_duplicates_keep_the_unmarked_copy(vault, tmp_path):
+    text = "# Rates\nDay rate is 1550 per day for the Acme work."
+    write(vault, "w/rates.md", text)
+    write(vault, "w/rates (1).md", text.replace(" ", "  "))     # whitespace differs only
+    write(vault, "w/rates_backup.md", text + "\n\n")
+    write(vault, "x/longer name here.md", "same text twice")
+    write(vault, "x/short.md", "same text twice")
+    summary, idx = build(vault, tmp_path)
+    f = files_of(idx)
+    assert f["w/rates (1).md"]["duplicate_of"] == "w/rates.md"
+    assert f["w/rates_backup.md"]["duplicate_of"] == "w/rates.md"
+    assert f["w/rates.md"]["duplicate_of"] is None and f["w/rates.md"]["is_latest"]
+    assert f["x/longer name here.md"]["duplicate_of"] == "x/short.md"
+    assert {c["path"] for c in idx.chunks} == {"w/rates.md", "x/short.md"}
+    assert summary["duplicates"] == 3 and summary["indexed"] == 2
+
+
+WORDS = " ".join(f"word{i}" for i in range(80))
+
+
+def test_near_copy_same_date_is_duplicate(vault, tmp_path):
+    write(vault, "a/plan.md", f"---\ndate: 2026-05-01\n---\n{WORDS} rate 1500")
+    write(vault, "b/plan copy.md", f"---\ndate: 2026-05-01\n---\n{WORDS} rate 1550")
+    _, idx = build(vault, tmp_path)
+    assert files_of(idx)["b/plan copy.md"]["duplicate_of"] == "a/plan.md"
+
+
+def test_near_copy_different_date_is_a_version(vault, tmp_path):
+    write(vault, "a/plan 2026-05-01.md", f"{WORDS} rate 1500")
+    write(vault, "a/plan 2026-06-01.md", f"{WORDS} rate 1550")
+    write(vault, "b/x.md", f"{WORDS} rate 1600", mtime=OLD)       # mtime dates never
+    write(vault, "b/y.md", f"{WORDS} rate 1650", mtime=OLD)       # make near-duplicates
+    _, idx = build(vault, tmp_path)
+    f = files_of(idx)
+    assert all(x["duplicate_of"] is None for x in f.values())
+    assert not f["a/plan 2026-05-01.md"]["is_latest"] and f["a/plan 2026-06-01.md"]["is_latest"]
+    assert f["a/plan 2026-05-01.md"]["family"] == "a/plan"
+
+
+# -------------------------------------------------------------------- families
+
+@pytest.mark.parametrize("stem", [
+    "Rates", "rates v1", "Rates v2 final", "rates_draft", "rates (1)", "rates copy",
+    "rates_bak", "rates old", "2026-04-03 Rates", "rates-oct2026", "Rates (Sept 2026)",
+    "rates_2026-06", "rates v1.2", "Rates, backup", "rates  October 10, 2026",
+])
+def test_family_name(stem):
+    assert ingest._family_name(stem) == "rates"
+
+
+def test_families_and_latest(vault, tmp_path):
+    write(vault, "w/plan v1.md", "---\ndate: 2026-04-01\n---\nfirst plan")
+    write(vault, "w/plan v2.md", "---\ndate: 2026-05-01\n---\nsecond plan")
+    write(vault, "w/Plan final.md", "---\ndate: 2026-06-01\n---\nthird plan")
+    write(vault, "w/notes.md", "undated notes, changed recently")          # mtime now
+    write(vault, "w/notes 2026-01-01.md", "dated notes")
+    write(vault, "w/tie 2026-02-02.md", "tie one")
+    write(vault, "w/tie (2026-02-02).md", "tie two")
+    write(vault, "u/x.md", "older undated", mtime=OLD)
+    write(vault, "u/x_old.md", "newer undated", mtime=OLD + 86400 * 3)
+    write(vault, "daily/2026-04-03.md", "day one")
+    write(vault, "daily/2026-04-04.md", "day two")
+    summary, idx = build(vault, tmp_path)
+    f = files_of(idx)
+    latest = {p for p, x in f.items() if x["is_latest"]}
+    plans = ("w/plan v1.md", "w/plan v2.md", "w/Plan final.md")
+    assert {f[p]["family"] for p in plans} == {"w/plan"}
+    assert f["w/notes.md"]["family"] == f["w/notes 2026-01-01.md"]["family"] == "w/notes"
+    assert f["daily/2026-04-03.md"]["family"] == "daily/2026-04-03.md"      # empty name
+    assert latest == {"w/Plan final.md", "w/notes 2026-01-01.md", "w/tie 2026-02-02.md",
+                      "w/tie (2026-02-02).md", "u/x_old.md", "daily/2026-04-03.md",
+                      "daily/2026-04-04.md"}
+    assert summary["families"] == 6
+    assert all(c["is_latest"] == f[c["path"]]["is_latest"] for c in idx.chunks)
+
+
+def test_unversioned_folder_keeps_separate_entries(vault, tmp_path):
+    write(vault, "verso.toml", '[folders.journal]\nversioned = false\n')
+    write(vault, "journal/run 2026-05-01.md", "ran 10k")
+    write(vault, "journal/run 2026-05-08.md", "ran 12k")
+    write(vault, "work/run 2026-05-01.md", "a")
+    write(vault, "work/run 2026-05-08.md", "b")
+    _, idx = build(vault, tmp_path)
+    f = files_of(idx)
+    assert f["journal/run 2026-05-01.md"]["family"] == "journal/run 2026-05-01.md"
+    entry = f["journal/run 2026-05-01.md"]
+    assert entry["is_latest"] and not entry["versioned"]
+    assert not f["work/run 2026-05-01.md"]["is_latest"] and f["work/run 2026-05-08.md"]["is_latest"]
+
+
+# -------------------------------------------------------------- dated sections
+
+def test_dated_sections_and_entry_latest(vault, tmp_path):
+    write(vault, "log/long runs.md", "---\ndate: 2026-04-01\n---\n# Long runs\n"
+          "Intro about the log.\n## 2026-05-02\nRan 20k.\n### Notes\nKnee fine.\n"
+          "## 3 May 2026\nRan 22k.\n## 2026-06-14 — long run\nRan 25k.\n"
+          "## Gear\nShoes: Pegasus.\n")
+    _, idx = build(vault, tmp_path)
+    rows = [(c["heading"], c["section_date"], c["date"], c["date_source"], c["entry_latest"])
+            for c in idx.chunks]
+    assert rows == [
+        ("Long runs", None, "2026-04-01", "frontmatter", None),
+        ("Long runs > 2026-05-02", "2026-05-02", "2026-05-02", "section", False),
+        ("Long runs > 3 May 2026", "2026-05-03", "2026-05-03", "section", False),
+        ("Long runs > 2026-06-14 — long run", "2026-06-14", "2026-06-14", "section", True),
+        ("Long runs > Gear", None, "2026-04-01", "frontmatter", None),
+    ]
+    assert idx.chunks[1]["text"] == "Ran 20k.\n\nNotes\nKnee fine."   # ### merged, same entry
+
+
+# ---------------------------------------------------------------------- chunks
+
+def test_table_rows_keep_their_column_names(vault, tmp_path):
+    write(vault, "t.md", "# Rates\n| Client | Day rate | Notes |\n|:---|---:|---|\n"
+                         "| Acme | £1,550 | |\n| Beta | 1200 | new. |\nAfter the table.")
+    _, idx = build(vault, tmp_path)
+    assert idx.chunks[0]["text"] == ("Client: Acme; Day rate: £1,550.\n"
+                                     "Client: Beta; Day rate: 1200; Notes: new.\n"
+                                     "After the table.")
+
+
+def test_long_sections_are_overlapping_windows():
+    words = [f"w{i}" for i in range(500)]
+    body = "# Long\n" + "\n".join(" ".join(words[i:i + 10]) for i in range(0, 500, 10))
+    pieces = ingest._pieces(body)
+    assert len(pieces) > 2 and all(h == "Long" for h, _, _ in pieces)
+    seen = [w for _, _, t in pieces for w in t.split()]
+    assert set(seen) == set(words)
+    assert all(len(t.split()) <= ingest.CHUNK_WORDS for _, _, t in pieces)
+    assert len(seen) - len(words) <= ingest.OVERLAP * (len(pieces) - 1)
+    first, second = pieces[0][2].split(), pieces[1][2].split()
+    assert first[-1] in second                                   # windows overlap
+    one_line = ingest._pieces(" ".join(words))                   # a single very long line
+    assert {w for _, _, t in one_line for w in t.split()} == set(words)
+
+
+def test_prose_paragraphs_overlap_too():
+    para = lambda k: " ".join(f"p{k}w{i}" for i in range(120))
+    pieces = ingest._pieces("\n\n".join(para(k) for k in range(4)))
+    assert len(pieces) == 4
+    for a, b in zip(pieces, pieces[1:]):
+        tail = a[2].split()[-ingest.OVERLAP:]
+        assert b[2].split()[:ingest.OVERLAP] == tail
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet="0123456789-_ ,.()JFMASONDjanfebmrpyulgsctovdeSept", max_size=40))
+def test_date_parser_never_crashes(text):
+    found = ingest._find_date(text)
+    assert found is None or ingest.date.fromisoformat(found)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["a", "bb", "c1", "|", "##", "d"]), max_size=300),
+                max_size=12))
+def test_windows_lose_nothing_and_respect_the_limit(lines):
+    text = "\n".join(" ".join(line) for line in lines)
+    out = ingest._windows(text)
+    assert all(len(w.split()) <= ingest.CHUNK_WORDS for w in out)
+    assert sorted(set(text.split())) == sorted({t for w in out for t in w.split()})
+    repeated = sum(len(w.split()) for w in out) - len(text.split())
+    assert repeated <= ingest.OVERLAP * max(0, len(out) - 1)
+
+
+def test_headings_in_code_fences_are_text():
+    pieces = ingest._pieces("# A\nintro words here\n```\n## 2026-01-01 not a heading\n```\n")
+    assert pieces == [("A", None, "intro words here\n```\n## 2026-01-01 not a heading\n```")]
+
+
+# ---------------------------------------------------------------------- config
+
+def test_private_by_default_and_shareable_config(vault, tmp_path):
+    write(vault, "verso.toml", '[folders.work]\nprivacy = "shareable"\n'
+                               '[folders."work/secret"]\nprivacy = "private"\n')
+    write(vault, "work/a.md", "client notes")
+    write(vault, "work/secret/b.md", "secret notes")
+    write(vault, "home/c.md", "home notes")
+    write(vault, "top.md", "top notes")
+    _, idx = build(vault, tmp_path)
+    private = {p: f["private"] for p, f in files_of(idx).items()}
+    assert private == {"work/a.md": False, "work/secret/b.md": True, "home/c.md": True,
+                       "top.md": True}
+    assert all(c["private"] == private[c["path"]] for c in idx.chunks)
+
+
+@pytest.mark.parametrize("toml, key", [
+    ('ignore = []\nfolder = 1\n', "'folder'"),
+    ('[folders.work]\nprivate = true\n', "'private'"),
+    ('[folders.work]\nprivacy = "public"\n', "privacy"),
+    ('ignore = "x"\n', "ignore"),
+    ('ignore = [\n', "not valid TOML"),
+])
+def test_bad_config_is_one_line_error(vault, tmp_path, capsys, toml, key):
+    write(vault, "verso.toml", toml)
+    write(vault, "a.md", "x")
+    assert ingest.main([str(vault), "--index", str(tmp_path / "idx")]) == 2
+    err = capsys.readouterr().err
+    assert key in err and err.count("\n") == 1
+    assert not (tmp_path / "idx" / "manifest.json").exists()
+
+
+def test_config_flag_and_missing_vault(vault, tmp_path, capsys):
+    cfg = write(tmp_path, "other.toml", 'ignore = ["*.md"]\n')
+    write(vault, "a.md", "x")
+    summary, _ = build(vault, tmp_path, config=cfg)
+    assert summary["files_seen"] == 0
+    with pytest.raises(ValueError, match="not found"):
+        build(vault, tmp_path, config=tmp_path / "nope.toml")
+    assert ingest.main([str(tmp_path / "missing"), "--index", str(tmp_path / "i")]) == 2
+    assert "not a folder" in capsys.readouterr().err
+
+
+def test_ignore_globs_hidden_and_non_text(vault, tmp_path):
+    write(vault, "verso.toml", 'ignore = ["skip/**", "*.excalidraw.md", "**/draft-*.md"]\n')
+    for rel in ("keep.md", "notes.txt", "deep/a/b/c/keep2.md", "draft-root.md",
+                "skip/x.md", "skip/deeper/y.md", "d/pic.excalidraw.md", "d/draft-1.md",
+                ".obsidian/w.md", ".trash/t.md", "x/.git/g.md", ".hidden.md",
+                "attachments/a.md", "img.png", "data.csv"):
+        write(vault, rel, f"content of {rel}")
+    summary, idx = build(vault, tmp_path)
+    assert set(files_of(idx)) == {"keep.md", "notes.txt", "deep/a/b/c/keep2.md"}
+    assert summary["files_seen"] == 3
+
+
+@pytest.mark.skipif(os.name == "nt", reason="symlinks")
+def test_symlink_loops_are_followed_once(vault, tmp_path):
+    write(vault, "a/note.md", "inside a")
+    (vault / "a" / "loop").symlink_to(vault / "a", target_is_directory=True)
+    (vault / "a" / "dangling.md").symlink_to(vault / "nowhere.md")
+    summary, idx = build(vault, tmp_path)
+    assert set(files_of(idx)) == {"a/note.md"}
+    assert summary["skipped"] == [{"path": "a/dangling.md",
+                                   "reason": "unreadable (No such file or directory)"}]
+
+
+def test_bad_files_are_skipped_with_reasons(vault, tmp_path, monkeypatch):
+    monkeypatch.setattr(ingest, "MAX_FILE_BYTES", 1000)
+    write(vault, "empty.md", "  \n\n")
+    write(vault, "binary.md", b"\x89PNG\r\n\x1a\n\x00\x00")
+    write(vault, "big.md", "word " * 400)
+    write(vault, "latin.md", "caf\xe9 r\xe9sum\xe9".encode("cp1252"))
+    write(vault, "broken.md", b"abc \x81\x8d bytes \xff")
+    write(vault, "bom.md", "\ufeffhello bom".encode("utf-8"))
+    write(vault, "wide.md", "wide text".encode("utf-16"))
+    summary, idx = build(vault, tmp_path)
+    reasons = {s["path"]: s["reason"] for s in summary["skipped"]}
+    assert reasons["empty.md"] == "empty file"
+    assert reasons["binary.md"].startswith("binary")
+    assert reasons["big.md"].startswith("too large")
+    text = {c["path"]: c["text"] for c in idx.chunks}
+    assert text["latin.md"] == "café résumé" and text["bom.md"] == "hello bom"
+    assert "\ufffd" in text["broken.md"] and text["wide.md"] == "wide text"
+    assert summary["files_seen"] == 7 and summary["indexed"] == 4
+
+
+# --------------------------------------------------------------------- the index
+
+def test_incremental_reembeds_only_changed_chunks(vault, tmp_path):
+    for i in range(5):
+        write(vault, f"n{i}.md", f"# Note {i}\n{WORDS[:300]} para {i}\n## More\n{WORDS} end{i}")
+    calls = []
+    first, idx = build(vault, tmp_path, progress=lambda *a: calls.append(a))
+    assert ("reading", 0, 5) in calls and ("embedding", 0, 10) in calls
+    old = {(c["path"], c["heading"]): np.array(idx.vectors[c["id"]]) for c in idx.chunks}
+    assert first["embedded"] == first["chunks"] == 10 and first["reused"] == 0
+    write(vault, "n2.md", f"# Note 2\n{WORDS[:300]} para CHANGED\n## More\n" + WORDS + " end2")
+    (vault / "n4.md").unlink()
+    (vault / "n3.md").rename(vault / "renamed.md")
+    second, idx = build(vault, tmp_path)
+    assert (second["embedded"], second["reused"], second["chunks"]) == (1, 7, 8)
+    paths = {c["path"] for c in idx.chunks}
+    assert paths == {"n0.md", "n1.md", "n2.md", "renamed.md"} and "n4.md" not in idx.by_path
+    for c in idx.chunks:
+        key = (c["path"].replace("renamed", "n3"), c["heading"])
+        if c["path"] != "n2.md" or c["heading"] != "Note 2":
+            assert np.array_equal(idx.vectors[c["id"]], old[key])
+    assert [c["id"] for c in idx.chunks] == list(range(8))
+    third, _ = build(vault, tmp_path, rebuild=True)
+    assert third["embedded"] == 8 and third["reused"] == 0
+
+
+def test_changed_embedder_reembeds_everything(vault, tmp_path):
+    class Fake:
+        id, dim = "fake-embedder-8", 8
+
+        def embed_documents(self, texts, ledger=None, stage="ingest"):
+            return np.eye(8, dtype=np.float32)[[len(t) % 8 for t in texts]]
+
+    fake = models.Backend("fake", Fake(), None, None)
+    write(vault, "a.md", "alpha")
+    write(vault, "b.md", "beta")
+    s1 = ingest.build_index(vault, tmp_path / "idx", backend=fake)
+    s2 = ingest.build_index(vault, tmp_path / "idx", backend=fake)
+    assert (s1["embedded"], s2["embedded"], s2["reused"]) == (2, 0, 2)
+    assert ingest.load_index(tmp_path / "idx", backend=fake).embedder.id == "fake-embedder-8"
+    with pytest.raises(ingest.IndexProblem, match="built with embedder fake-embedder-8"):
+        ingest.load_index(tmp_path / "idx", backend=models.Backend(
+            "other", type("E", (), {"id": "e2", "dim": 8})(), None, None))
+    s3 = ingest.build_index(vault, tmp_path / "idx")             # back to builtin
+    assert s3["embedded"] == 2 and "rebuilt" in s3["note"]
+    assert ingest.load_index(tmp_path / "idx").vectors.shape == (2, models.EMBED_DIM)
+
+
+def test_ollama_index_loads_its_embedder_without_a_server(vault, tmp_path):
+    class FakeOllama:
+        id, dim = "ollama:nomic-embed-text", 8
+
+        def embed_documents(self, texts, ledger=None, stage="ingest"):
+            return np.full((len(texts), 8), 8 ** -0.5, dtype=np.float32)
+
+    write(vault, "a.md", "alpha")
+    fake = models.Backend("ollama", FakeOllama(), None, None)
+    ingest.build_index(vault, tmp_path / "idx", backend=fake)
+    idx = ingest.load_index(tmp_path / "idx")
+    assert isinstance(idx.embedder, models.OllamaEmbedder) and idx.embedder.id == FakeOllama.id
+    assert idx.manifest["backend"] == "ollama" and idx.embedder.dim == 8
+
+
+def test_load_index_contents(vault, tmp_path):
+    write(vault, "a.md", "# A\nalpha beta")
+    _, idx = build(vault, tmp_path)
+    assert idx.vectors.dtype == np.float32 and isinstance(idx.vectors, np.memmap)
+    assert np.allclose(np.linalg.norm(idx.vectors, axis=1), 1.0, atol=1e-5)
+    assert idx.by_path["a.md"]["title"] == "A" and idx.cache == {}
+    q = idx.embedder.embed_query("alpha beta")
+    assert q.shape == (models.EMBED_DIM,) and float(idx.vectors[0] @ q) > 0.5
+    for name in ("manifest.json", "files.json", "chunks.json"):
+        assert json.loads((idx.dir / name).read_text())["format"] == 1
+    assert sorted(p.name for p in idx.dir.iterdir()) == [
+        "chunks.json", "files.json", "idf.npy", "manifest.json", "vectors.npy"]
+
+
+def _damage_truncate(d):
+    raw = (d / "vectors.npy").read_bytes()
+    (d / "vectors.npy").write_bytes(raw[:len(raw) // 2])
+
+
+def _damage_rows(d):
+    np.save(d / "vectors.npy", np.zeros((1, models.EMBED_DIM), np.float32))
+
+
+def _damage_format(d):
+    m = json.loads((d / "manifest.json").read_text())
+    (d / "manifest.json").write_text(json.dumps({**m, "format": 99}))
+
+
+def _damage_edit(d):
+    c = json.loads((d / "chunks.json").read_text())
+    c["chunks"][0]["text"] = "hand edited"
+    (d / "chunks.json").write_text(json.dumps(c))
+
+
+def _damage_garbage(d):
+    (d / "files.json").write_text("{not json")
+
+
+def _damage_idf(d):
+    np.save(d / "idf.npy", np.full(models.EMBED_DIM, 2.0, np.float32))
+
+
+@pytest.mark.parametrize("damage, words", [
+    (_damage_truncate, "vectors.npy"), (_damage_rows, "shape (1, 384)"),
+    (_damage_format, "unknown format 99"), (_damage_edit, "does not match its manifest"),
+    (_damage_garbage, "files.json"), (_damage_idf, "built with embedder"),
+])
+def test_damaged_index_is_detected(vault, tmp_path, damage, words):
+    write(vault, "a.md", "# A\nalpha")
+    write(vault, "b.md", "# B\nbeta")
+    build(vault, tmp_path)
+    damage(tmp_path / "idx")
+    with pytest.raises(ingest.IndexProblem) as e:
+        ingest.load_index(tmp_path / "idx")
+    msg = str(e.value)
+    assert words in msg and "\n" not in msg
+    assert f"python ingest.py {vault} --index {tmp_path / 'idx'} --rebuild" in msg
+    summary, idx = build(vault, tmp_path)                # the next run repairs it
+    assert "unusable" in summary["note"] and len(idx.chunks) == 2
+
+
+def test_missing_index(tmp_path, monkeypatch):
+    monkeypatch.setenv("VERSO_HOME", str(tmp_path / "home"))
+    assert ingest.default_index_dir() == tmp_path / "home"
+    with pytest.raises(ingest.IndexProblem, match="no index in .*: run python ingest.py VAULT$"):
+        ingest.load_index()
+
+
+def test_crash_while_writing_keeps_previous_index(vault, tmp_path, monkeypatch):
+    write(vault, "a.md", "# A\nalpha")
+    build(vault, tmp_path)
+    write(vault, "b.md", "# B\nbeta")
+    real_replace = os.replace
+    for fail_at in range(1, 6):                          # idf, vectors, chunks, files, manifest
+        calls = []
+
+        def flaky(src, dst, calls=calls, fail_at=fail_at):
+            calls.append(dst)
+            if len(calls) == fail_at:
+                raise OSError("disk full (simulated)")
+            return real_replace(src, dst)
+
+        monkeypatch.setattr(ingest.os, "replace", flaky)
+        with pytest.raises(OSError, match="simulated"):
+            ingest.build_index(vault, tmp_path / "idx")
+        monkeypatch.setattr(ingest.os, "replace", real_replace)
+        idx = ingest.load_index(tmp_path / "idx")
+        assert [c["path"] for c in idx.chunks] == ["a.md"]
+        assert sorted(p.name for p in (tmp_path / "idx").iterdir()) == [
+            "chunks.json", "files.json", "idf.npy", "manifest.json", "vectors.npy"]
+    summary, idx = build(vault, tmp_path)
+    assert [c["path"] for c in idx.chunks] == ["a.md", "b.md"] and summary["reused"] == 1
+
+
+def test_index_inside_vault_is_refused(vault, tmp_path, capsys):
+    write(vault, "a.md", "x")
+    with pytest.raises(ValueError, match="inside the vault"):
+        ingest.build_index(vault, vault / ".verso")
+    assert ingest.main([str(vault), "--index", str(vault)]) == 2
+    assert "inside the vault" in capsys.readouterr().err
+    assert sorted(p.name for p in vault.iterdir()) == ["a.md"]
+
+
+def test_locks(vault, tmp_path):
+    write(vault, "a.md", "x")
+    d = tmp_path / "idx"
+    d.mkdir()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    (d / "lock").write_text(dead.stdout.strip())
+    summary, _ = build(vault, tmp_path)                  # stale lock recovered
+    assert summary["indexed"] == 1 and not (d / "lock").exists()
+    (d / "lock").write_text(str(os.getpid()))            # a live holder
+    with pytest.raises(ingest.IndexBusy, match=f"pid {os.getpid()}"):
+        build(vault, tmp_path)
+    assert (d / "lock").read_text() == str(os.getpid())
+
+
+def test_main_json_and_human(vault, tmp_path, capsys):
+    write(vault, "a 2026-05-01.md", "# A\nalpha")
+    write(vault, "a 2026-05-01 (1).md", "# A\nalpha")
+    write(vault, "e.md", "")
+    assert ingest.main([str(vault), "--index", str(tmp_path / "idx"), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert {k: s[k] for k in ("files_seen", "indexed", "duplicates", "families", "chunks",
+                              "embedded", "reused", "dated")} == {
+        "files_seen": 3, "indexed": 1, "duplicates": 1, "families": 1, "chunks": 1,
+        "embedded": 1, "reused": 0, "dated": {"filename": 2}}
+    assert s["skipped"] == [{"path": "e.md", "reason": "empty file"}]
+    assert s["index"] == str(tmp_path / "idx") and s["seconds"] >= 0
+    assert ingest.main([str(vault), "--index", str(tmp_path / "idx")]) == 0
+    out = capsys.readouterr()
+    assert "indexed 1 of 3 files" in out.out and "skipped e.md: empty file" in out.out
+    assert out.err == ""                                 # no progress line off a terminal
