@@ -1,1 +1,442 @@
-"""retrieve: stage to be built (see ../shared/DESIGN.md)."""
+"""retrieve: candidates for a question, dense + BM25 fused by reciprocal rank.
+
+Stage: retrieve (after route, before version).
+In:  an Index (see ../contract.md: chunks, vectors, files, by_path, cache), the question
+     text and its query vector (float32 [dim], L2-normalised, from the index's embedder).
+Out: list[Candidate], best first: the top k of the fused ranking, each with its dense
+     rank/score, BM25 rank/score and RRF score, then up to LINK_MAX chunks pulled in one
+     hop along wikilinks and backlinks (added_by="link", via=the seed note).
+Not: time modes or version filtering (version.py), relevance judgments (rerank.py),
+     embedding the query (models.py), reading or writing the index itself (ingest.py).
+     The only file I/O is the BM25 cache (bm25.npz + bm25_vocab.json in the index dir).
+
+Dense: one float32 matmul `vectors @ qvec`. BM25 Okapi over
+models.terms(heading + file stem + text), stored CSC-style: per term a run of
+(doc id, precomputed BM25 weight) so a query is one bincount scatter-add.
+Top-k everywhere by argpartition with ties broken by the lower chunk id.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import numpy as np
+
+import models
+
+K1 = 1.5                 # BM25 term-frequency saturation
+B = 0.75                 # BM25 length normalisation
+RRF_K = 60               # reciprocal rank fusion: 1 / (RRF_K + rank), rank 1-based
+DEFAULT_K = 20           # fused candidates returned (before link expansion)
+FUSE_DEPTH_MIN = 50      # each ranking contributes its top max(3k, FUSE_DEPTH_MIN)
+LINK_SEEDS = 5           # distinct notes whose links and backlinks are followed
+LINK_MAX = 5             # extra candidates link expansion may add
+METHODS = ("hybrid", "bm25", "dense")
+BM25_FORMAT = 1
+BM25_ARRAYS = "bm25.npz"
+BM25_VOCAB = "bm25_vocab.json"
+SPARSE_RATIO = 8         # postings < n_docs / SPARSE_RATIO: sum via np.unique, not n-long
+
+
+@dataclass
+class Candidate:
+    chunk: dict                       # the chunk record from chunks.json
+    dense_rank: int | None = None
+    dense_score: float | None = None
+    bm25_rank: int | None = None
+    bm25_score: float | None = None
+    fused: float = 0.0                # RRF score
+    via: str | None = None            # link expansion: path of the note that brought it
+    added_by: str | None = None       # "link" | "version" | None (found by search)
+    relevance: float | None = None    # rerank probability (judge)
+    superseded_by: str | None = None  # path (or "path @ section date") of the newer one
+    dropped: str | None = None        # reason when a stage set it aside (kept in trace)
+
+    @property
+    def id(self) -> int:
+        return int(self.chunk["id"])
+
+    @property
+    def path(self) -> str:
+        return self.chunk["path"]
+
+    @property
+    def date(self) -> str:
+        """The effective date, or "undated" when it is only a file mtime."""
+        weak = self.chunk.get("date_source") == "mtime"
+        return "undated" if weak else (self.chunk.get("date") or "undated")
+
+    @property
+    def is_latest(self) -> bool:
+        return bool(self.chunk.get("is_latest", True))
+
+
+# ------------------------------------------------------------------ numeric kernels
+
+
+def top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k highest scores, best first; equal scores by lower index."""
+    scores = np.asarray(scores)
+    n = scores.shape[0]
+    k = min(int(k), n)
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    if k < n:
+        part = np.argpartition(-scores, k - 1)[:k]
+        kth = scores[part].min()
+        above = np.flatnonzero(scores > kth)
+        ties = np.flatnonzero(scores == kth)[: k - above.size]  # lowest ids first
+        idx = np.concatenate([above, ties])
+    else:
+        idx = np.arange(n)
+    order = np.lexsort((idx, -scores[idx]))  # last key primary: score desc, then id
+    return idx[order].astype(np.int64)
+
+
+def rrf(rankings: list, rrf_k: int = RRF_K) -> list[tuple[int, float]]:
+    """Reciprocal rank fusion of id rankings (best first): [(id, fused)], fused desc, id asc."""
+    fused: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, cid in enumerate(ranking, 1):
+            fused[int(cid)] = fused.get(int(cid), 0.0) + 1.0 / (rrf_k + rank)
+    return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _bm25_text(chunk: dict) -> str:
+    stem = PurePosixPath(chunk["path"]).stem
+    return f"{chunk.get('heading') or ''} {stem} {chunk.get('text') or ''}"
+
+
+def build_bm25(chunks: list[dict]) -> dict:
+    """Okapi BM25 postings: CSC arrays, column = term, weights precomputed per (term, doc).
+
+    Returns {"indptr" int64 [V+1], "docs" int32 [P], "weights" float32 [P],
+    "idf" float32 [V], "vocab" {term: column}, "n_docs", "avgdl"}; the postings of
+    term column j are docs[indptr[j]:indptr[j+1]] (ascending doc ids).
+    """
+    n = len(chunks)
+    vocab: dict[str, int] = {}
+    lens = np.zeros(n, dtype=np.int64)
+    flat = []
+    for i, chunk in enumerate(chunks):
+        cols = [vocab.setdefault(t, len(vocab)) for t in models.terms(_bm25_text(chunk))]
+        lens[i] = len(cols)
+        flat.append(np.asarray(cols, dtype=np.int64))
+    cols = np.concatenate(flat) if flat else np.zeros(0, dtype=np.int64)
+    docs = np.repeat(np.arange(n, dtype=np.int64), lens)
+    keys, tf = np.unique(cols * max(n, 1) + docs, return_counts=True)  # sorted (term, doc)
+    term, doc = keys // max(n, 1), keys % max(n, 1)
+    df = np.bincount(term, minlength=len(vocab)).astype(np.float64)
+    idf = np.log1p((n - df + 0.5) / (df + 0.5))
+    avgdl = float(lens.mean()) if n and lens.sum() else 1.0
+    norm = K1 * (1.0 - B + B * lens[doc] / avgdl)
+    weights = idf[term] * tf * (K1 + 1.0) / (tf + norm)
+    indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
+    indptr[1:] = np.cumsum(df.astype(np.int64))
+    return {"indptr": indptr, "docs": doc.astype(np.int32),
+            "weights": weights.astype(np.float32), "idf": idf.astype(np.float32),
+            "vocab": vocab, "n_docs": n, "avgdl": avgdl}
+
+
+def _bm25_scores(bm: dict, query: str) -> tuple[np.ndarray, np.ndarray]:
+    """(matched doc ids ascending, BM25 scores float64); a repeated query term counts
+    twice, as in the Okapi sum over query terms."""
+    cols = [bm["vocab"][t] for t in models.terms(query) if t in bm["vocab"]]
+    if not cols:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    ucols, counts = np.unique(cols, return_counts=True)
+    indptr, docs, weights = bm["indptr"], bm["docs"], bm["weights"]
+    d = np.concatenate([docs[indptr[c]:indptr[c + 1]] for c in ucols])
+    w = np.concatenate([weights[indptr[c]:indptr[c + 1]].astype(np.float64) * m
+                        for c, m in zip(ucols, counts)])
+    if d.size * SPARSE_RATIO < bm["n_docs"]:
+        ids, inverse = np.unique(d, return_inverse=True)
+        return ids.astype(np.int64), np.bincount(inverse, weights=w)
+    full = np.bincount(d, weights=w, minlength=bm["n_docs"])
+    ids = np.flatnonzero(full)
+    return ids, full[ids]
+
+
+# ----------------------------------------------------------------- BM25 cache on disk
+
+
+def _read_bm25(folder: Path, key: str, n: int) -> dict | None:
+    """The cached arrays if both files match this index (format, key, constants)."""
+    try:
+        meta = json.loads((folder / BM25_VOCAB).read_text(encoding="utf-8"))
+        with np.load(folder / BM25_ARRAYS, allow_pickle=False) as z:
+            arrays = {name: z[name] for name in ("indptr", "docs", "weights", "idf", "key")}
+        fresh = (meta["format"] == BM25_FORMAT and meta["chunks_sha"] == key
+                 and str(arrays.pop("key")) == key and meta["k1"] == K1
+                 and meta["b"] == B and meta["n_docs"] == n
+                 and len(arrays["indptr"]) == len(meta["terms"]) + 1
+                 and arrays["indptr"][-1] == len(arrays["docs"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # missing or damaged: rebuilt and rewritten by the caller
+    if not fresh:
+        return None
+    vocab = {t: i for i, t in enumerate(meta["terms"])}
+    return {**arrays, "vocab": vocab, "n_docs": n, "avgdl": meta["avgdl"]}
+
+
+def _write_atomic(path: Path, write) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _save_bm25(folder: Path, key: str, bm: dict) -> None:
+    terms = sorted(bm["vocab"], key=bm["vocab"].get)
+    meta = {"format": BM25_FORMAT, "chunks_sha": key, "k1": K1, "b": B,
+            "n_docs": bm["n_docs"], "avgdl": bm["avgdl"], "terms": terms}
+    arrays = {k: bm[k] for k in ("indptr", "docs", "weights", "idf")}
+    _write_atomic(folder / BM25_ARRAYS,
+                  lambda fh: np.savez(fh, key=np.array(key), **arrays))
+    _write_atomic(folder / BM25_VOCAB,
+                  lambda fh: fh.write(json.dumps(meta, ensure_ascii=False).encode("utf-8")))
+
+
+def load_bm25(index) -> dict:
+    """BM25 arrays for the index: memory cache, else bm25.npz if it was built from the
+    manifest's chunks_sha, else built now and saved atomically (memory only when the
+    index dir is not writable or the manifest has no chunks_sha)."""
+    if "bm25" in index.cache:
+        return index.cache["bm25"]
+    key = str((getattr(index, "manifest", None) or {}).get("chunks_sha") or "")
+    folder = Path(index.dir) if key and getattr(index, "dir", None) else None
+    bm = _read_bm25(folder, key, len(index.chunks)) if folder else None
+    if bm is None:
+        bm = build_bm25(index.chunks)
+        if folder is not None:
+            try:
+                _save_bm25(folder, key, bm)
+            except OSError:
+                pass  # read-only index dir: the in-memory copy serves this process
+    index.cache["bm25"] = bm
+    return bm
+
+
+# -------------------------------------------------------------------- per-index maps
+
+
+def _meta(index) -> dict:
+    """Cached per-index arrays: chunk -> path column, private flags, path -> chunk ids."""
+    meta = index.cache.get("retrieve_meta")
+    if meta is None:
+        paths: dict[str, int] = {}
+        col = np.array([paths.setdefault(c["path"], len(paths)) for c in index.chunks],
+                       dtype=np.int64)
+        private = np.array([bool(c.get("private")) for c in index.chunks], dtype=bool)
+        order = np.argsort(col, kind="stable")
+        bounds = np.searchsorted(col[order], np.arange(len(paths) + 1))
+        ids = {p: order[bounds[j]:bounds[j + 1]] for p, j in paths.items()}
+        meta = {"paths": list(paths), "col": col, "private": private, "ids": ids}
+        index.cache["retrieve_meta"] = meta
+    return meta
+
+
+def chunk_ids_by_path(index) -> dict[str, np.ndarray]:
+    """Vault-relative path -> its chunk ids (ascending), cached on the index."""
+    return _meta(index)["ids"]
+
+
+def _folder(prefix: str) -> str:
+    """A vault-relative folder prefix: "./work/" -> "work"; "." or "/" -> "" (all)."""
+    parts = [p for p in prefix.replace("\\", "/").strip().split("/") if p not in ("", ".")]
+    return "/".join(parts)
+
+
+def _under(path: str, prefixes: list[str]) -> bool:
+    """path lies in one of the folders ("work" holds "work/a.md", not "workshop/b.md")."""
+    return any(not p or path == p or path.startswith(p + "/") for p in prefixes)
+
+
+def _mask(index, folders, include_private) -> np.ndarray | None:
+    """Boolean [n_chunks] of searchable chunks, None when nothing is filtered."""
+    if isinstance(folders, str):
+        folders = [folders]
+    if not folders and include_private:
+        return None
+    prefixes = sorted({_folder(f) for f in folders or [""]})
+    key = (tuple(prefixes), bool(include_private))
+    masks = index.cache.setdefault("retrieve_masks", {})
+    if key not in masks:
+        meta = _meta(index)
+        keep = np.array([_under(p, prefixes) for p in meta["paths"]], dtype=bool)
+        mask = keep[meta["col"]]
+        if not include_private:
+            mask &= ~meta["private"]
+        masks[key] = mask
+    if not masks[key].any():
+        raise ValueError(f"no chunks left after filters folders={prefixes} "
+                         f"include_private={include_private}: check the folder names")
+    return masks[key]
+
+
+# ---------------------------------------------------------------------- rankings
+
+
+def dense_ranking(index, qvec, n: int, mask=None) -> tuple[np.ndarray, np.ndarray]:
+    """Top n chunk ids by cosine (one matmul), with their scores; mask restricts ids."""
+    scores = index.vectors @ qvec  # [n_chunks] float32
+    if mask is None:
+        ids = top_k(scores, n)
+    else:
+        allowed = np.flatnonzero(mask)
+        ids = allowed[top_k(scores[allowed], n)]
+    return ids, scores[ids].astype(np.float64)
+
+
+def bm25_ranking(index, query: str, n: int, mask=None) -> tuple[np.ndarray, np.ndarray]:
+    """Top n chunk ids by BM25 among chunks sharing a term with the query, with scores."""
+    ids, scores = _bm25_scores(load_bm25(index), query)
+    if mask is not None:
+        keep = mask[ids]
+        ids, scores = ids[keep], scores[keep]
+    pos = top_k(scores, n)
+    return ids[pos], scores[pos]
+
+
+def closest_chunk(index, qvec, chunk_ids) -> int:
+    """The id among chunk_ids whose vector is closest to qvec (ties: lower id)."""
+    ids = np.unique(np.asarray(chunk_ids, dtype=np.int64))
+    if ids.size == 0:
+        raise ValueError("closest_chunk needs at least one chunk id")
+    return int(ids[int(np.argmax(index.vectors[ids] @ qvec))])
+
+
+def _check_query(index, qvec, method, k, expand_links):
+    if not len(index.chunks):
+        raise ValueError("the index is empty (no chunks): add markdown notes to the vault "
+                         "and run `python ingest.py VAULT --rebuild`")
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}: use one of {', '.join(METHODS)}")
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    if qvec is None and (method != "bm25" or expand_links):
+        raise ValueError(f"method {method!r} (or link expansion) needs a query vector")
+    if qvec is None:
+        return None
+    qvec = np.asarray(qvec, dtype=np.float32).reshape(-1)
+    if qvec.shape[0] != index.vectors.shape[1]:
+        raise ValueError(f"query vector has dim {qvec.shape[0]} but the index has "
+                         f"{index.vectors.shape[1]}: embed with the index's embedder "
+                         "or rebuild with `python ingest.py VAULT --rebuild`")
+    return qvec
+
+
+# ------------------------------------------------------------------------- search
+
+
+def _ranks(lists: dict) -> dict:
+    """{"dense"|"bm25": {chunk id: (rank, score)}} for the trace."""
+    return {name: {int(i): (r, float(s)) for r, (i, s) in enumerate(zip(ids, sc), 1)}
+            for name, (ids, sc) in lists.items()}
+
+
+def _candidate(index, cid: int, fused: float, ranks: dict, **extra) -> Candidate:
+    dense = ranks.get("dense", {}).get(cid, (None, None))
+    bm25 = ranks.get("bm25", {}).get(cid, (None, None))
+    return Candidate(index.chunks[cid], dense_rank=dense[0], dense_score=dense[1],
+                     bm25_rank=bm25[0], bm25_score=bm25[1], fused=fused, **extra)
+
+
+def search(index, query: str, qvec, k: int = DEFAULT_K, method: str = "hybrid",
+           folders=None, include_private: bool = True,
+           expand_links: bool = True) -> list[Candidate]:
+    """Top k fused candidates for the question, then up to LINK_MAX link neighbours.
+
+    method: "hybrid" (dense + BM25, RRF), "bm25" or "dense" (one ranking, same RRF
+    scale). folders: vault-relative folder prefixes to search within.
+    include_private=False leaves out chunks of private folders.
+    """
+    qvec = _check_query(index, qvec, method, k, expand_links)
+    mask = _mask(index, folders, include_private)
+    depth = max(3 * k, FUSE_DEPTH_MIN)
+    lists = {}
+    if method != "bm25":
+        lists["dense"] = dense_ranking(index, qvec, depth, mask)
+    if method != "dense":
+        lists["bm25"] = bm25_ranking(index, query, depth, mask)
+    ranks = _ranks(lists)
+    fused = rrf([ids for ids, _ in lists.values()])[:k]
+    cands = [_candidate(index, cid, score, ranks) for cid, score in fused]
+    if expand_links and cands:
+        cands += _link_candidates(index, cands, qvec, mask, ranks)
+    return cands
+
+
+# ------------------------------------------------------------------ link expansion
+
+
+def _backlinks(index) -> dict[str, list[str]]:
+    """Resolved link target -> notes linking to it (sorted), cached on the index."""
+    back = index.cache.get("backlinks")
+    if back is None:
+        found: dict[str, set] = {}
+        for f in index.files:
+            for target in f.get("links") or []:
+                if target in index.by_path and target != f["path"]:
+                    found.setdefault(target, set()).add(f["path"])
+        back = {t: sorted(s) for t, s in found.items()}
+        index.cache["backlinks"] = back
+    return back
+
+
+def _canonical(index, path: str) -> str | None:
+    """A resolved note path, with an exact duplicate mapped to its original."""
+    f = index.by_path.get(path)
+    if f is None:
+        return None  # an unresolved [[raw name]]
+    dup = f.get("duplicate_of")
+    return dup if dup and dup in index.by_path else path
+
+
+def _neighbours(index, seeds: list[str]) -> list[tuple[str, str]]:
+    """(neighbour path, seed path) one hop from the seeds: links, then backlinks."""
+    back = _backlinks(index)
+    out = []
+    for seed in seeds:
+        linked = list((index.by_path.get(seed) or {}).get("links") or [])
+        for target in linked + back.get(seed, []):
+            target = _canonical(index, target)
+            if target is not None and target != seed:
+                out.append((target, seed))
+    return out
+
+
+def _link_candidates(index, cands, qvec, mask, ranks) -> list[Candidate]:
+    """For linked notes of the best LINK_SEEDS notes not yet represented, their chunk
+    closest to the query; the LINK_MAX closest of those (ties: discovery order)."""
+    seeds = list(dict.fromkeys(c.path for c in cands))[:LINK_SEEDS]
+    seen = {c.path for c in cands}
+    ids_of = chunk_ids_by_path(index)
+    pool = []
+    for target, seed in _neighbours(index, seeds):
+        if target in seen:
+            continue
+        seen.add(target)
+        ids = ids_of.get(target)
+        if ids is not None and mask is not None:
+            ids = ids[mask[ids]]
+        if ids is None or ids.size == 0:
+            continue
+        cid = closest_chunk(index, qvec, ids)
+        pool.append((-float(index.vectors[cid] @ qvec), len(pool), cid, seed))
+    out = []
+    for neg_score, _, cid, seed in sorted(pool)[:LINK_MAX]:
+        fused = sum(1.0 / (RRF_K + r[cid][0]) for r in ranks.values() if cid in r)
+        cand = _candidate(index, cid, fused, ranks, via=seed, added_by="link")
+        cand.dense_score = -neg_score
+        out.append(cand)
+    return out

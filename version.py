@@ -1,1 +1,305 @@
-"""version: stage to be built (see ../shared/DESIGN.md)."""
+"""version: time modes over candidates, for whole files AND dated sections of a log.
+
+Stage: version-filter, in two passes around rerank.
+  apply(index, cands, mode, qvec)   before rerank: pull in missing versions, mark, order.
+  settle(cands, mode, threshold)    after rerank: set aside superseded versions (present);
+                                    returns (kept, dropped).
+In:  retrieve.Candidate lists; the Index for families, dates and dated sections exactly
+     as ingest computed them (file date/date_source/is_latest/family/duplicate_of, chunk
+     section_date); the query vector to pick the closest chunk of a pulled-in version.
+Out: Candidate lists. Every candidate leaving apply carries its date ("undated" for an
+     mtime date), is_latest, and superseded_by (newer file path, or "path @ YYYY-MM-DD"
+     for a newer section of the same log) whenever a newer version is known, in every
+     mode (marking is not filtering; "any" adds, reorders and drops nothing).
+Not: dating files, grouping families or deciding what is latest (ingest.py), judging
+     relevance (rerank.py), guessing topics. settle only compares dates and relevance.
+
+Modes
+- present: for each versioned family among the candidates whose latest file is
+  missing (every file ingest flagged latest, on a date tie), add its chunk closest to
+  the query; for each dated log, add its newest entry's closest chunk if missing
+  (added_by="version"). Nothing is dropped by apply; settle drops an older version
+  only when a newer one ALSO answers.
+- history: add the closest chunk of every missing version of each family present, and
+  of every dated section of each log present (at most HISTORY_MAX_ADDED, file versions
+  first, then sections by closeness). Order: candidates of versioned families and
+  dated logs first, grouped by family in fused order of each family's best candidate,
+  each group oldest to newest (undated = mtime last); then the others in fused order.
+- any: candidates unchanged (only marked).
+Dates: a real date (filename, frontmatter, header, section) always outranks a weak
+(mtime) one; a real-dated file is never superseded by an mtime-dated one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import retrieve
+from retrieve import Candidate
+
+MODES = ("present", "history", "any")
+HISTORY_MAX_ADDED = 12     # history: chunks pulled in for missing versions and sections
+WEAK_SOURCE = "mtime"      # date_source whose date is a guess (shown as "undated")
+SECTION_MARK = " @ "       # superseded_by for a newer log entry: "path @ 2026-05-02"
+DROP_REASON = "superseded by {}"
+
+
+# ----------------------------------------------------------------- file versions
+
+
+def _view(f: dict | None) -> tuple | None:
+    """(is_latest, weak, date) of a file record; None when unknown."""
+    if f is None:
+        return None
+    return (bool(f.get("is_latest")), f.get("date_source") == WEAK_SOURCE, f.get("date"))
+
+
+def _newer(y: tuple | None, x: tuple | None) -> bool:
+    """Is file view y a newer version than file view x (same family)?"""
+    if y is None or x is None or y[1] is None or x[1] is None:
+        return False           # unknown: never supersede on a guess
+    (y_latest, y_weak, y_date), (x_latest, x_weak, x_date) = y, x
+    if y_weak and not x_weak:
+        return False           # a weak date never beats a real one
+    if y_latest != x_latest:
+        return y_latest        # ingest's latest flag decides between these two
+    if y_weak != x_weak:
+        return not y_weak      # real outranks weak
+    return bool(y_date and x_date and y_date > x_date)
+
+
+def _strength(f: dict) -> tuple:
+    """Sort key, newest last: latest flag, real date, date, path."""
+    return (bool(f.get("is_latest")), f.get("date_source") != WEAK_SOURCE,
+            f.get("date") or "", f["path"])
+
+
+def _tables(index) -> dict:
+    """Cached: family -> version files (no duplicates); path -> {section date: ids}."""
+    tables = index.cache.get("version")
+    if tables is None:
+        members: dict[str, list] = {}
+        for f in index.files:
+            if not f.get("duplicate_of"):
+                members.setdefault(f.get("family") or f["path"], []).append(f)
+        sections: dict[str, dict] = {}
+        for c in index.chunks:
+            if c.get("section_date"):
+                by_date = sections.setdefault(c["path"], {})
+                by_date.setdefault(c["section_date"], []).append(c["id"])
+        tables = {"members": members, "sections": sections}
+        index.cache["version"] = tables
+    return tables
+
+
+def _versions(tables, family) -> list[dict]:
+    """Version files of a family (empty when it has only one file)."""
+    files = tables["members"].get(family, [])
+    return files if len(files) > 1 else []
+
+
+def _latest(files: list[dict]) -> list[dict]:
+    """The files ingest flagged latest (several on a tie), else the strongest one."""
+    flagged = sorted((f for f in files if f.get("is_latest")), key=lambda f: f["path"])
+    return flagged or ([max(files, key=_strength)] if files else [])
+
+
+def _pull(index, qvec, ids, added_by="version") -> Candidate | None:
+    """The chunk of ids closest to the query, as a new candidate (None if no ids)."""
+    if ids is None or len(ids) == 0:
+        return None
+    cid = retrieve.closest_chunk(index, qvec, ids)
+    return Candidate(index.chunks[cid], dense_score=float(index.vectors[cid] @ qvec),
+                     added_by=added_by)
+
+
+def _section_key(c: Candidate) -> tuple:
+    return (c.path, c.chunk.get("section_date"))
+
+
+# ------------------------------------------------------------------------ apply
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in MODES:
+        raise ValueError(f"unknown time mode {mode!r}: use one of {', '.join(MODES)}")
+
+
+def apply(index, cands: list[Candidate], mode: str, qvec) -> list[Candidate]:
+    """Time mode before rerank: pull in missing versions, mark superseded_by, order.
+
+    Returns new Candidate objects (the input list is not modified)."""
+    _check_mode(mode)
+    out = [dataclasses.replace(c) for c in cands]
+    if mode == "present":
+        out = _present(index, out, qvec)
+    elif mode == "history":
+        out = _history(index, out, qvec)
+    _mark(index, out)
+    return out
+
+
+def _present(index, cands, qvec) -> list[Candidate]:
+    """Add each family's latest file(s) and each log's newest entry when missing; a
+    pulled chunk goes right after the best candidate of its family / log."""
+    tables, ids_of = _tables(index), retrieve.chunk_ids_by_path(index)
+    have = {c.path for c in cands}
+    have_sections = {_section_key(c) for c in cands}
+    extras: dict[int, list] = {}
+    anchors: dict[str, int] = {}   # path -> position of the candidate it hangs on
+    families = set()
+    for i, c in enumerate(cands):
+        anchors.setdefault(c.path, i)
+        family = c.chunk.get("family") or c.path
+        if family in families:
+            continue
+        families.add(family)
+        for latest in _latest(_versions(tables, family)):
+            new = None if latest["path"] in have else _pull(
+                index, qvec, ids_of.get(latest["path"]))
+            if new is not None:
+                extras.setdefault(i, []).append(new)
+                have.add(new.path)
+                have_sections.add(_section_key(new))
+                anchors.setdefault(new.path, i)
+    for path, i in anchors.items():
+        sections = tables["sections"].get(path)
+        if sections and (path, max(sections)) not in have_sections:
+            new = _pull(index, qvec, sections[max(sections)])
+            extras.setdefault(i, []).append(new)
+            have_sections.add(_section_key(new))
+    return [x for i, c in enumerate(cands) for x in [c] + extras.get(i, [])]
+
+
+def _history(index, cands, qvec) -> list[Candidate]:
+    """Pull in every missing version and dated section; each family oldest first."""
+    tables, ids_of = _tables(index), retrieve.chunk_ids_by_path(index)
+    have = {c.path for c in cands}
+    families = dict.fromkeys(c.chunk.get("family") or c.path for c in cands)
+    versions = []
+    for family in families:
+        for f in sorted(_versions(tables, family), key=_display_key):
+            if f["path"] not in have:
+                new = _pull(index, qvec, ids_of.get(f["path"]))
+                if new is not None:
+                    versions.append(new)
+                    have.add(f["path"])
+    have_sections = {_section_key(c) for c in cands + versions}
+    entries = []
+    for path in dict.fromkeys(c.path for c in cands + versions):
+        for day, ids in sorted(tables["sections"].get(path, {}).items()):
+            if (path, day) not in have_sections:
+                entries.append(_pull(index, qvec, ids))
+    entries.sort(key=lambda c: -c.dense_score)
+    everyone = cands + (versions + entries)[:HISTORY_MAX_ADDED]
+    order = {id(c): i for i, c in enumerate(everyone)}
+    group: dict[str, int] = {}     # family -> position of its best candidate
+    for c in everyone:
+        group.setdefault(c.chunk.get("family") or c.path, len(group))
+    dated = sorted((c for c in everyone if _is_versioned(tables, c)), key=lambda c: (
+        group[c.chunk.get("family") or c.path], c.chunk.get("date_source") == WEAK_SOURCE,
+        c.chunk.get("date") or "", c.is_latest, c.path, order[id(c)]))
+    return dated + [c for c in everyone if not _is_versioned(tables, c)]
+
+
+def _display_key(f: dict) -> tuple:
+    """History order of files: real dates oldest -> newest, then undated (mtime)."""
+    return (f.get("date_source") == WEAK_SOURCE, f.get("date") or "", f["path"])
+
+
+def _is_versioned(tables, c: Candidate) -> bool:
+    return bool(_versions(tables, c.chunk.get("family") or c.path)
+                or c.path in tables["sections"])
+
+
+def _mark(index, cands) -> None:
+    """superseded_by: the newest newer file of the family, else the log's newest entry."""
+    tables = _tables(index)
+    for c in cands:
+        c.superseded_by = None
+        own = _view(index.by_path.get(c.path))
+        newer = [f for f in _versions(tables, c.chunk.get("family") or c.path)
+                 if f["path"] != c.path and _newer(_view(f), own)]
+        if newer:
+            c.superseded_by = max(newer, key=_strength)["path"]
+            continue
+        day, sections = c.chunk.get("section_date"), tables["sections"].get(c.path)
+        if day and sections and max(sections) > day:
+            c.superseded_by = f"{c.path}{SECTION_MARK}{max(sections)}"
+
+
+# ----------------------------------------------------------------------- settle
+
+
+def settle(cands: list[Candidate], mode: str, threshold: float | None = None,
+           index=None) -> tuple[list[Candidate], list[Candidate]]:
+    """Present mode after rerank: set aside each older version that a newer one answers.
+
+    x is set aside (x.dropped = "superseded by <path>" or "... <path> @ <date>") when a
+    candidate y ALSO answers and y is a newer file of x's family, or a later dated
+    section of x's own file. "Answers": relevance >= threshold; with threshold None (no
+    rerank) being among the candidates, except that a log entry pulled in only by
+    apply (added_by="version") is no evidence: a log's newest entry is often about
+    something else. Other modes drop nothing.
+
+    Returns (kept, dropped), both in input order: the set-aside candidates are the
+    input objects with .dropped set (ones arriving with .dropped already set go to
+    dropped untouched). `index` (optional) gives exact file dates for chunks inside
+    dated sections; without it such a file only compares with its family when another
+    candidate of the same file shows the file's date.
+    """
+    _check_mode(mode)
+    live = [c for c in cands if not c.dropped]
+    if mode == "present":
+        views = _settle_views(live, index)
+        for x in live:
+            by = _superseder(x, live, threshold, views)
+            if by:
+                x.dropped = DROP_REASON.format(by)
+    return [c for c in cands if not c.dropped], [c for c in cands if c.dropped]
+
+
+def _settle_views(cands, index) -> dict:
+    """path -> (is_latest, weak, date) of its file; weak/date None when unknown."""
+    views: dict[str, tuple] = {}
+    for c in cands:
+        if index is not None and c.path in index.by_path:
+            views[c.path] = _view(index.by_path[c.path])
+        elif c.chunk.get("date_source") != "section":
+            views[c.path] = (c.is_latest, c.chunk.get("date_source") == WEAK_SOURCE,
+                             c.chunk.get("date"))
+        else:
+            views.setdefault(c.path, (c.is_latest, None, None))
+    return views
+
+
+def _answers(c: Candidate, threshold) -> bool:
+    if threshold is None:
+        return True
+    return c.relevance is not None and c.relevance >= threshold
+
+
+def _superseder(x, cands, threshold, views) -> str | None:
+    """Label of the newest answering candidate that supersedes x, else None."""
+    family = x.chunk.get("family") or x.path
+    best_file, best_day = None, None
+    for y in cands:
+        if y is x or not _answers(y, threshold):
+            continue
+        if (y.path != x.path and (y.chunk.get("family") or y.path) == family
+                and _newer(views[y.path], views[x.path])):
+            if best_file is None or _newer(views[y.path], views[best_file]):
+                best_file = y.path
+        elif y.path == x.path and _later_entry(y, x, threshold):
+            best_day = max(best_day or "", y.chunk["section_date"])
+    if best_file:
+        return best_file
+    return f"{x.path}{SECTION_MARK}{best_day}" if best_day else None
+
+
+def _later_entry(y, x, threshold) -> bool:
+    """y lies in a later dated section of x's file and counts as evidence."""
+    xd, yd = x.chunk.get("section_date"), y.chunk.get("section_date")
+    if not (xd and yd and yd > xd):
+        return False
+    return threshold is not None or y.added_by != "version"

@@ -1,0 +1,320 @@
+"""Ollama backend against a real HTTP fake on 127.0.0.1: requests, replies, every fault."""
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import models
+from fakes import FakeOllama, closed_port_url
+
+T = 0.5  # seconds: short client timeouts keep the fault tests fast
+
+
+@pytest.fixture
+def fake():
+    with FakeOllama() as f:
+        yield f
+
+
+def embedder(fake, **kw):
+    return models.OllamaEmbedder(host=fake.url, timeout=T, **kw)
+
+
+def writer(fake, model=None):
+    return models.OllamaWriter(model, host=fake.url, timeout=T)
+
+
+def judge(fake, **kw):
+    return models.OllamaJudge(writer(fake), **kw)
+
+
+# ------------------------------------------------------------------------- embed
+
+def test_embed_documents_batches_prefixes_normalises_and_records(fake):
+    texts = [f"note {i} about the boiler service" for i in range(models.EMBED_BATCH + 5)]
+    ledger = models.Ledger()
+    e = embedder(fake)
+    m = e.embed_documents(texts, ledger=ledger)
+    assert m.shape == (len(texts), 768) and m.dtype == np.float32
+    assert np.allclose(np.linalg.norm(m, axis=1), 1.0, atol=1e-5)
+    assert e.id == "ollama:nomic-embed-text" and e.dim == 768
+    bodies = fake.bodies("/api/embed")
+    assert [len(b["input"]) for b in bodies] == [models.EMBED_BATCH, 5]
+    assert all(b["model"] == "nomic-embed-text" and b["truncate"] is False for b in bodies)
+    assert all(t.startswith("search_document: ") for b in bodies for t in b["input"])
+    row, = ledger.rows
+    assert row["backend"] == "ollama" and row["stage"] == "ingest"
+    assert row["input_tokens"] == sum(len(models.DOC_PREFIX + t) // 4 + 1 for t in texts)
+
+
+def test_embed_query_prefix_and_dimension_from_first_reply(fake):
+    e = embedder(fake)
+    v = e.embed_query("when is the boiler serviced?")
+    assert v.shape == (768,) and abs(float(v @ v) - 1) < 1e-5
+    assert fake.bodies("/api/embed")[0]["input"] == [
+        "search_query: when is the boiler serviced?"]
+    doc = e.embed_documents(["The boiler is serviced in May."])[0]
+    other = e.embed_documents(["Sourdough needs a warm kitchen."])[0]
+    assert float(v @ doc) > float(v @ other)  # the fake's vectors share words
+
+
+def test_long_text_is_cut_by_us_with_a_note(fake):
+    e = embedder(fake)
+    e.embed_documents(["word " * 10_000, "short"])  # 50 000 chars: the fake refuses > 2048*4
+    sent = fake.bodies("/api/embed")[0]["input"]
+    assert len(sent[0]) == models.EMBED_CONTEXT * models.EMBED_CHARS_PER_TOKEN
+    assert sent[1] == "search_document: short"
+    assert e.truncated == 1 and "cut to 6144 characters" in e.note
+
+
+def test_wrong_dimension_is_a_clear_error(fake):
+    e = embedder(fake)
+    e.embed_query("first reply sets the dimension")
+    fake.fault("/api/embed", "dim")
+    with pytest.raises(models.BackendError,
+                       match="1 vectors of 769 dimensions for 1 texts, expected 768"):
+        e.embed_documents(["x"])
+
+
+def test_embed_model_not_pulled_names_the_pull(fake):
+    e = embedder(fake, model="mxbai-embed-large")
+    with pytest.raises(models.BackendError) as err:
+        e.embed_query("q")
+    assert "run `ollama pull mxbai-embed-large`" in str(err.value)
+    assert 'model "mxbai-embed-large" not found' in str(err.value)
+
+
+def test_server_down_says_start_ollama():
+    url = closed_port_url()
+    with pytest.raises(models.BackendError) as err:
+        models.OllamaEmbedder(host=url, timeout=T).embed_query("q")
+    assert str(err.value) == (f"Ollama is not answering at {url}: start it with "
+                              "`ollama serve`")
+
+
+def test_hang_times_out_with_one_line(fake):
+    fake.fault("/api/embed", "hang")
+    with pytest.raises(models.BackendError, match=r"no embed reply .* within 0.2 s"):
+        models.OllamaEmbedder(host=fake.url, timeout=0.2).embed_query("q")
+
+
+def test_slow_reply_within_timeout_is_fine(fake):
+    fake.fault("/api/embed", "slow")
+    assert embedder(fake).embed_query("q").shape == (768,)
+
+
+def test_truncated_json_is_malformed(fake):
+    fake.fault("/api/embed", "truncated")
+    with pytest.raises(models.BackendError, match="malformed embed reply"):
+        embedder(fake).embed_query("q")
+
+
+def test_500_retried_once_then_a_clear_error(fake):
+    fake.fault("/api/embed", "500", times=1)
+    assert embedder(fake).embed_query("q").shape == (768,)  # recovered
+    fake.fault("/api/embed", "500")
+    with pytest.raises(models.BackendError, match=r"embed with nomic-embed-text failed \(500"):
+        embedder(fake).embed_query("q")
+    assert len(fake.bodies("/api/embed")) == 1 + 1 + 1 + models.OLLAMA_RETRIES
+
+
+# ------------------------------------------------------------------------- write
+
+MESSAGES = [{"role": "system", "content": "Cite every sentence."},
+            {"role": "user", "content": "Notes:\n[c1] handovers/2026-10.md (2026-10-02)\n"
+             "The day rate is 1550 per day from October. Parking is extra.\n"
+             "[c2] handovers/2026-05.md (2026-05-01)\nThe day rate was 1510.\n\n"
+             "Question: What is the day rate now?"}]
+
+
+def test_write_request_and_ledger(fake):
+    ledger = models.Ledger()
+    w = writer(fake)
+    text, inp, out = w.write(MESSAGES, stage="generate", ledger=ledger)
+    assert text == "The day rate is 1550 per day from October [c1]."
+    body, = fake.bodies("/api/chat")
+    assert body["model"] == "verso-writer" and body["stream"] is False
+    assert body["think"] is False
+    assert body["options"] == {"temperature": 0, "seed": models.WRITE_SEED}
+    row, = ledger.rows
+    assert (row["input_tokens"], row["output_tokens"]) == (inp, out) and inp > 0 < out
+    assert row["server_seconds"] == pytest.approx(0.837122888)  # nanoseconds -> seconds
+    assert w.last_stats["load_seconds"] == pytest.approx(0.282868911)
+
+
+def test_empty_reply_is_an_error_not_an_answer(fake):
+    fake.fault("/api/chat", "empty")
+    with pytest.raises(models.BackendError, match="empty reply"):
+        writer(fake).write(MESSAGES)
+
+
+def test_bad_citation_is_passed_on_for_verify(fake):
+    fake.fault("/api/chat", "badcite")
+    assert "[c9]" in writer(fake).write(MESSAGES)[0]
+
+
+def test_writer_not_created_names_the_modelfile():
+    with FakeOllama(models=["nomic-embed-text:latest"]) as f:
+        with pytest.raises(models.BackendError,
+                           match=r"run `ollama create verso-writer -f Modelfile`"):
+            writer(f).write(MESSAGES)
+
+
+def test_model_that_cannot_chat(fake):
+    with pytest.raises(models.BackendError, match="cannot chat .*does not support chat"):
+        writer(fake, "nomic-embed-text").write(MESSAGES)
+
+
+def test_modelfile_builds_the_writer():
+    lines = (Path(__file__).parents[1] / "Modelfile").read_text().splitlines()
+    code = [ln.split() for ln in lines if ln.strip() and not ln.startswith("#")]
+    assert ["FROM", "qwen3:8b"] in code and ["PARAMETER", "temperature", "0"] in code
+    assert any(c[:2] == ["PARAMETER", "num_ctx"] and int(c[2]) >= 8192 for c in code)
+    assert not any(c[0] == "SYSTEM" for c in code)
+
+
+# ------------------------------------------------------------------------- judge
+
+PASSAGES = {
+    "7": {"text": "The boiler is serviced every May by Hughes Heating.", "path": "home.md",
+          "heading": "Boiler", "date": "2026-05-01", "dense_score": 0.4, "private": True},
+    "9": {"text": "Sourdough starter: feed twice a day.", "path": "food.md",
+          "heading": "", "date": "2026-02-01", "dense_score": None, "private": False},
+}
+
+
+def test_relevance_by_logprobs_when_no_systemone(fake):
+    ledger = models.Ledger()
+    j = judge(fake)
+    p = j.relevance("When is the boiler serviced?", PASSAGES, stage="rerank", ledger=ledger)
+    assert set(p) == {"7", "9"} and p["7"] > 0.5 > p["9"]
+    assert j.systemone is False and "no System One (404" in j.note
+    chats = fake.bodies("/api/chat")
+    assert len(chats) == 2 and all(b["logprobs"] is True and b["top_logprobs"] == 5
+                                   and b["options"]["num_predict"] == 1 for b in chats)
+    row, = [r for r in ledger.rows]
+    assert row["stage"] == "rerank" and row["input_tokens"] > 0
+    j.relevance("boiler", PASSAGES)  # found out once: no second systemone request
+    assert len(fake.bodies("/v1/systemone")) == 1
+
+
+def test_yes_probability_is_the_softmax_of_the_two_logprobs():
+    top = [("yes", math.log(0.6)), ("no", math.log(0.2)), ("Yes", math.log(0.1))]
+    p = models._label_probs(top, ("yes", "no"), lambda t: t.strip().lower())
+    assert p["yes"] == pytest.approx(0.7 / 0.9)
+
+
+def test_support_and_choose_by_logprobs(fake):
+    j = judge(fake, systemone=False)
+    claims = {"s1": {"sentence": "The boiler is serviced in May.",
+                     "sources": ["The boiler is serviced every May."], "private": False},
+              "s2": {"sentence": "The rate is 1550.", "sources": ["Parking costs 12."],
+                     "private": False}}
+    p = j.support(claims, stage="verify")
+    assert p["s1"] > 0.5 > p["s2"]
+    choice, conf, probs = j.choose("How did the day rate change over the year?",
+                                   {"present": "the value now",
+                                    "history": "how it changed over the year",
+                                    "any": None})
+    assert choice == "history" and conf == probs["history"] == max(probs.values())
+    assert sum(probs.values()) == pytest.approx(1.0)
+    assert "B) history: how it changed" in fake.bodies("/api/chat")[-1]["messages"][-1]["content"]
+
+
+def test_concurrency_is_bounded(fake):
+    fake.fault("/api/chat", "slow")
+    many = {str(i): dict(PASSAGES["9"]) for i in range(10)}
+    judge(fake, systemone=False).relevance("sourdough", many)
+    assert 1 < fake.max_in_flight <= models.OLLAMA_CONCURRENCY
+
+
+def test_systemone_when_the_server_has_it():
+    with FakeOllama(models=["verso-writer:latest", "d1-omni:600m"], systemone=True) as f:
+        ledger = models.Ledger()
+        j = judge(f)
+        p = j.relevance("When is the boiler serviced?", PASSAGES, ledger=ledger)
+        assert p["7"] > 0.5 > p["9"] and j.systemone is True
+        body, = f.bodies("/v1/systemone")
+        assert body["model"] == "d1-omni:600m" and set(body["state"]["passages"]) == {"7", "9"}
+        assert {q["type"] for q in body["questions"].values()} == {"noul"}
+        assert not f.bodies("/api/chat")
+        assert ledger.rows[0]["input_tokens"] > 0
+        choice, conf, probs = j.choose("How did the rate change over time?",
+                                       {"present": "now", "history": "change over time"})
+        assert choice == "history" and set(probs) == {"present", "history"}
+
+
+def test_decision_model_not_pulled_falls_back_to_logprobs():
+    with FakeOllama(systemone=True) as f:
+        j = judge(f)
+        assert j.relevance("boiler", PASSAGES)["7"] > 0.5
+        assert j.systemone is False and "not found" in j.note
+
+
+def test_no_logprobs_names_the_ollama_version(fake):
+    fake.fault("/api/chat", "nologprobs")
+    with pytest.raises(models.BackendError, match="Ollama >= 0.12.11"):
+        judge(fake, systemone=False).relevance("boiler", PASSAGES)
+
+
+def test_answer_that_is_not_yes_or_no(fake):
+    fake.fault("/api/chat", "noyes")
+    with pytest.raises(models.BackendError, match="answered 'The', not yes or no"):
+        judge(fake, systemone=False).support(
+            {"a": {"sentence": "x", "sources": ["y"], "private": False}})
+
+
+# --------------------------------------------------------------------- selection
+
+@pytest.fixture
+def builtin_stubs(monkeypatch):
+    """The builtin judge and writer belong to another section; stand in if absent."""
+    for name in ("BuiltinJudge", "BuiltinWriter"):
+        if not hasattr(models, name):
+            monkeypatch.setattr(models, name, type(name, (), {"name": "builtin"}),
+                                raising=False)
+
+
+def test_auto_uses_ollama_when_it_has_the_models(fake, builtin_stubs):
+    b = models.load_backend("auto", host=fake.url, timeout=T)
+    assert b.name == "ollama" and isinstance(b.writer, models.OllamaWriter)
+    assert isinstance(b.embedder, models.OllamaEmbedder)
+    assert isinstance(b.judge, models.OllamaJudge)
+    assert b.note == "ollama: verso-writer writes and judges, nomic-embed-text embeds"
+
+
+def test_auto_falls_back_to_builtin_and_says_why(builtin_stubs):
+    url = closed_port_url()
+    b = models.load_backend("auto", host=url)
+    assert b.name == "builtin" and isinstance(b.embedder, models.BuiltinEmbedder)
+    assert b.note == (f"auto chose builtin: Ollama is not answering at {url}: start it "
+                      "with `ollama serve`")
+    with FakeOllama(models=["nomic-embed-text:latest"]) as f:
+        b = models.load_backend(host=f.url)
+        assert b.name == "builtin" and "`ollama create verso-writer -f Modelfile`" in b.note
+
+
+def test_explicit_ollama_never_falls_back(builtin_stubs):
+    with pytest.raises(models.BackendError, match="start it with `ollama serve`"):
+        models.load_backend("ollama", host=closed_port_url())
+    with FakeOllama() as f, pytest.raises(models.BackendError, match="cannot do completion"):
+        models.load_backend("ollama", host=f.url, write_model="nomic-embed-text")
+    with pytest.raises(models.BackendError, match="unknown backend"):
+        models.load_backend("llama")
+
+
+def test_probe_hang_is_bounded(fake, builtin_stubs):
+    fake.fault("/api/tags", "hang")
+    b = models.load_backend("auto", host=fake.url, probe_timeout=0.2)
+    assert b.name == "builtin" and "within 0.2 s" in b.note
+
+
+def test_an_index_brings_its_own_embedder(builtin_stubs):
+    class Index:  # what ingest.load_index hands over: the embedder its vectors came from
+        embedder = models.BuiltinEmbedder()
+    with FakeOllama(models=["verso-writer:latest"]) as f:  # no embedding model needed
+        b = models.load_backend("auto", index=Index(), host=f.url)
+        assert b.name == "ollama" and b.embedder is Index.embedder
+        assert "vectors from the index (builtin-hash-v1" in b.note
