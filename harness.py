@@ -1,1 +1,234 @@
-"""harness: stage to be built (see ../shared/DESIGN.md)."""
+"""The pipeline: a question in, a cited and checked answer out, timed stage by stage.
+
+In:  a question, an index (built from the vault on first use), a backend name.
+Out: an Answer: text, citations, kept sources, the candidates of every stage with their
+     scores, per-stage milliseconds / tokens / dollars, and the verify verdict.
+Not: any ranking, filtering or writing logic of its own; each stage lives in its module.
+
+    python harness.py "What is my current day rate?" [--vault DIR] [--index DIR]
+        [--no-rerank] [--mode present|history|any] [--backend auto|builtin|ollama] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import generate
+import ingest
+import models
+import rerank as rerank_stage
+import retrieve
+import route as route_stage
+import verify as verify_stage
+import version
+
+SAMPLE_VAULT = Path(__file__).resolve().parent / "sample-vault"
+STAGES = ("route", "retrieve", "version-filter", "rerank", "generate", "verify")
+MAX_QUESTION_CHARS = 4000   # longer questions are cut here (embedding and prompts stay bounded)
+NO_RETRIEVAL = {
+    "small_talk": "this reads as small talk, not a question about the notes",
+    "live_data": "this needs live data (weather, prices, news) that notes cannot hold",
+}
+
+
+@dataclass
+class Answer:
+    question: str
+    answer: str = ""
+    abstained: bool = False
+    abstain_reason: str | None = None
+    time_mode: str = "any"
+    route: dict = field(default_factory=dict)
+    citations: list = field(default_factory=list)
+    sources: list = field(default_factory=list)
+    ranking: list = field(default_factory=list)
+    retrieved: list = field(default_factory=list)
+    candidates: dict = field(default_factory=dict)
+    stages: list = field(default_factory=list)
+    verdict: str = "ABSTAIN"
+    checks: dict = field(default_factory=dict)
+    backend: str = ""
+    backend_note: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        return render(self)
+
+    def _repr_html_(self) -> str:
+        return "<pre>" + html.escape(render(self)) + "</pre>"
+
+
+class _Clock:
+    """Times each stage and folds in the ledger rows that stage wrote."""
+
+    def __init__(self, ledger: models.Ledger):
+        self.ledger, self.ms = ledger, {}
+
+    def run(self, name, fn, *args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self.ms[name] = self.ms.get(name, 0.0) + (time.perf_counter() - started) * 1000
+
+    def rows(self) -> list[dict]:
+        costs = self.ledger.by_stage()
+        out = []
+        for name in STAGES:
+            c = costs.get(name, {})
+            out.append({"name": name, "ms": round(self.ms.get(name, 0.0), 2),
+                        "input_tokens": c.get("input_tokens", 0),
+                        "output_tokens": c.get("output_tokens", 0),
+                        "dollars": c.get("dollars", 0.0)})
+        return out
+
+
+def _trace(cands) -> list[dict]:
+    keys = ("dense_rank", "dense_score", "bm25_rank", "bm25_score", "fused", "via",
+            "added_by", "relevance", "superseded_by", "dropped")
+    return [dict(id=c.id, path=c.path, heading=c.chunk.get("heading", ""), date=c.date,
+                 is_latest=c.is_latest, **{k: getattr(c, k) for k in keys}) for c in cands]
+
+
+def _score(c) -> float:
+    return c.relevance if c.relevance is not None else c.fused
+
+
+def load(index=None, vault=None, backend="auto", judge=None, rebuild=False):
+    """(Index, Backend) for a question; (re)builds the index when a vault is given."""
+    if isinstance(index, ingest.Index):
+        idx = index
+    else:
+        if vault is not None:
+            ingest.build_index(vault, index_dir=index, rebuild=rebuild)
+        idx = ingest.load_index(index)
+        if vault is not None and Path(idx.manifest["vault"]) != Path(vault).resolve():
+            raise ValueError(f"index {idx.dir} was built from {idx.manifest['vault']}, "
+                             f"not {vault}: pass --index DIR for a separate index")
+    if isinstance(backend, models.Backend):
+        return idx, backend
+    return idx, models.load_backend(backend, judge=judge, index=idx)
+
+
+def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid",
+        use_version=True, rerank=True, expand_links=True, mode=None, k=20,
+        keep=5) -> Answer:
+    """Route, retrieve, filter by time, rerank and gate, write, verify; every stage timed."""
+    question = " ".join(str(question).split())[:MAX_QUESTION_CHARS]
+    if not question:
+        raise ValueError("the question is empty: ask something about your notes")
+    idx, be = load(index, vault, backend)
+    ledger = models.Ledger()
+    clock = _Clock(ledger)
+    out = Answer(question=question, backend=be.name, backend_note=be.note)
+    out.route = clock.run("route", route_stage.route, question, ledger=ledger)
+    out.time_mode = mode or out.route["time_mode"]
+    if not out.route["needs_retrieval"]:
+        return _abstain(out, clock, NO_RETRIEVAL.get(out.route["intent"], "no retrieval"))
+
+    def _retrieve():
+        qvec = idx.embedder.embed_query(question, ledger=ledger, stage="retrieve")
+        return qvec, retrieve.search(idx, question, qvec, k=k, method=method,
+                                     expand_links=expand_links)
+    qvec, cands = clock.run("retrieve", _retrieve)
+    out.candidates["retrieve"] = _trace(cands)
+    if use_version:
+        cands = clock.run("version-filter", version.apply, idx, cands, out.time_mode, qvec)
+    out.retrieved = [c.path for c in cands]
+    if rerank:
+        cands = clock.run("rerank", rerank_stage.rerank, question, cands, be.judge,
+                          keep=keep, ledger=ledger)
+        out.candidates["rerank"] = _trace(cands)
+    if use_version:
+        threshold = rerank_stage.RELEVANCE_THRESHOLD if rerank else None
+        cands, dropped = clock.run("version-filter", version.settle, cands,
+                                   out.time_mode, threshold)
+        out.candidates["version"] = _trace(cands + dropped)
+    out.ranking = [c.path for c in cands]
+    kept = cands[:keep]
+    out.sources = [{"id": c.id, "path": c.path, "heading": c.chunk.get("heading", ""),
+                    "date": c.date, "is_latest": c.is_latest,
+                    "score": round(float(_score(c)), 4)} for c in kept]
+    reason = rerank_stage.gate(kept) if rerank else (None if kept else "nothing retrieved")
+    if reason:
+        return _abstain(out, clock, reason)
+    draft = clock.run("generate", generate.generate, question, kept, out.time_mode,
+                      be.writer, ledger=ledger)
+    out.answer, out.abstained = draft.text, draft.abstained
+    if draft.abstained:
+        out.abstain_reason = "the writer found no answer in the kept passages"
+    ver = clock.run("verify", verify_stage.verify, draft.text, kept, out.time_mode,
+                    be.judge, ledger=ledger)
+    out.verdict = "ABSTAIN" if draft.abstained else ver.verdict
+    out.checks = {"rules_ok": ver.rules_ok, "sentences": ver.sentences}
+    by_id = {f"c{i}": c for i, c in enumerate(kept, 1)}
+    out.citations = [{"id": cid, "path": by_id[cid].path, "date": by_id[cid].date}
+                     for cid in draft.citations if cid in by_id]
+    out.stages = clock.rows()
+    return out
+
+
+def _abstain(out: Answer, clock: _Clock, reason: str) -> Answer:
+    out.answer, out.abstained, out.abstain_reason = generate.ABSTAIN, True, reason
+    out.verdict, out.stages = "ABSTAIN", clock.rows()
+    return out
+
+
+def render(a: Answer) -> str:
+    """The human report: stage table, total, sources, verdict."""
+    lines = [a.answer, ""]
+    if a.abstain_reason:
+        lines += [f"abstained: {a.abstain_reason}", ""]
+    lines.append(f"{'stage':<15}{'ms':>9}{'tokens in':>11}{'out':>7}{'$':>11}")
+    for s in a.stages:
+        lines.append(f"{s['name']:<15}{s['ms']:>9.1f}{s['input_tokens']:>11}"
+                     f"{s['output_tokens']:>7}{s['dollars']:>11.6f}")
+    tot = {k: sum(s[k] for s in a.stages) for k in ("ms", "input_tokens",
+                                                    "output_tokens", "dollars")}
+    lines.append(f"{'total':<15}{tot['ms']:>9.1f}{tot['input_tokens']:>11}"
+                 f"{tot['output_tokens']:>7}{tot['dollars']:>11.6f}")
+    lines += ["", f"time mode: {a.time_mode}   backend: {a.backend} ({a.backend_note})"]
+    for i, s in enumerate(a.sources, 1):
+        tag = "latest" if s["is_latest"] else "older"
+        head = f" / {s['heading']}" if s["heading"] else ""
+        lines.append(f"  [c{i}] {s['score']:.3f}  {s['date']}  {tag:<6} {s['path']}{head}")
+    lines.append(f"verdict: {a.verdict}")
+    for s in a.checks.get("sentences", []):
+        if not s.get("ok", True):
+            lines.append(f"  failing: {s.get('sentence', '')[:90]}  ({s.get('reason', '')})")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="harness.py", description=__doc__.split("\n")[0])
+    p.add_argument("question", nargs="+")
+    p.add_argument("--vault", default=None, help="notes folder (default: the sample vault)")
+    p.add_argument("--index", default=None, help="index dir (default $VERSO_HOME or .verso)")
+    p.add_argument("--no-rerank", action="store_true", help="fused order, top 5, no gate")
+    p.add_argument("--mode", choices=("present", "history", "any"), default=None)
+    p.add_argument("--backend", choices=("auto", "builtin", "ollama"), default="auto")
+    p.add_argument("--judge", choices=("jev", "builtin", "ollama"), default=None)
+    p.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    args = p.parse_args(argv)
+    vault = Path(args.vault) if args.vault else SAMPLE_VAULT
+    try:
+        idx, be = load(args.index, vault, args.backend, args.judge)
+        a = ask(" ".join(args.question), index=idx, backend=be,
+                rerank=not args.no_rerank, mode=args.mode)
+    except (ValueError, OSError, ingest.IndexProblem, models.BackendError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(a.to_dict(), indent=1) if args.json else render(a))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -196,18 +196,1004 @@ class BuiltinEmbedder:
 
 # ---------------------------------------------------------------- builtin judge
 # (section owned by the pipeline developer: BuiltinJudge)
+# A lexical/numeric evidence scorer. Every feature is a share in [0, 1]; a weighted sum
+# goes through a logistic to a probability. Deterministic, offline, no model file.
+
+JUDGE_MODEL = "builtin-judge-v1"
+# Words and phrases that place a question in time rather than name its topic.
+QUERY_NOISE_RE = re.compile(r"\b(?:over time|these days|at the moment|right now|"
+                            r"as of (?:today|now)|most recent(?:ly)?|used to|walk me through|"
+                            r"from start to finish|(?:over|during|through(?:out)?|in) the "
+                            r"(?:last |past )?(?:year|years|months|weeks))\b")
+QUERY_NOISE = frozenset("""current currently latest newest recent recently still anymore
+nowadays today change changed evolve evolved history originally tell know please
+decide decided agree agreed say said mention mentioned discus discussed up down went
+get got go goe going make made put take took give gave happen happened""".split())
+# Answer-type words: a passage holding a value of the type counts as naming the word
+# ("How much ..." is answered by "£3,350"; "goal time" by "3:44:00").
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*"
+VALUE_RES = {
+    "money": re.compile(r"[\u00a3$\u20ac]\s?\d|\d\s?(?:gbp|eur|usd|euros?|pounds?)\b", re.I),
+    "measure": re.compile(r"\d\s?(?:g|kg|mg|ml|l|km|mi|miles?|grams?|litres?|kcal|bpm|%)\b",
+                          re.I),
+    "number": re.compile(r"\d"),
+    "duration": re.compile(r"\d\s?(?:sec|second|min|minute|hour|hr|h|day|week|month|year)s?\b"
+                           r"|\b\d{1,2}:\d{2}\b", re.I),
+    "clock": re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?\b"),
+    "percent": re.compile(r"\d\s?%|\bper ?cent\b", re.I),
+    "date": re.compile(rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b\d{{1,2}}(?:st|nd|rd|th)? {_MONTH}\b|"
+                       rf"\b{_MONTH} \d{{1,2}}\b", re.I),
+    # a capitalised word inside a sentence: a name ("Physio: Hannah Reyes")
+    "person": re.compile(r"(?<=[\w:,;(]\s)(?!(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day\b)"
+                         r"(?!(?i:" + _MONTH + r")\b)[A-Z][a-z]{2,}"),
+}
+# Answer-type words and the kinds of value that answer them.
+ANSWER_TYPES = {"much": ("money", "measure"), "price": ("money",), "cost": ("money",),
+                "fee": ("money",), "many": ("number",), "number": ("number",),
+                "long": ("duration",), "often": ("number",), "old": ("number",),
+                "far": ("measure",), "time": ("clock",), "pace": ("clock",),
+                "percent": ("percent",), "percentage": ("percent",), "share": ("percent",),
+                "discount": ("percent",), "date": ("date",), "deadline": ("date",),
+                "when": ("date",), "who": ("person",)}
+WH_TYPES = {"who": "who", "whom": "who", "whose": "who", "when": "when"}  # stopwords
+NOT_A_VALUE_RE = re.compile(r"\b\d{4}-\d{2}(?:-\d{2})?\b|\b(?:19|20)\d{2}\b")  # dates, years
+ABSENT_VERB_WEIGHT = 0.3  # a verb form ("paying", "aiming") no passage uses as such
+ANSWER_WORD_WEIGHT = 0.6  # "much", "time", "price": half a topic word
+# A unit "states" something when it has a value or a copula, not just the topic words.
+STATE_RE = re.compile(r":\s*[\w\u00a3$\u20ac]|[=\u2192\u00a3$\u20ac%\d]|\b(?:is|are|was|were|"
+                      r"be|been|became|becomes|stands|equals?|costs?|set|raised|increased|"
+                      r"decreased|reduced|dropped|rose|fell|reached|moved|switched|went|now)\b",
+                      re.IGNORECASE)
+ABBREV_GUARD = (r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!Mrs\.)(?<!\bSt\.)(?<!\bvs\.)"
+                r"(?<!e\.g\.)(?<!i\.e\.)")   # no sentence break after these
+SENTENCE_BREAK_RE = re.compile(ABBREV_GUARD + r"(?<=[.!?])\s+")  # generate splits alike
+BULLET_RE = re.compile(r"^\s*(?:[-*+>]|\d+[.)])\s+")
+EMPHASIS_RE = re.compile(r"\*\*|__|`")
+WIKILINK_RE = re.compile(r"\[\[([^\]|]+)(?:\|([^\]]+))?\]\]")
+PREFIX_LEN = 5            # terms sharing 5 leading letters ("changes"/"changed") ...
+PARTIAL_CREDIT = 0.6      # ... match at this credit
+IDF_FLOOR = 0.1
+REL_BIAS = -5.0           # all-zero features -> p = 0.007
+REL_WEIGHTS = {"coverage": 4.0, "states": 3.0, "phrase": 2.0, "numbers": 1.5,
+               "heading": 1.2, "focus": 1.0, "dense": 1.5}
+FOCUS_SHARE = 0.75        # focus: share of units (with heading) naming 3/4 of what the best does
+DENSE_MID = 0.35          # a dense cosine above this raises the score, below lowers it
+SUPPORT_BIAS = -8.0       # support: terms found and numbers found, through a logistic
+SUPPORT_W_TERMS = 6.0
+SUPPORT_W_NUMBERS = 5.0   # full weight only when ALL numbers are found, else half the share
+CHOICE_SHARPNESS = 2.0    # softmax temperature over IDF-weighted option overlaps
+
+
+def number_key(tok: str) -> str:
+    """Canonical number for comparison: "04" -> "4", "550.00" -> "550"."""
+    whole, _, frac = tok.partition(".")
+    frac = frac.rstrip("0")
+    return (whole.lstrip("0") or "0") + ("." + frac if frac else "")
+
+
+def number_keys(text: str) -> set[str]:
+    return {number_key(n) for n in numbers(text)}
+
+
+def plain(text: str) -> str:
+    """Markdown emphasis and wikilink brackets removed: [[a|b]] -> b, **x** -> x."""
+    return EMPHASIS_RE.sub("", WIKILINK_RE.sub(lambda m: m.group(2) or m.group(1), text))
+
+
+def split_units(text: str, keep_links: bool = False) -> list[str]:
+    """Sentences and table rows of a chunk, as plain text (wikilinks kept with
+    keep_links, for states()); markdown headings and fragments dropped."""
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", "|---", "---")):
+            continue
+        line = BULLET_RE.sub("", line)
+        line = EMPHASIS_RE.sub("", line) if keep_links else plain(line)
+        for s in SENTENCE_BREAK_RE.split(line):
+            s = " ".join(s.split())
+            if len(tokenize(s)) >= 2:
+                out.append(s)
+    return out
+
+
+def evidence_terms(text: str) -> set[str]:
+    """Terms (numbers canonical) plus the answer-type words its values answer."""
+    out = {number_key(t) if t[0].isdigit() else t for t in terms(text)}
+    kinds = {k for k, rx in VALUE_RES.items() if rx.search(text)}
+    return out | {w for w, ks in ANSWER_TYPES.items() if kinds.intersection(ks)}
+
+
+def query_terms(query: str) -> list[str]:
+    """Topic terms of a question, in order, without time-framing words or numbers;
+    a leading who/when becomes its answer-type word."""
+    q = QUERY_NOISE_RE.sub(" ", query.lower())
+    first = tokenize(q)[:1]
+    seen, out = set(), [WH_TYPES[first[0]]] if first and first[0] in WH_TYPES else []
+    for t in terms(q):
+        if t not in QUERY_NOISE and not t[0].isdigit() and t not in seen:
+            seen.add(t)
+            out.append(t)
+    return out
+
+
+def _base(t: str) -> str:
+    """Verb forms folded: "paying" -> "pay", "getting" -> "get", "agreed" -> "agre"."""
+    for suffix in ("ing", "ed"):
+        if t.endswith(suffix) and len(t) - len(suffix) >= 3:
+            t = t[:-len(suffix)]
+            return t[:-1] if len(t) >= 4 and t[-1] == t[-2] else t
+    return t
+
+
+def _match(term: str, tset) -> float:
+    """1 for the term itself, PARTIAL_CREDIT for a shared stem or verb form, else 0."""
+    if term in tset:
+        return 1.0
+    base = _base(term)
+    for p in tset:
+        if (len(term) >= PREFIX_LEN and p[:PREFIX_LEN] == term[:PREFIX_LEN]) or (
+                min(len(p), len(term)) >= 4 and (p.startswith(term) or term.startswith(p))
+                ) or (len(base) >= 3 and _base(p) == base):
+            return PARTIAL_CREDIT
+    return 0.0
+
+
+def query_entities(query: str) -> set[str]:
+    """Terms of the capitalised words after the first: names ("Maren", "Kittiwake")."""
+    words = re.findall(r"[^\W\d_][\w'\u2019-]*", query)
+    return {t for w in words[1:] if w[0].isupper() for t in terms(w)}
+
+
+def idf_weights(qterms, docs, idf=None, absent=None) -> dict[str, float]:
+    """Weight of each query term: IDF from `idf` when given, else over `docs` (term
+    sets), so a word in none of them weighs most (what is asked is not there) unless
+    it is a verb form ("paying", "aiming": ABSENT_VERB_WEIGHT) or `absent` is given;
+    answer-type words ("much", "time") weigh ANSWER_WORD_WEIGHT."""
+    n, rare = len(docs), max(idf.values()) if idf else 0.0
+    w = {}
+    for t in qterms:
+        df = sum(_match(t, d) > 0 for d in docs)
+        if t in ANSWER_TYPES:
+            w[t] = ANSWER_WORD_WEIGHT
+        elif _base(t) != t and not any(t in d for d in docs):
+            w[t] = ABSENT_VERB_WEIGHT   # a verb form only ever matched as another form
+        elif absent is not None and df == 0:
+            w[t] = absent
+        elif idf:
+            w[t] = float(idf.get(t, rare)) + IDF_FLOOR
+        else:
+            w[t] = float(np.log(1 + (n + 1) / (df + 1))) + IDF_FLOOR
+    return w
+
+
+def coverage(qterms, weights, tset) -> float:
+    """IDF-weighted share of the query terms found in a term set."""
+    total = sum(weights[t] for t in qterms)
+    return sum(weights[t] * _match(t, tset) for t in qterms) / total if total else 0.0
+
+
+def phrase_share(qterms, seq) -> float:
+    """Share of the query's adjacent term pairs that stand adjacent in `seq` too."""
+    pairs = list(zip(qterms, qterms[1:]))
+    if not pairs:
+        return 0.0
+    have = set(zip(seq, seq[1:]))
+    return sum(p in have for p in pairs) / len(pairs)
+
+
+def states(unit: str) -> bool:
+    """The unit states a value (number, copula, "key: value"), and is no question.
+    A link to another note, or a bare date or year, is no value."""
+    if unit.rstrip().endswith("?"):
+        return False
+    return bool(STATE_RE.search(NOT_A_VALUE_RE.sub(" ", WIKILINK_RE.sub(" ", unit))))
+
+
+def _sigmoid(z: float) -> float:
+    return float(1.0 / (1.0 + np.exp(-z)))
+
+
+def _relevance_features(qterms, qnums, weights, passage) -> dict[str, float]:
+    """Each feature a share in [0, 1] (numbers and dense may go below 0). states,
+    phrase and focus look only at units that state something: a mention scores none."""
+    text = passage.get("text", "")
+    heading = passage.get("heading", "")
+    context = f"{heading} {passage.get('path', '')}"
+    ctx = set(terms(context))
+    units = split_units(text, keep_links=True)
+    stating = [plain(u) for u in units if states(u)]
+    cover = [coverage(qterms, weights, evidence_terms(u) | ctx) for u in stating]
+    found = number_keys(f"{text} {context} {passage.get('date', '')}")
+    dense = passage.get("dense_score")
+    n_units = len(units)
+    return {
+        "coverage": coverage(qterms, weights, evidence_terms(text) | ctx),
+        "states": max(cover, default=0.0),
+        "phrase": max((phrase_share(qterms, terms(f"{heading} {u}")) for u in stating),
+                      default=0.0),
+        "numbers": (2 * len(qnums & found) / len(qnums) - 1) if qnums else 0.0,
+        "heading": coverage(qterms, weights, ctx),
+        "focus": (sum(c >= FOCUS_SHARE * max(cover) for c in cover) / n_units
+                  if n_units and max(cover, default=0.0) > 0 else 0.0),
+        "dense": 0.0 if dense is None else min(1.0, max(-1.0, float(dense))) - DENSE_MID,
+    }
+
+
+def _choice_features(text: str) -> set[str]:
+    toks = [_stem(t) for t in tokenize(text)]
+    return set(toks) | {f"{a}_{b}" for a, b in zip(toks, toks[1:])}
+
+
+class BuiltinJudge:
+    """Relevance, support and choice from lexical and numeric evidence (no model)."""
+
+    name = "builtin"
+    model = JUDGE_MODEL
+
+    def relevance(self, query, passages, stage="rerank", ledger=None, idf=None):
+        """P(passage helps answer query) per key; `idf` (term -> idf) when the caller has it."""
+        started = time.perf_counter()
+        qterms, qnums = query_terms(query), number_keys(query)
+        docs = [evidence_terms(" ".join(str(p.get(k, "")) for k in ("text", "heading", "path")))
+                for p in passages.values()]
+        weights = idf_weights(qterms, docs, idf)
+        out = {}
+        for key, p in passages.items():
+            f = _relevance_features(qterms, qnums, weights, p)
+            out[key] = _sigmoid(REL_BIAS + sum(REL_WEIGHTS[k] * v for k, v in f.items()))
+        text = query + "".join(p.get("text", "") for p in passages.values())
+        _record(ledger, stage, "builtin", JUDGE_MODEL, started, count_tokens(text))
+        return out
+
+    def support(self, claims, stage="verify", ledger=None):
+        """P(the sources state every fact of the sentence): terms and ALL numbers found."""
+        started = time.perf_counter()
+        out, size = {}, 0
+        for key, c in claims.items():
+            sentence = re.sub(r"\[[cC]\d[^\]]*\]", " ", c["sentence"])
+            sources = "\n".join(c.get("sources", []))
+            size += count_tokens(sentence) + count_tokens(sources)
+            sterms = {t for t in terms(sentence) if not t[0].isdigit()}
+            tset = set(terms(sources))
+            cov = (sum(_match(t, tset) for t in sterms) / len(sterms)) if sterms else 1.0
+            nums = number_keys(sentence)
+            share = len(nums & number_keys(sources)) / len(nums) if nums else 1.0
+            num_score = 1.0 if share == 1.0 else share / 2
+            out[key] = _sigmoid(SUPPORT_BIAS + SUPPORT_W_TERMS * cov
+                                + SUPPORT_W_NUMBERS * num_score)
+        _record(ledger, stage, "builtin", JUDGE_MODEL, started, size)
+        return out
+
+    def choose(self, text, options, stage="route", ledger=None):
+        """The option whose description shares most (IDF-weighted) words with text."""
+        started = time.perf_counter()
+        feats = _choice_features(text)
+        opt = {name: _choice_features(desc) for name, desc in options.items()}
+        n = len(opt)
+        scores = {}
+        for name, of in opt.items():
+            scores[name] = sum(float(np.log(1 + n / sum(f in o for o in opt.values())))
+                               for f in feats & of)
+        z = np.array([CHOICE_SHARPNESS * s for s in scores.values()])
+        p = np.exp(z - z.max())
+        p /= p.sum()
+        probs = {name: float(v) for name, v in zip(scores, p)}
+        choice = max(probs, key=lambda k: probs[k])  # first of equals: option order
+        _record(ledger, stage, "builtin", JUDGE_MODEL, started,
+                count_tokens(text + "".join(options.values())))
+        return choice, probs[choice], probs
 
 
 # --------------------------------------------------------------- builtin writer
 # (section owned by the pipeline developer: BuiltinWriter)
+# Extractive: reads the prompt generate.build_messages writes (the format constants live
+# here so that models never imports a stage module), picks whole sentences and cites them.
+
+WRITER_MODEL = "builtin-writer-v1"
+ABSTAIN_SENTENCE = "I don't know from my notes."    # generate.ABSTAIN
+PROMPT_NOTES = "Notes:"
+PROMPT_MODE = "Time mode:"
+PROMPT_QUESTION = "Question:"
+NOTE_HEADER = "[{id}] path: {path} | section: {section} | date: {date} | {status}"
+NOTE_HEADER_RE = re.compile(
+    r"^\[(c\d+)\] path: (.*?) \| section: (.*?) \| date: (\S+) \| (.+)$")
+UNDATED = "undated"
+STATUS_LATEST = "latest"
+STATUS_OLDER = "older version"       # "older version, superseded by PATH" when known
+STATUS_OLDER_ENTRY = "older entry"   # an older dated section of a log
+MAX_SENTENCES = 5
+MIN_EVIDENCE = 0.5        # a unit answers when its evidence reaches this, and ...
+MIN_COVERAGE = 0.6        # ... with its note's path/section/date covers this much query,
+MIN_OWN_COVERAGE = 0.5    # ... names this much of it itself (or in its section heading),
+                          # states a value, and holds the kinds of value asked for
+MIN_OWN_PARTIAL = 0.34    # a unit naming this much may complete another's answer
+EVIDENCE_WEIGHTS = {"cover": 0.55, "states": 0.2, "keyed": 0.15, "phrase": 0.1}
+KEY_WINDOW = 4            # keyed: a number within this many tokens after an asked term
+WRITER_ABSENT_WEIGHT = 1.0  # a word in no note: it cannot tell sentences apart, but counts
+SECTION_CREDIT = 0.8      # a query term found only in the unit's section heading
+HEAD_CREDIT = 0.6         # a query term found only in the note's path or date
+NOTE_CREDIT = 0.4         # a query term found only elsewhere in the same note
+SAME_NOTE_MARGIN = 0.1    # more units of the lead's note, this close to it, restating it
+MIN_GAIN = 0.15           # a unit from elsewhere must add this share of the query
+RESTATE_SHARE = 0.6       # a newer unit restates the best one: names this much of it
+RANK_PRIOR = 0.1          # evidence bonus of the first note (0.1 * (n - i) / n for note i)
+
+
+def _seq(text: str) -> list[str]:
+    return [number_key(t) if t[0].isdigit() else t for t in terms(text)]
+
+
+def parse_prompt(prompt: str) -> tuple[str, str, list[dict]]:
+    """(question, time mode, notes) from a build_messages user message; the last
+    "Question:" and "Time mode:" lines count, notes are everything before them."""
+    lines = prompt.splitlines()
+    qi = max((i for i, ln in enumerate(lines) if ln.startswith(PROMPT_QUESTION)), default=None)
+    mi = max((i for i, ln in enumerate(lines) if ln.startswith(PROMPT_MODE)), default=None)
+    question = lines[qi][len(PROMPT_QUESTION):].strip() if qi is not None else ""
+    mode = lines[mi][len(PROMPT_MODE):].strip().lower() if mi is not None else "any"
+    end = min([i for i in (qi, mi) if i is not None], default=len(lines))
+    notes: list[dict] = []
+    for line in lines[:end]:
+        m = NOTE_HEADER_RE.match(line)
+        if m:
+            section = "" if m.group(3) == "-" else m.group(3)
+            notes.append({"id": m.group(1), "path": m.group(2), "section": section,
+                          "date": m.group(4), "status": m.group(5), "order": len(notes),
+                          "text": ""})
+        elif notes:
+            notes[-1]["text"] += line + "\n"
+    return question, mode, notes
+
+
+@dataclass(eq=False)
+class _Unit:
+    note: dict
+    text: str
+    evidence: float
+    answers: bool         # enough evidence to answer the question on its own
+    partial: bool         # states a value about part of the question
+    named: frozenset      # query terms the unit names (a name also by path or section)
+    prior: float = 0.0    # the notes come most relevant first: a small bonus for rank
+
+
+def _keyed(qterms, unit: str) -> bool:
+    """A value follows an asked term closely: "goal: 3:44:00", "rate is now 600"."""
+    toks = tokenize(unit)
+    asked = [i for i, t in enumerate(toks) if not t[0].isdigit() and _match(_stem(t), qterms)]
+    return any(toks[j][0].isdigit() for i in asked for j in range(i + 1, i + 1 + KEY_WINDOW)
+               if j < len(toks))
+
+
+def _units(question: str, notes: list[dict]) -> tuple[list[_Unit], dict]:
+    """Every sentence/row of every note, scored against the question."""
+    qterms = query_terms(question)
+    qterms += [n for n in sorted(number_keys(question)) if n not in qterms]
+    raw = []
+    for note in notes:
+        ctx = (evidence_terms(note["section"]),
+               evidence_terms(f"{note['path']} {note['date']}"), evidence_terms(note["text"]))
+        raw += [(note, u, evidence_terms(plain(u)), ctx)
+                for u in split_units(note["text"], keep_links=True)]
+    seen = set().union(*(r[2] | r[3][0] | r[3][1] for r in raw)) if raw else set()
+    names = query_entities(question) & seen
+    qterms = [t for t in qterms if t in seen or t not in query_entities(question)]
+    kinds = {t for t in qterms if t in ANSWER_TYPES}   # the question asks for these values
+    weights = idf_weights(qterms, [evidence_terms(plain(r[1])) for r in raw],
+                          absent=WRITER_ABSENT_WEIGHT)  # df over the units' own words
+    total = sum(weights.values()) or 1.0
+    out = []
+    for note, u, ts, (section, head, body) in raw:
+        credit = {t: max(_match(t, ts), SECTION_CREDIT * _match(t, section),
+                         (1.0 if t in names else HEAD_CREDIT) * _match(t, head))
+                  for t in qterms}  # a name in the path counts fully
+        own = sum(weights[t] * credit[t] for t in qterms) / total
+        cover = sum(weights[t] * max(credit[t], NOTE_CREDIT * _match(t, body))
+                    for t in qterms) / total
+        named = frozenset(t for t in qterms if credit[t] > 0)
+        stated = own > 0 and (states(u) or bool(kinds) and kinds <= ts)  # holds what is asked
+        keyed = "who" not in kinds and _keyed(qterms, plain(u))        # a number after a term
+        ev = (EVIDENCE_WEIGHTS["cover"] * cover + EVIDENCE_WEIGHTS["states"] * stated
+              + EVIDENCE_WEIGHTS["keyed"] * keyed
+              + EVIDENCE_WEIGHTS["phrase"] * phrase_share(qterms, _seq(u)))
+        partial = stated and own >= MIN_OWN_PARTIAL
+        answers = (partial and own >= MIN_OWN_COVERAGE and ev >= MIN_EVIDENCE
+                   and cover >= MIN_COVERAGE and kinds <= named)
+        prior = RANK_PRIOR * (len(notes) - note["order"]) / len(notes)
+        out.append(_Unit(note, plain(u), ev, answers, partial, named, prior))
+    return out, weights
+
+
+def _date_key(note: dict) -> str:
+    return "" if note["date"] == UNDATED else note["date"]
+
+
+def _weight(ts, weights: dict) -> float:
+    return sum(weights[t] for t in ts)
+
+
+def _restates(u: _Unit, best: _Unit, weights: dict) -> bool:
+    """u names (almost) what the best answer names, with the same kinds of value: a
+    version of the same statement."""
+    kinds = {t for t in best.named if t in ANSWER_TYPES}
+    return kinds <= u.named and (_weight(u.named & best.named, weights)
+                                 >= RESTATE_SHARE * _weight(best.named, weights))
+
+
+def _best_per_version(units: list[_Unit]) -> list[_Unit]:
+    best: dict = {}
+    for u in units:
+        key = (u.note["path"], u.note["date"])
+        if key not in best or u.evidence > best[key].evidence:
+            best[key] = u
+    return list(best.values())
+
+
+def _strongest(units: list[_Unit]) -> _Unit:
+    return max(units, key=lambda u: (round(u.evidence + u.prior, 2), _date_key(u.note),
+                                     -u.note["order"]))
+
+
+def _select_current(units: list[_Unit], pool: list[_Unit], weights: dict,
+                    mode: str) -> list[_Unit]:
+    """any: the strongest unit leads; present: the newest unit restating it does (a
+    later correction in another note wins). Then more rows of the lead's note, then
+    units of `pool` covering what is still missing."""
+    tops = _best_per_version(units)
+    lead = _strongest(tops)
+    if mode == "present":
+        lead = max((u for u in tops if _restates(u, lead, weights)),
+                   key=lambda u: (_date_key(u.note), u.note["status"] == STATUS_LATEST,
+                                  u.evidence, -u.note["order"]))
+    chosen = [lead] + [u for u in units if u.note is lead.note and u is not lead
+                       and u.evidence >= lead.evidence - SAME_NOTE_MARGIN
+                       and _restates(u, lead, weights)]
+    chosen = chosen[:MAX_SENTENCES]
+    total = sum(weights.values()) or 1.0
+
+    def allowed(u):  # present: no older unit that restates what the lead answers
+        older = _date_key(u.note) < _date_key(lead.note)
+        return not (mode == "present" and older and _weight(u.named & lead.named, weights)
+                    >= 0.5 * _weight(u.named, weights))
+
+    covered = set().union(*(u.named for u in chosen))
+    while len(chosen) < MAX_SENTENCES:
+        rest = [u for u in pool if u not in chosen and allowed(u)]
+        if not rest:
+            break
+        best = max(rest, key=lambda u: (_weight(u.named - covered, weights),
+                                        _date_key(u.note), u.evidence))
+        if _weight(best.named - covered, weights) / total < MIN_GAIN:
+            break
+        chosen.append(best)
+        covered |= best.named
+    return chosen
+
+
+def _select_history(units: list[_Unit], weights: dict) -> list[_Unit]:
+    """One unit per version (path, date) restating the strongest one, oldest first;
+    identical text once."""
+    tops = _best_per_version(units)
+    best = _strongest(tops)
+    seen, out = set(), []
+    for u in sorted((u for u in tops if _restates(u, best, weights)),
+                    key=lambda u: (_date_key(u.note) or "9999", u.note["order"])):
+        key = " ".join(tokenize(u.text))
+        if key not in seen:
+            seen.add(key)
+            out.append(u)
+    if len(out) > MAX_SENTENCES:  # keep first and last, and the strongest in between
+        middle = sorted(out[1:-1], key=lambda u: -u.evidence)[:MAX_SENTENCES - 2]
+        out = [out[0]] + [u for u in out[1:-1] if u in middle] + [out[-1]]
+    return out
+
+
+def _clean(unit: str) -> str:
+    return unit.strip().rstrip(" .;,")
+
+
+def extract_answer(question: str, mode: str, notes: list[dict]) -> str:
+    """The cited extractive answer, or ABSTAIN_SENTENCE when no unit answers."""
+    units, weights = _units(question, notes)
+    answering = [u for u in units if u.answers]
+    if not question.strip() or not answering:
+        return ABSTAIN_SENTENCE
+    if mode == "history":
+        picked = _select_history(answering, weights)
+        return " ".join(
+            f"{'Undated' if u.note['date'] == UNDATED else 'On ' + u.note['date']}: "
+            f"{_clean(u.text)} [{u.note['id']}]." for u in picked)
+    picked = _select_current(answering, [u for u in units if u.partial], weights, mode)
+    return " ".join(f"{_clean(u.text)} [{u.note['id']}]." for u in picked)
+
+
+class BuiltinWriter:
+    """Extractive writer: cited sentences of the notes, never new facts."""
+
+    name = "builtin"
+    model = WRITER_MODEL
+
+    def write(self, messages, stage="generate", ledger=None):
+        started = time.perf_counter()
+        user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+        question, mode, notes = parse_prompt(user)
+        text = extract_answer(question, mode, notes)
+        inp = sum(count_tokens(m["content"]) for m in messages)
+        out = count_tokens(text)
+        _record(ledger, stage, "builtin", WRITER_MODEL, started, inp, out)
+        return text, inp, out
 
 
 # ------------------------------------------------------------------------ ollama
 # (section owned by the backends developer: OllamaEmbedder, OllamaJudge, OllamaWriter)
+# The `ollama` client does the HTTP (imported on first use); _Ollama.call turns each of its
+# failures into one BackendError line naming the fix.
+
+import json  # noqa: E402  (imports of the backend sections)
+import os  # noqa: E402
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+
+OLLAMA_DEFAULT_HOST = "http://127.0.0.1:11434"  # or $OLLAMA_HOST
+OLLAMA_TIMEOUT = 120.0        # seconds per request (a cold model load is slow)
+OLLAMA_PROBE_TIMEOUT = 1.0    # seconds for auto selection's look at /api/tags
+OLLAMA_CONCURRENCY = 4        # judge requests in flight when each item needs its own
+OLLAMA_RETRIES = 1            # extra tries after a 5xx or a connection broken mid-reply
+EMBED_MODEL = "nomic-embed-text"  # or $VERSO_EMBED_MODEL
+EMBED_BATCH = 32              # inputs per /api/embed request
+EMBED_CONTEXT = 2048          # tokens nomic-embed-text takes as Ollama serves it
+EMBED_CHARS_PER_TOKEN = 3     # conservative (English runs ~4): we cut at 2048 * 3 chars
+DOC_PREFIX, QUERY_PREFIX = "search_document: ", "search_query: "
+WRITE_MODEL = "verso-writer"  # or $VERSO_WRITE_MODEL; built from ./Modelfile
+WRITE_SEED = 42
+DECISION_MODEL = "d1-omni:600m"  # or $VERSO_DECISION_MODEL: System One judge, if pulled
+JUDGE_TOP_LOGPROBS = 5
+PASSAGE_FIELDS = ("path", "heading", "date", "text")
+JUDGE_SYSTEM = "You are a strict judge of notes. Answer with exactly one word."
+RELEVANCE_PROMPT = ("Query: {query}\n\nPassage ({path}, {date}) {heading}:\n{text}\n\n"
+                    "Does the passage state something that helps answer the query? "
+                    "Answer yes or no.")
+SUPPORT_PROMPT = ("Sources:\n{sources}\n\nSentence: {sentence}\n\nDo the sources state "
+                  "every fact in the sentence (numbers, names, dates)? Answer yes or no.")
+CHOICE_PROMPT = "{text}\n\nOptions:\n{options}\n\nAnswer with the letter of the best option."
+S1_RELEVANCE = 'The passage under key "{key}" in passages helps answer the query.'
+S1_SUPPORT = ('The sources of the claim under key "{key}" state every fact in its '
+              "sentence (numbers, names, dates).")
+S1_CHOICE = "Which option fits the state best?"
+
+
+def _first_line(e) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+
+
+def _tagged(model: str) -> str:
+    return model if ":" in model else model + ":latest"
+
+
+def _bare(model: str) -> str:
+    return model.removesuffix(":latest")
+
+
+def _fix(model: str) -> str:
+    return ("ollama create verso-writer -f Modelfile" if _bare(model) == WRITE_MODEL
+            else f"ollama pull {model}")
+
+
+class _Ollama:
+    """One ollama.Client with a timeout; the one place its errors become one line."""
+
+    def __init__(self, host=None, timeout=OLLAMA_TIMEOUT):
+        import ollama
+        self.host = host or os.environ.get("OLLAMA_HOST") or OLLAMA_DEFAULT_HOST
+        self.timeout, self.client = timeout, ollama.Client(host=self.host, timeout=timeout)
+
+    def call(self, method, what, passthrough=(), **kw):
+        import httpx
+        import ollama
+        model = kw.get("model", "")
+        for attempt in range(OLLAMA_RETRIES + 1):
+            last = attempt == OLLAMA_RETRIES
+            try:
+                return getattr(self.client, method)(**kw)
+            except ConnectionError:  # the client's own: nothing listens at host
+                raise BackendError(f"Ollama is not answering at {self.host}: start it with "
+                                   "`ollama serve`") from None
+            except httpx.TimeoutException:
+                raise BackendError(f"Ollama at {self.host} sent no {what} reply from {model} "
+                                   f"within {self.timeout:g} s: check `ollama ps`") from None
+            except ollama.ResponseError as e:
+                status, err = e.status_code, _first_line(e.error)
+                if status in passthrough:
+                    raise
+                if status == 404:
+                    raise BackendError(f"Ollama has no model {model!r} ({err}): run "
+                                       f"`{_fix(model)}`") from None
+                if "does not support" in err:
+                    raise BackendError(f"Ollama model {model!r} cannot {what} ({err}): name "
+                                       f"another model or run `{_fix(model)}`") from None
+                if status < 500 or last:
+                    raise BackendError(f"Ollama {what} with {model} failed ({status}: "
+                                       f"{err})") from None
+            except httpx.TransportError as e:  # the connection broke mid-reply
+                if last:
+                    raise BackendError(f"Ollama at {self.host} broke off the {what} reply "
+                                       f"({_first_line(e)}): see the server log") from None
+            except ValueError as e:  # invalid JSON, or JSON of the wrong shape
+                raise BackendError(f"Ollama sent a malformed {what} reply from {model}: "
+                                   f"{_first_line(e)}") from None
+
+
+class OllamaEmbedder:
+    """Vectors from /api/embed in batches; texts cut by us (never by the server) to fit."""
+
+    name = "ollama"
+
+    def __init__(self, model=None, host=None, timeout=OLLAMA_TIMEOUT, dim=None,
+                 context=EMBED_CONTEXT):
+        self.model = model or os.environ.get("VERSO_EMBED_MODEL") or EMBED_MODEL
+        self.id, self.api = "ollama:" + _bare(self.model), _Ollama(host, timeout)
+        self._dim, self.truncated = dim, 0
+        self.max_chars = context * EMBED_CHARS_PER_TOKEN
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:  # ask the model once
+            self._embed([QUERY_PREFIX + "dimension"], None, "probe")
+        return self._dim
+
+    @property
+    def note(self) -> str:
+        return self.truncated and (f"{self.truncated} text(s) cut to {self.max_chars} "
+                                   f"characters to fit {self.model}'s context") or ""
+
+    def _fit(self, prefix: str, text: str) -> str:
+        if len(prefix) + len(text) > self.max_chars:
+            self.truncated += 1
+            text = text[:self.max_chars - len(prefix)]
+        return prefix + text
+
+    def _embed(self, texts, ledger, stage) -> np.ndarray:
+        started, tokens, rows = time.perf_counter(), 0, []
+        for s in range(0, len(texts), EMBED_BATCH):
+            batch = texts[s:s + EMBED_BATCH]
+            r = self.api.call("embed", "embed", model=self.model, input=batch, truncate=False)
+            self._dim = self._dim or len(r.embeddings[0] if r.embeddings else [])
+            bad = {len(v) for v in r.embeddings} - {self._dim}
+            if len(r.embeddings) != len(batch) or bad:
+                raise BackendError(
+                    f"Ollama model {self.model} sent {len(r.embeddings)} vectors of "
+                    f"{bad.pop() if bad else self._dim} dimensions for {len(batch)} texts, "
+                    f"expected {self._dim}: if the model changed, run `python ingest.py "
+                    "VAULT --rebuild`")
+            rows.extend(r.embeddings)
+            tokens += r.prompt_eval_count or 0
+        m = np.asarray(rows, dtype=np.float32).reshape(len(texts), self._dim)
+        norms = np.linalg.norm(m, axis=1, keepdims=True)
+        if not norms.all():
+            raise BackendError(f"Ollama model {self.model} sent an all-zero vector")
+        _record(ledger, stage, "ollama", self.model, started, tokens)
+        return m / norms  # [n, dim] float32, L2-normalised
+
+    def embed_documents(self, texts, ledger=None, stage="ingest") -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self._embed([self._fit(DOC_PREFIX, t) for t in texts], ledger, stage)
+
+    def embed_query(self, text, ledger=None, stage="retrieve") -> np.ndarray:
+        return self._embed([self._fit(QUERY_PREFIX, text)], ledger, stage)[0]
+
+
+class OllamaWriter:
+    """/api/chat with thinking off, temperature 0 and a fixed seed, not streamed."""
+
+    name = "ollama"
+
+    def __init__(self, model=None, host=None, timeout=OLLAMA_TIMEOUT):
+        self.model = model or os.environ.get("VERSO_WRITE_MODEL") or WRITE_MODEL
+        self.api, self.last_stats = _Ollama(host, timeout), {}
+
+    def chat(self, messages, what="chat", options=None, **kw):
+        return self.api.call("chat", what, model=self.model, messages=messages, think=False,
+                             stream=False, options={"temperature": 0, "seed": WRITE_SEED,
+                                                    **(options or {})}, **kw)
+
+    def write(self, messages, stage="generate", ledger=None):
+        started = time.perf_counter()
+        r = self.chat(messages)
+        if not (text := (r.message.content or "").strip()):
+            raise BackendError(f"Ollama model {self.model} sent an empty reply: try "
+                               f"`ollama run {self.model}` to see why")
+        inp, out = r.prompt_eval_count or 0, r.eval_count or 0
+        self.last_stats = {k.replace("duration", "seconds"): (getattr(r, k) or 0) / 1e9
+                           for k in ("total_duration", "load_duration",
+                                     "prompt_eval_duration", "eval_duration")}  # ns -> s
+        _record(ledger, stage, "ollama", self.model, started, inp, out)
+        if ledger is not None:
+            ledger.rows[-1]["server_seconds"] = self.last_stats["total_seconds"]
+        return text, inp, out
+
+
+# System One (/v1/systemone on Ollama and Jev): yes/no questions over one shared state.
+
+def _s1_questions(keys, template):
+    names = {f"q{i}": k for i, k in enumerate(keys)}
+    return ({n: {"type": "noul", "instructions": template.format(key=k)}
+             for n, k in names.items()}, names)
+
+
+def _s1_relevance(query, passages):
+    state = {"query": query, "passages": {k: {f: p.get(f) for f in PASSAGE_FIELDS}
+                                          for k, p in passages.items()}}
+    return (state, *_s1_questions(passages, S1_RELEVANCE))
+
+
+def _s1_support(claims):
+    return ({"claims": {k: {"sentence": c["sentence"], "sources": list(c["sources"])}
+                        for k, c in claims.items()}}, *_s1_questions(claims, S1_SUPPORT))
+
+
+def _s1_nouls(answers, names, who) -> dict:
+    try:
+        return {k: float(answers[n]["noul"]) for n, k in names.items()}
+    except (KeyError, TypeError, ValueError) as e:
+        raise BackendError(f"{who} sent a malformed answer set ({_first_line(e)})") from None
+
+
+def _s1_choice(a, who):
+    try:
+        return a["choice"], float(a["confidence"]), {k: float(v) for k, v in
+                                                     a["probabilities"].items()}
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise BackendError(f"{who} sent a malformed choice ({_first_line(e)})") from None
+
+
+def _label_probs(top, labels, norm):
+    """Softmax over labels of one token's top log-probabilities; a label missing from the
+    top gets the smallest logprob seen (its upper bound). None if no label is there."""
+    lps: dict = {}
+    for tok, lp in top:
+        if (key := norm(tok)) in labels:
+            lps[key] = float(np.logaddexp(lps.get(key, -np.inf), lp))
+    if not lps:
+        return None
+    v = np.array([lps.get(lab, min(lp for _, lp in top)) for lab in labels])
+    p = np.exp(v - v.max())
+    return dict(zip(labels, (p / p.sum()).tolist()))
+
+
+class OllamaJudge:
+    """System One on the server when it has it (found out once: a 404 means no), else the
+    writer model's one-token yes/no (or option letter) log-probabilities."""
+
+    name = "ollama"
+
+    def __init__(self, writer=None, decision_model=None, host=None, timeout=OLLAMA_TIMEOUT,
+                 systemone=None):
+        self.writer = writer or OllamaWriter(host=host, timeout=timeout)
+        self.decision_model = (decision_model or os.environ.get("VERSO_DECISION_MODEL")
+                               or DECISION_MODEL)
+        self.systemone, self.note = systemone, ""  # None: not found out yet
+
+    def _s1(self, state, questions, stage, ledger):
+        """Answers from /v1/systemone, or None when this server cannot give them."""
+        import ollama
+        if self.systemone is False:
+            return None
+        started = time.perf_counter()
+        try:
+            r = self.writer.api.call("systemone", "judge", model=self.decision_model,
+                                     passthrough=(400, 404) if self.systemone is None else (),
+                                     state=state, questions=questions)
+        except ollama.ResponseError as e:
+            self.systemone, self.note = False, (
+                f"yes/no logprobs of {self.writer.model}; no System One "
+                f"({e.status_code}: {_first_line(e.error)})")
+            return None
+        self.systemone, self.note = True, f"System One with {self.decision_model}"
+        _record(ledger, stage, "ollama", self.decision_model, started,
+                r.usage.input_tokens, r.usage.output_tokens)
+        return {k: a.model_dump() for k, a in r.answers.items()}
+
+    def _top(self, prompt, n=JUDGE_TOP_LOGPROBS):
+        """The first reply token's top log-probabilities [(token, logprob)], what was
+        said, and the token counts."""
+        r = self.writer.chat([{"role": "system", "content": JUDGE_SYSTEM},
+                              {"role": "user", "content": prompt}], what="judge",
+                             options={"num_predict": 1}, logprobs=True, top_logprobs=n)
+        if not r.logprobs:
+            raise BackendError(f"Ollama sent no logprobs for {self.writer.model}: the judge "
+                               "needs Ollama >= 0.12.11 (or use --judge builtin)")
+        first = r.logprobs[0]
+        top = [(t.token, t.logprob) for t in (first.top_logprobs or [first])]
+        return top, r.message.content, r.prompt_eval_count or 0, r.eval_count or 0
+
+    def _yes(self, prompt):
+        top, said, inp, out = self._top(prompt)
+        p = _label_probs(top, ("yes", "no"), lambda t: t.strip().strip(".!").lower())
+        if p is None:
+            raise BackendError(f"Ollama model {self.writer.model} answered {said!r}, not yes "
+                               "or no: use the Modelfile's model or --judge builtin")
+        return p["yes"], inp, out
+
+    def _nouls(self, s1, prompts: dict, stage, ledger) -> dict:
+        if not prompts:
+            return {}
+        if (answers := self._s1(s1[0], s1[1], stage, ledger)) is not None:
+            return _s1_nouls(answers, s1[2], "Ollama System One")
+        started, keys = time.perf_counter(), list(prompts)
+        pool = ThreadPoolExecutor(OLLAMA_CONCURRENCY)  # one request per item, 4 at a time
+        try:
+            got = list(pool.map(lambda k: self._yes(prompts[k]), keys))
+        finally:
+            pool.shutdown(cancel_futures=True)
+        _record(ledger, stage, "ollama", self.writer.model, started,
+                sum(g[1] for g in got), sum(g[2] for g in got))
+        return {k: g[0] for k, g in zip(keys, got)}
+
+    def relevance(self, query, passages, stage="rerank", ledger=None) -> dict:
+        return self._nouls(_s1_relevance(query, passages), {k: RELEVANCE_PROMPT.format(
+            query=query, **{f: p.get(f) or "" for f in PASSAGE_FIELDS})
+            for k, p in passages.items()}, stage, ledger)
+
+    def support(self, claims, stage="verify", ledger=None) -> dict:
+        return self._nouls(_s1_support(claims), {k: SUPPORT_PROMPT.format(
+            sentence=c["sentence"], sources="\n".join(f"- {s}" for s in c["sources"]))
+            for k, c in claims.items()}, stage, ledger)
+
+    def choose(self, text, options, stage="route", ledger=None):
+        q = {"choice": {"type": "choice", "instructions": S1_CHOICE, "criteria": options}}
+        if (answers := self._s1(text, q, stage, ledger)) is not None:
+            return _s1_choice(answers.get("choice"), "Ollama System One")
+        started, keys = time.perf_counter(), list(options)
+        letters = [chr(65 + i) for i in range(len(keys))]
+        top, said, inp, out = self._top(CHOICE_PROMPT.format(text=text, options="\n".join(
+            f"{c}) {k}: {options[k] or k}" for c, k in zip(letters, keys))),
+            min(20, max(JUDGE_TOP_LOGPROBS, len(keys))))
+        if (p := _label_probs(top, letters, lambda t: t.strip(" ).:").upper())) is None:
+            raise BackendError(f"Ollama model {self.writer.model} answered {said!r}, not an "
+                               "option letter")
+        _record(ledger, stage, "ollama", self.writer.model, started, inp, out)
+        probs = {k: p[c] for c, k in zip(letters, keys)}
+        best = max(keys, key=probs.get)
+        return best, probs[best], probs
 
 
 # --------------------------------------------------------------------------- jev
 # (section owned by the backends developer: JevJudge)
+# Private passages and claims never leave the machine (the local judge takes them); the
+# rest go as ONE request per stage over one shared state, split only past the budget.
+
+JEV_URL = "https://api.typesafe.ai"   # or $JEV_URL
+JEV_MODEL = "jev-latest"
+JEV_KEY_FILE = "~/.config/typesafe/key"  # or $TYPESAFE_API_KEY; the file must be chmod 600
+JEV_TIMEOUT = 30.0           # seconds per request
+JEV_STATE_BUDGET = 32_000    # bytes of JSON state per request; split only above it
+JEV_RETRIES = 4              # retries after 408 / 429 / 5xx / no answer
+JEV_RETRY_BUDGET = 60.0      # seconds of waiting, all retries of one request together
+JEV_BACKOFF = 0.5            # first wait when the server names none; doubles
+PRICE_PER_INPUT_TOKEN = 0.042 / 1e6  # dollars (Jev, at the time of writing)
+
+
+def _jev_key(key_file=None) -> str:
+    if key := os.environ.get("TYPESAFE_API_KEY", "").strip():
+        return key
+    path = os.path.expanduser(key_file or JEV_KEY_FILE)
+    if not os.path.exists(path):
+        raise BackendError(f"no Jev API key: set TYPESAFE_API_KEY or save it in {path} "
+                           "(chmod 600)")
+    if os.stat(path).st_mode & 0o077:
+        raise BackendError(f"refusing the Jev key file {path}: others can read it; run "
+                           f"`chmod 600 {path}`")
+    with open(path, encoding="utf-8") as f:
+        if key := f.read().strip():
+            return key
+    raise BackendError(f"the Jev key file {path} is empty")
+
+
+def _retry_after(r):
+    """Seconds the server asks us to wait (retry-after-ms, else retry-after), or None."""
+    for name, scale in (("retry-after-ms", 1e-3), ("retry-after", 1.0)):
+        try:
+            return max(0.0, float(r.headers[name]) * scale)
+        except (KeyError, ValueError, TypeError, AttributeError):
+            continue
+    return None
+
+
+def _error_text(r) -> str:
+    try:
+        e = r.json()
+    except ValueError:
+        return r.text[:160]
+    e = e.get("error", e) if isinstance(e, dict) else e
+    return str(e.get("message", e) if isinstance(e, dict) else e)[:160]
+
+
+class JevJudge:
+    """TypeSafe's Jev over POST /v1/systemone; `local` judges whatever is private
+    (.last_routing shows which keys went where; local ledger rows get a routed_local note)."""
+
+    name = "jev"
+
+    def __init__(self, local, api_key=None, url=None, model=JEV_MODEL, key_file=None,
+                 timeout=JEV_TIMEOUT, retries=JEV_RETRIES, retry_budget=JEV_RETRY_BUDGET,
+                 budget=JEV_STATE_BUDGET):
+        self.local, self.key = local, api_key or _jev_key(key_file)
+        self.url = (url or os.environ.get("JEV_URL") or JEV_URL).rstrip("/") + "/v1/systemone"
+        self.model, self.timeout, self.retries = model, timeout, retries
+        self.retry_budget, self.budget, self.last_routing = retry_budget, budget, {}
+
+    def _post(self, state, questions, stage, ledger) -> dict:
+        import requests
+        body = {"model": self.model, "state": state, "questions": questions}
+        started, waited = time.perf_counter(), 0.0
+        for attempt in range(self.retries + 1):
+            try:
+                r = requests.post(self.url, json=body, timeout=self.timeout,
+                                  headers={"Authorization": f"Bearer {self.key}"})
+            except (requests.ConnectionError, requests.Timeout) as e:
+                r, why = None, f"no answer from {self.url}: {type(e).__name__}"
+            else:
+                if r.status_code == 200:
+                    break
+                why = f"{r.status_code} {_error_text(r)}"
+                if r.status_code in (401, 403):
+                    raise BackendError(f"Jev refused the API key ({why}): check "
+                                       f"TYPESAFE_API_KEY or {JEV_KEY_FILE}")
+                if r.status_code not in (408, 429) and r.status_code < 500:
+                    raise BackendError(f"Jev rejected the request ({why})")
+            wait = _retry_after(r)
+            wait = JEV_BACKOFF * 2 ** attempt if wait is None else wait
+            if attempt == self.retries or waited + wait > self.retry_budget:
+                raise BackendError(f"Jev failed after {attempt + 1} tries ({why}): try "
+                                   "later, or use --judge builtin")
+            time.sleep(wait)
+            waited += wait
+        try:
+            data = r.json()
+            answers, usage = data["answers"], data.get("usage") or {}
+            inp, out = int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            raise BackendError(f"Jev sent a malformed reply ({_first_line(e)})") from None
+        _record(ledger, stage, "jev", data.get("model", self.model), started, inp, out,
+                inp * PRICE_PER_INPUT_TOKEN)
+        return answers
+
+    def _judge(self, items, stage, ledger, build, local_fn) -> dict:
+        """Private (or unmarked) items to the local judge, the rest to Jev in groups whose
+        JSON stays under the budget: one group unless the budget is passed."""
+        local = [k for k, v in items.items() if v.get("private") is not False]
+        groups, size = [[]], 0
+        for k in (k for k in items if k not in local):
+            n = len(json.dumps(items[k], default=str))
+            if groups[-1] and size + n > self.budget:
+                groups, size = groups + [[]], 0
+            groups[-1].append(k)
+            size += n
+        out, n_rows = {}, len(ledger.rows) if ledger is not None else 0
+        if local:
+            out.update(local_fn({k: items[k] for k in local}))
+            for row in (ledger.rows[n_rows:] if ledger is not None else []):
+                row["note"] = f"routed_local: {len(local)} private"
+        for g in filter(None, groups):
+            state, questions, names = build({k: items[k] for k in g})
+            out.update(_s1_nouls(self._post(state, questions, stage, ledger), names, "Jev"))
+        self.last_routing = {"stage": stage, "local": local,
+                             "jev": [k for g in groups for k in g]}
+        return out
+
+    def relevance(self, query, passages, stage="rerank", ledger=None) -> dict:
+        return self._judge(passages, stage, ledger, lambda s: _s1_relevance(query, s),
+                           lambda s: self.local.relevance(query, s, stage, ledger))
+
+    def support(self, claims, stage="verify", ledger=None) -> dict:
+        return self._judge(claims, stage, ledger, _s1_support,
+                           lambda s: self.local.support(s, stage, ledger))
+
+    def choose(self, text, options, stage="route", ledger=None, private=False):
+        if private:
+            return self.local.choose(text, options, stage, ledger)
+        q = {"choice": {"type": "choice", "instructions": S1_CHOICE, "criteria": options}}
+        return _s1_choice(self._post(text, q, stage, ledger).get("choice"), "Jev")
 
 
 # --------------------------------------------------------------------- selection
@@ -222,9 +1208,58 @@ class Backend:
     note: str = ""
 
 
-def load_backend(name: str = "builtin", judge: str | None = None, idf=None) -> Backend:
-    """The embed/judge/write trio for a backend name; `idf` restores a builtin index."""
+def _ollama_unready(host, needs: list, timeout) -> str | None:
+    """None when Ollama answers and has each (model, capability), else why not."""
+    api = _Ollama(host, timeout)
+    try:
+        have = {m.model for m in api.call("list", "list models").models}
+        for model, cap in needs:
+            if _tagged(model) not in have:
+                return f"Ollama at {api.host} has no {model}: run `{_fix(model)}`"
+            caps = api.call("show", "show", model=model).capabilities
+            if caps is not None and cap not in caps:
+                return f"Ollama model {model} cannot do {cap} (it has {', '.join(caps)})"
+    except BackendError as e:
+        return str(e)
+    return None
+
+
+def load_backend(name: str = "auto", judge: str | None = None, idf=None, embed_model=None,
+                 write_model=None, index=None, host=None, timeout=OLLAMA_TIMEOUT,
+                 probe_timeout=OLLAMA_PROBE_TIMEOUT) -> Backend:
+    """The embed/judge/write trio for a backend name; `idf` restores a builtin index and
+    `index` (an ingest.Index) brings the embedder its vectors were made with.
+    auto: Ollama when it answers and has the models, else builtin (the note says why).
+    A backend or judge named explicitly never falls back: BackendError instead."""
+    if name not in ("auto", "builtin", "ollama"):
+        raise BackendError(f"unknown backend {name!r}: use auto, builtin or ollama")
+    if judge not in (None, "builtin", "ollama", "jev"):
+        raise BackendError(f"unknown judge {judge!r}: use builtin, ollama or jev")
+    em = embed_model or os.environ.get("VERSO_EMBED_MODEL") or EMBED_MODEL
+    wm = write_model or os.environ.get("VERSO_WRITE_MODEL") or WRITE_MODEL
+    emb, note = getattr(index, "embedder", None), ""
+    if name != "builtin":
+        needs = [(wm, "completion")] + ([] if emb else [(em, "embedding")])
+        if (why := _ollama_unready(host, needs, probe_timeout)) and name == "ollama":
+            raise BackendError(why)
+        name = "builtin" if why else "ollama"
+        note = (f"auto chose builtin: {why}" if why else f"ollama: {wm} writes and judges, "
+                + (f"vectors from the index ({emb.id})" if emb else f"{em} embeds"))
     if name == "builtin":
-        return Backend("builtin", BuiltinEmbedder(idf), BuiltinJudge(), BuiltinWriter(),
-                       "builtin backend (offline)")
-    raise BackendError(f"unknown backend {name!r}: use builtin, ollama or auto")
+        b = Backend("builtin", emb or BuiltinEmbedder(idf), BuiltinJudge(), BuiltinWriter(),
+                    note or "builtin backend (offline)")
+    else:
+        w = OllamaWriter(wm, host, timeout)
+        b = Backend("ollama", emb or OllamaEmbedder(em, host, timeout), OllamaJudge(w), w, note)
+    if judge == "builtin":
+        b.judge = BuiltinJudge()
+    elif judge == "ollama" and not isinstance(b.judge, OllamaJudge):
+        if why := _ollama_unready(host, [(wm, "completion")], probe_timeout):
+            raise BackendError(why)
+        b.judge = OllamaJudge(OllamaWriter(wm, host, timeout))
+    elif judge == "jev":
+        b.judge = JevJudge(local=b.judge)
+    if judge:
+        b.note += f"; judge: {judge}" + (f" (private text judged locally by "
+                                         f"{b.judge.local.name})" if judge == "jev" else "")
+    return b

@@ -1,1 +1,120 @@
-"""route: stage to be built (see ../shared/DESIGN.md)."""
+"""route: one message -> intent and time mode, by rules (default) or by a judge.
+
+In:  the user's message; optionally a judge from models.py with .choose().
+Out: {"intent": "notes"|"small_talk"|"live_data", "time_mode": "present"|"history"|"any",
+      "confidence": float (of the intent), "time_confidence": float,
+      "needs_retrieval": bool}.
+Not: retrieval or answering; the harness acts on the decision.
+
+Time mode rules, first match wins:
+  1. change words (changed, over time, used to, originally, history, from 500 to 550 ...)
+     -> history;
+  2. present words (current, now, latest, still, these days, as of today ...) -> present;
+  3. a date, a month, a past tense or an event lookup ("what did", "when was",
+     "last week", "in April", "as of 2026-05") -> any;
+  4. DEFAULT: any other question ("what is", "what's", "how much", "where does",
+     "which ... do", "who is"; past tense was ruled out by 3) -> present, because a
+     plain question about a fact that changed ("What is Maren's day rate?") expects
+     today's value, and present mode only sets a version aside when a newer one answers;
+  5. anything else (imperatives, fragments) -> any.
+"""
+
+from __future__ import annotations
+
+import re
+
+SMALL_TALK_RE = re.compile(
+    r"\b(?:hi|hello|hey|hiya|howdy|yo|good (?:morning|afternoon|evening|night)|"
+    r"thanks?(?: you)?(?: (?:so|very) much| a lot)?|thx|ty|cheers|ok(?:ay)?|cool|great|"
+    r"nice|awesome|perfect|bye|goodbye|see you(?: later)?|how are you(?: doing)?|"
+    r"how's it going|how is it going|what's up|whats up|sup|who are you|are you there)\b")
+LEADING_SMALL_TALK_RE = re.compile(r"^(?:" + SMALL_TALK_RE.pattern + r"[\s,.!]*)+")
+SMALL_TALK_FILLER = frozenset("verso there again today all buddy mate friend so very "
+                              "much a lot and oh well".split())
+LIVE_DATA_RE = re.compile(
+    r"\b(?:weather|forecast|temperature outside|stock price|share price|stock market|"
+    r"exchange rate|fx rate|bitcoin|btc|ethereum|crypto|headlines|news|live score|"
+    r"(?:match|game) score|score (?:of|in) the|who won|traffic|flight status|"
+    r"what time is it|today's date)\b")
+NOTES_CUE_RE = re.compile(
+    r"\b(?:notes?|plan|budget|meeting|project|handover|doc|file|vault|assum\w*|"
+    r"we (?:agreed|decided|used|assumed|said)|did (?:i|we)|my notes)\b")
+HISTORY_STRONG_RE = re.compile(
+    r"\b(?:chang(?:ed|es|ing)|over time|used to|originally|original|history|"
+    r"historically|evolv(?:e|ed|es|ing)|progression|progress|how (?:has|have)|"
+    r"each version|every version|all versions|timeline|over the (?:weeks|months|years)|"
+    r"(?:went|gone|go|moved|rose|fell|increased|decreased|dropped|jumped|grew) from|"
+    r"buil(?:d|ds|ding|t) up|keeps? (?:changing|shifting|moving)|all the (?:dates|versions)|"
+    r"from [\u00a3$\u20ac]?\d\S* to [\u00a3$\u20ac]?\d)\b")
+HISTORY_WEAK_RE = re.compile(r"\b(?:change|before|previous(?:ly)?|earlier|trend|since when)\b")
+PRESENT_RE = re.compile(
+    r"\b(?:current(?:ly)?|now|nowadays|latest|newest|still|these days|today|at the moment|"
+    r"right now|at present|presently|most recent(?:ly)?|anymore|any more|final|"
+    r"up to date|up-to-date|as of (?:today|now|this (?:week|month|year)))\b")
+PAST_OR_EVENT_RE = re.compile(
+    r"\b(?:did|was|were|had|happened|decided|agreed|said|went|last (?:week|month|year|time)|"
+    r"yesterday|ago|as of|(?:on|in) (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\w*|"
+    r"\d{4}-\d{2}(?:-\d{2})?|(?:19|20)\d{2})\b")
+PRESENT_QUESTION_RE = re.compile(  # past and event cues were ruled out before this
+    r"^(?:what|whats|which|who|whose|where|how|when(?:'s| is| are| does| do)|"
+    r"is|are|does|do|has|have|can|should)\b")
+STRONG, WEAK, DEFAULT, LOW = 0.9, 0.7, 0.6, 0.5
+INTENT_OPTIONS = {
+    "notes": "a question the personal notes could answer: facts, people, projects, plans, "
+             "rates, prices, dates, decisions, what is, who, where, how much, when",
+    "small_talk": "a greeting, thanks or chit-chat that needs no information: hi, hello, "
+                  "thanks, thank you, how are you, bye",
+    "live_data": "needs real-time data from the web, not the notes: weather, forecast, "
+                 "stock price, share price, exchange rate today, news headlines, sports "
+                 "score, traffic",
+}
+TIME_OPTIONS = {
+    "present": "the current, latest value now: current, currently, now, latest, still, "
+               "these days, today, as of, at the moment, anymore, what is",
+    "history": "how something changed over time: changed, change, used to, before, "
+               "originally, history, evolve, progression, from to, each version, timeline",
+    "any": "a plain lookup of an event, a past date, or a fact that does not change: "
+           "what did, when was, happened, decided, last week, on, in",
+}
+
+
+def _norm(message: str) -> str:
+    return " ".join(message.replace("\u2019", "'").lower().split())
+
+
+def _intent(msg: str) -> tuple[str, float]:
+    if SMALL_TALK_RE.search(msg):  # small talk only when nothing else is asked
+        rest = re.sub(r"[^\w' ]", " ", SMALL_TALK_RE.sub(" ", msg)).split()
+        if all(w in SMALL_TALK_FILLER for w in rest):
+            return "small_talk", STRONG
+    if LIVE_DATA_RE.search(msg):
+        return ("notes", DEFAULT) if NOTES_CUE_RE.search(msg) else ("live_data", STRONG)
+    return "notes", STRONG if "?" in msg or len(msg.split()) > 2 else DEFAULT
+
+
+def _time_mode(msg: str) -> tuple[str, float]:
+    if HISTORY_STRONG_RE.search(msg):
+        return "history", STRONG
+    if PRESENT_RE.search(msg):
+        return "present", STRONG
+    if HISTORY_WEAK_RE.search(msg):
+        return "history", WEAK
+    if PAST_OR_EVENT_RE.search(msg):
+        return "any", WEAK
+    if PRESENT_QUESTION_RE.search(msg):
+        return "present", DEFAULT
+    return "any", LOW
+
+
+def route(message: str, judge=None, ledger=None) -> dict:
+    """Intent and time mode; retrieval unless the intent is confidently not notes."""
+    msg = _norm(message)
+    if judge is not None:
+        intent, conf, _ = judge.choose(message, INTENT_OPTIONS, stage="route", ledger=ledger)
+        mode, tconf, _ = judge.choose(message, TIME_OPTIONS, stage="route", ledger=ledger)
+    else:
+        intent, conf = _intent(msg)
+        mode, tconf = _time_mode(LEADING_SMALL_TALK_RE.sub("", msg))
+    return {"intent": intent, "time_mode": mode, "confidence": float(conf),
+            "time_confidence": float(tconf),
+            "needs_retrieval": intent == "notes" or conf < 0.5}

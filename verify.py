@@ -1,1 +1,195 @@
-"""verify: stage to be built (see ../shared/DESIGN.md)."""
+"""verify: every sentence of an answer checked, rules in code first, then a judge.
+
+In:  the answer text, the notes it was written from (numbered c1.. in order), the time
+     mode and a judge from models.py (.support).
+Out: Verdict(verdict "SHIP"|"ESCALATE", sentences, failing, rules_ok); each sentence is
+     a dict {index, sentence, claim, citations, date, numbers, support, reasons, ok}.
+Not: rewriting the answer; the harness shows the verdict and the failing sentences.
+
+Code checks per sentence: every cited id exists; every number (shown with its unit or
+% sign, compared normalised: "1,550" == "1550") appears in a note it cites (its text,
+section, path or date); an "On 2026-04-03:" prefix names the date of a cited note; a
+factual sentence has a citation; in present mode no sentence cites an older version of
+a document when a newer version that answers (relevance >= threshold, or unjudged) is
+among the notes, and no numeric sentence is contradicted by a newer dated note that
+restates its topic with other numbers. An older version whose newer version does not
+answer may be cited: version.settle kept it because it is the only one that answers.
+Then one batched judge.support call over the cited sentences. The abstain sentence
+alone ships without checks.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import generate
+import models
+import rerank
+
+SUPPORT_THRESHOLD = 0.5
+ANSWER_THRESHOLD = rerank.RELEVANCE_THRESHOLD   # a newer note "answers" from here up
+CONFLICT_COVERAGE = 0.6    # newer unit naming this share of the sentence's terms
+DATE_PREFIX_RE = re.compile(r"^(?:(?:on|as of)\s+(\d{4}-\d{2}-\d{2})|(undated))\s*[:,]\s*",
+                            re.IGNORECASE)
+NUMBER_SHOWN_RE = re.compile(r"[\u00a3$\u20ac]?\d+(?:[.,]\d+)*(?:\s?%|/\w+)?")
+META_TERMS = frozenset("""note according based here following summary found answer sure
+hope help let know notes say says said""".split())
+
+
+@dataclass
+class Verdict:
+    verdict: str                                   # "SHIP" | "ESCALATE"
+    sentences: list = field(default_factory=list)
+    failing: list = field(default_factory=list)    # the sentence dicts with reasons
+    rules_ok: bool = True                          # every code check passed
+
+
+def _visible(c) -> str:
+    return f"{c.chunk.get('text', '')}\n{c.chunk.get('heading', '')} {c.path} {c.date}"
+
+
+def _numbers_shown(body: str) -> list[tuple[str, str]]:
+    """(as written, normalised key) for each number: ("£1,550/day", "1550")."""
+    return [(m.group().strip(), models.number_key(n))
+            for m in NUMBER_SHOWN_RE.finditer(body) for n in models.numbers(m.group())]
+
+
+def _factual(body: str) -> bool:
+    if body.rstrip().endswith(":") or generate.is_abstain(body):
+        return False
+    return bool(models.numbers(body)) or any(t not in META_TERMS for t in models.terms(body))
+
+
+def _answers(c) -> bool:
+    """Judged relevant; unjudged (--no-rerank) counts unless version.apply pulled it in."""
+    if c.relevance is None:
+        return c.added_by != "version"
+    return c.relevance >= ANSWER_THRESHOLD
+
+
+def _newer(m, c) -> bool:
+    if m.is_latest and not c.is_latest:
+        return True
+    dated = models.UNDATED not in (m.date, c.date)
+    return dated and m.date > c.date
+
+
+def _same_document(m, c) -> bool:
+    fam = c.chunk.get("family")
+    if fam and m.chunk.get("family") == fam:
+        return True
+    return bool(c.superseded_by) and m.path == re.split(r" @ |#", c.superseded_by)[0]
+
+
+def _stale(cited: list, notes: list, ids: dict) -> list[str]:
+    out = []
+    for c in cited:
+        older = (bool(c.superseded_by) or not c.is_latest
+                 or c.chunk.get("entry_latest") is False)
+        newer = [m for m in notes if m is not c and older and _same_document(m, c)
+                 and _newer(m, c) and _answers(m)]
+        if newer:
+            m = newer[0]
+            out.append(f"cites an older version ({ids[id(c)]}, {c.date}) while a newer "
+                       f"one ({ids[id(m)]}, {m.date}) is among the notes")
+    return out
+
+
+def _newer_conflict(body: str, shown: list, cited: list, notes: list, ids: dict) -> list:
+    """A newer dated note restates the sentence's topic with other numbers."""
+    keys = {k for _, k in shown}
+    words = {t for t in models.terms(body) if not t[0].isdigit()} - META_TERMS
+    dates = [c.date for c in cited if c.date != models.UNDATED]
+    if not keys or not words or not dates:
+        return []
+    for m in notes:
+        if any(m is c for c in cited) or m.date == models.UNDATED or m.date <= max(dates):
+            continue
+        if not _answers(m) or any(_same_document(m, c) for c in cited):
+            continue  # the same document's newer version is the stale rule's case
+        for unit in models.split_units(m.chunk.get("text", "")):
+            nums = models.number_keys(unit)
+            share = len(words & set(models.terms(unit))) / len(words)
+            if nums and not nums & keys and share >= CONFLICT_COVERAGE:
+                return [f"a newer note ({ids[id(m)]}, {m.date}) gives other numbers: "
+                        f"\"{unit}\""]
+    return []
+
+
+def _check_rules(index: int, sentence: str, cites: list, notes: list, mode: str) -> dict:
+    ids = {id(c): f"c{i}" for i, c in enumerate(notes, 1)}
+    by_id = {f"c{i}": c for i, c in enumerate(notes, 1)}
+    m = DATE_PREFIX_RE.match(sentence)
+    body = sentence[m.end():] if m else sentence
+    date = (m.group(1) or models.UNDATED) if m else None
+    shown = _numbers_shown(body)
+    row = {"index": index, "sentence": sentence, "claim": body, "citations": cites,
+           "date": date, "numbers": [s for s, _ in shown], "support": None, "reasons": []}
+    reasons = row["reasons"]
+    reasons += [f"cites {i}, which is not among the notes" for i in cites if i not in by_id]
+    cited = [by_id[i] for i in cites if i in by_id]
+    if not cites:
+        if _factual(body):
+            reasons.append("states a fact without a citation")
+        return row
+    if cited:
+        allowed = set().union(*(models.number_keys(_visible(c)) for c in cited))
+        missing = [s for s, k in shown if k not in allowed]
+        if missing:
+            reasons.append(f"{', '.join(missing)} not in the cited {', '.join(cites)}")
+        if date and date not in {c.date for c in cited}:
+            reasons.append(f"dated {date} but {', '.join(cites)} is dated "
+                           f"{', '.join(sorted({c.date for c in cited}))}")
+        if mode == "present":
+            reasons += _stale(cited, notes, ids)
+            reasons += _newer_conflict(body, shown, cited, notes, ids)
+    return row
+
+
+def _judge_support(rows: list, notes: list, judge, ledger) -> None:
+    """One batched judge.support call over the cited sentences whose ids all exist."""
+    by_id = {f"c{i}": c for i, c in enumerate(notes, 1)}
+    claims = {}
+    for r in rows:
+        if r["citations"] and all(i in by_id for i in r["citations"]) and r["claim"]:
+            cited = [by_id[i] for i in r["citations"]]
+            claims[f"s{r['index']}"] = {
+                "sentence": r["claim"], "sources": [_visible(c) for c in cited],
+                "private": any(bool(c.chunk.get("private")) for c in cited)}
+    if not claims:
+        return
+    probs = judge.support(claims, stage="verify", ledger=ledger)
+    for r in rows:
+        key = f"s{r['index']}"
+        if key not in claims:
+            continue
+        if key not in probs:
+            raise models.BackendError(f"the judge returned no support for {key}: "
+                                      "check the judge backend")
+        r["support"] = float(probs[key])
+        if r["support"] < SUPPORT_THRESHOLD:
+            r["reasons"].append(f"support {r['support']:.2f} < {SUPPORT_THRESHOLD:g}")
+
+
+def verify(text: str, notes: list, time_mode: str, judge, ledger=None) -> Verdict:
+    """SHIP when every sentence passes the code checks and the judge, else ESCALATE."""
+    text = (text or "").strip()
+    if generate.is_abstain(text):
+        row = {"index": 1, "sentence": generate.ABSTAIN, "claim": generate.ABSTAIN,
+               "citations": [], "date": None, "numbers": [], "support": None,
+               "reasons": [], "ok": True, "abstain": True}
+        return Verdict("SHIP", [row], [], True)
+    rows = [_check_rules(i, s, ids, notes, time_mode)
+            for i, (s, ids) in enumerate(generate.parse_citations(text), 1)]
+    if not rows:
+        rows = [{"index": 1, "sentence": "", "claim": "", "citations": [], "date": None,
+                 "numbers": [], "support": None, "reasons": ["the answer is empty"]}]
+    for r in rows[generate.MAX_SENTENCES:]:
+        r["reasons"].append(f"beyond the {generate.MAX_SENTENCES}-sentence limit")
+    rules_ok = not any(r["reasons"] for r in rows)
+    _judge_support(rows, notes, judge, ledger)
+    for r in rows:
+        r["ok"] = not r["reasons"]
+    failing = [r for r in rows if not r["ok"]]
+    return Verdict("ESCALATE" if failing else "SHIP", rows, failing, rules_ok)

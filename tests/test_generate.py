@@ -1,0 +1,110 @@
+"""generate: the prompt, citation parsing, and the Draft from a writer."""
+
+import generate
+import models
+from generate import ABSTAIN, build_messages, parse_citations
+from retrieve import Candidate
+
+
+def cand(i, path, text, date="2026-06-01", heading="", latest=True, source="filename", **kw):
+    chunk = {"id": i, "path": path, "heading": heading, "section_date": None, "date": date,
+             "date_source": source, "family": path, "is_latest": latest,
+             "entry_latest": None, "private": False, "text": text}
+    return Candidate(chunk=chunk, **kw)
+
+
+class FakeWriter:
+    def __init__(self, reply):
+        self.reply, self.calls = reply, []
+
+    def write(self, messages, stage="generate", ledger=None):
+        self.calls.append((messages, stage))
+        return self.reply, 123, 7
+
+
+NOTES = [
+    cand(1, "work/rates card 2026-10-05.md", "Day rate: £600.", "2026-10-05", "Rates"),
+    cand(2, "work/rates card_2026-07.md", "Day rate: £550.", "2026-07-01", latest=False,
+         superseded_by="work/rates card 2026-10-05.md"),
+    cand(3, "journal/x.md", "Met Ana.", "2026-03-01", source="mtime"),
+]
+
+
+def test_abstain_sentence_is_shared_with_models():
+    assert ABSTAIN == models.ABSTAIN_SENTENCE == "I don't know from my notes."
+
+
+def test_build_messages_system_rules():
+    system = build_messages("q?", NOTES, "present")[0]
+    assert system["role"] == "system"
+    for rule in ("only", "[c2]", "at most 5 sentences", ABSTAIN, "newest", "On YYYY-MM-DD:"):
+        assert rule in system["content"]
+
+
+def test_build_messages_user_message_exact():
+    user = build_messages("What is  the day rate?", NOTES, "present")[1]
+    assert user["role"] == "user"
+    assert user["content"] == (
+        "Notes:\n\n"
+        "[c1] path: work/rates card 2026-10-05.md | section: Rates | date: 2026-10-05 | latest\n"
+        "Day rate: £600.\n\n"
+        "[c2] path: work/rates card_2026-07.md | section: - | date: 2026-07-01 | "
+        "older version, superseded by work/rates card 2026-10-05.md\n"
+        "Day rate: £550.\n\n"
+        "[c3] path: journal/x.md | section: - | date: undated | latest\n"
+        "Met Ana.\n\n"
+        "Time mode: present\n"
+        "Question: What is the day rate?")
+
+
+def test_note_status_labels():
+    older = cand(4, "a.md", "x", latest=False)
+    entry = cand(5, "log.md", "x", superseded_by="log.md @ 2026-05-02")
+    user = build_messages("q", [older, entry], "history")[1]["content"]
+    assert "[c1] path: a.md | section: - | date: 2026-06-01 | older version\n" in user
+    assert "| older entry, superseded by log.md @ 2026-05-02\n" in user
+
+
+def test_parse_citations_formats():
+    text = ("The rate is £600 [c1]. It was £550 [c1, c2]. Both held [c1][c3]. "
+            "Ana agreed. [c2]\n- Dr. Rao signed it [C3].")
+    assert parse_citations(text) == [
+        ("The rate is £600.", ["c1"]),
+        ("It was £550.", ["c1", "c2"]),
+        ("Both held.", ["c1", "c3"]),
+        ("Ana agreed.", ["c2"]),
+        ("Dr. Rao signed it.", ["c3"]),
+    ]
+
+
+def test_parse_citations_uncited_and_own_line():
+    assert parse_citations("Here is what I found:\nRate 3.5% [c1].\n[c2]") == [
+        ("Here is what I found:", []), ("Rate 3.5%.", ["c1", "c2"])]
+    assert parse_citations("On 2026-04-03: Rate: £500 [c1].") == [
+        ("On 2026-04-03: Rate: £500.", ["c1"])]
+
+
+def test_generate_draft_with_citations():
+    writer = FakeWriter("The rate is £600 [c1]. Earlier £550 [c2][c1].")
+    d = generate.generate("What is the rate?", NOTES, "present", writer)
+    assert d.citations == ["c1", "c2"] and not d.abstained
+    assert (d.input_tokens, d.output_tokens) == (123, 7)
+    assert writer.calls[0][1] == "generate"
+
+
+def test_generate_abstain_and_think_block():
+    d = generate.generate("q", NOTES, "any", FakeWriter("<think>hmm</think> I don't know "
+                                                       "from my notes"))
+    assert d.abstained and d.text == ABSTAIN and d.citations == []
+    writer = FakeWriter("x")
+    d = generate.generate("q", [], "any", writer)
+    assert d.abstained and writer.calls == []
+
+
+def test_generate_with_builtin_writer_records_ledger():
+    ledger = models.Ledger()
+    d = generate.generate("What is the day rate?", NOTES[:1], "present",
+                          models.BuiltinWriter(), ledger=ledger)
+    assert d.text == "Day rate: £600 [c1]." and d.citations == ["c1"]
+    assert ledger.rows[0]["stage"] == "generate"
+    assert ledger.rows[0]["model"] == "builtin-writer-v1"

@@ -1,0 +1,87 @@
+"""route: rules on a list of phrasings, and the judge path."""
+
+import pytest
+
+import models
+from route import INTENT_OPTIONS, TIME_OPTIONS, route
+
+CASES = [  # message, intent, time mode
+    ("What is Maren's current day rate?", "notes", "present"),
+    ("What is Maren's day rate?", "notes", "present"),            # default: present
+    ("What's the Kittiwake retainer now?", "notes", "present"),
+    ("Is Arjun still working on QubitML?", "notes", "present"),
+    ("Where does Ana live these days?", "notes", "present"),
+    ("How much is the rent at the moment?", "notes", "present"),
+    ("Who is the contact at Halden and Rowe?", "notes", "present"),
+    ("What is the latest marathon goal?", "notes", "present"),
+    ("When's my flight to Lisbon?", "notes", "present"),
+    ("How has Maren's day rate changed over time?", "notes", "history"),
+    ("What did the retainer used to be?", "notes", "history"),
+    ("What was the goal originally?", "notes", "history"),
+    ("Did the rate go from 500 to 550?", "notes", "history"),
+    ("Show the history of the move plan", "notes", "history"),
+    ("What was the rate before October?", "notes", "history"),
+    ("How did my long runs build up over the block?", "notes", "history"),
+    ("My moving date keeps shifting. What have all the dates been?", "notes", "history"),
+    ("What did we decide on the Halden call?", "notes", "any"),   # event lookup
+    ("When was the Lisbon race?", "notes", "any"),
+    ("What was the budget in April 2026?", "notes", "any"),
+    ("What was the rate as of 2026-05-01?", "notes", "any"),
+    ("What is the rate as of today?", "notes", "present"),
+    ("Summarise the kit list", "notes", "any"),
+    ("hi", "small_talk", "any"),
+    ("Thanks so much!", "small_talk", "any"),
+    ("how are you?", "small_talk", "any"),
+    ("Hello Verso, good morning", "small_talk", "any"),
+    ("thanks! what is Maren's day rate?", "notes", "present"),
+    ("What's the weather in Lisbon today?", "live_data", "present"),
+    ("What is the Apple stock price?", "live_data", "present"),
+    ("What's the GBP to EUR exchange rate today?", "live_data", "present"),
+    ("Any news headlines?", "live_data", "any"),
+    ("What exchange rate did we assume in the budget?", "notes", "any"),
+]
+
+
+@pytest.mark.parametrize("message,intent,mode", CASES)
+def test_rules(message, intent, mode):
+    r = route(message)
+    assert (r["intent"], r["time_mode"]) == (intent, mode)
+    assert r["needs_retrieval"] == (intent == "notes")
+    assert 0.0 <= r["confidence"] <= 1.0 and 0.0 <= r["time_confidence"] <= 1.0
+
+
+def test_default_present_is_less_confident_than_explicit():
+    assert (route("What is Maren's day rate?")["time_confidence"]
+            < route("What is Maren's current day rate?")["time_confidence"])
+
+
+class FakeJudge:
+    def __init__(self, answers):
+        self.answers, self.calls = answers, []
+
+    def choose(self, text, options, stage="route", ledger=None):
+        self.calls.append((text, sorted(options), stage))
+        return self.answers[len(self.calls) - 1]
+
+
+def test_judge_path_uses_choose_for_intent_and_time():
+    judge = FakeJudge([("small_talk", 0.9, {}), ("any", 0.8, {})])
+    r = route("What is Maren's day rate?", judge=judge)
+    assert r == {"intent": "small_talk", "time_mode": "any", "confidence": 0.9,
+                 "time_confidence": 0.8, "needs_retrieval": False}
+    assert [c[1] for c in judge.calls] == [sorted(INTENT_OPTIONS), sorted(TIME_OPTIONS)]
+    assert all(c[2] == "route" for c in judge.calls)
+
+
+def test_judge_low_confidence_still_retrieves():
+    judge = FakeJudge([("live_data", 0.4, {}), ("present", 0.9, {})])
+    assert route("rate?", judge=judge)["needs_retrieval"] is True
+
+
+def test_builtin_judge_routes_and_records_two_rows():
+    ledger = models.Ledger()
+    r = route("thanks, how are you", judge=models.BuiltinJudge(), ledger=ledger)
+    assert r["intent"] == "small_talk"
+    assert route("how has the rate changed over time", judge=models.BuiltinJudge()
+                 )["time_mode"] == "history"
+    assert [row["stage"] for row in ledger.rows] == ["route", "route"]

@@ -1,0 +1,141 @@
+"""verify: the code checks (ids, numbers, dates, stale versions) and the judge."""
+
+import pytest
+
+import models
+from generate import ABSTAIN
+from retrieve import Candidate
+from verify import verify
+
+
+def cand(i, path, text, date="2026-06-01", family=None, latest=True, relevance=0.9, **kw):
+    chunk = {"id": i, "path": path, "heading": "", "section_date": None, "date": date,
+             "date_source": "filename", "family": family or path, "is_latest": latest,
+             "entry_latest": None, "private": False, "text": text}
+    return Candidate(chunk=chunk, relevance=relevance, **kw)
+
+
+class FakeJudge:
+    """support 0.9 for every claim unless told otherwise; records each call."""
+
+    def __init__(self, probs=None):
+        self.probs, self.calls = probs or {}, []
+
+    def support(self, claims, stage="verify", ledger=None):
+        self.calls.append((claims, stage))
+        return {k: self.probs.get(k, 0.9) for k in claims}
+
+
+RATES = cand(1, "work/rates card 2026-10-05.md",
+             "Day rate: £1,550. Accuracy 91.3% on the test set.", "2026-10-05",
+             family="work/rates card")
+OLD = cand(2, "work/rates card_2026-07.md", "Day rate: £1,400.", "2026-07-01",
+           family="work/rates card", latest=False,
+           superseded_by="work/rates card 2026-10-05.md")
+
+
+def reasons(v):
+    return [r for s in v.failing for r in s["reasons"]]
+
+
+def test_ships_a_supported_answer_with_one_batched_judge_call():
+    judge = FakeJudge()
+    v = verify("The day rate is £1,550 [c1]. Accuracy was 91.3% [c1].", [RATES], "present",
+               judge)
+    assert v.verdict == "SHIP" and v.rules_ok and v.failing == []
+    assert len(judge.calls) == 1 and judge.calls[0][1] == "verify"
+    assert set(judge.calls[0][0]) == {"s1", "s2"}
+    assert judge.calls[0][0]["s1"]["sentence"] == "The day rate is £1,550."
+    assert "Day rate: £1,550." in judge.calls[0][0]["s1"]["sources"][0]
+    assert [s["support"] for s in v.sentences] == [0.9, 0.9]
+    assert v.sentences[0]["numbers"] == ["£1,550"]
+
+
+@pytest.mark.parametrize("answer", ["The day rate is 1550 [c1].", "The rate is £1550.00 [c1].",
+                                    "Accuracy was 91.3 % [c1]."])
+def test_number_normalisation_passes(answer):
+    assert verify(answer, [RATES], "any", FakeJudge()).verdict == "SHIP"
+
+
+@pytest.mark.parametrize("answer,shown", [("The day rate is £1,600 [c1].", "£1,600"),
+                                          ("Accuracy was 91.4% [c1].", "91.4%"),
+                                          ("The rate is £1,400 [c1].", "£1,400")])
+def test_number_not_in_cited_chunk_escalates(answer, shown):
+    v = verify(answer, [RATES, OLD], "any", FakeJudge())
+    assert v.verdict == "ESCALATE" and not v.rules_ok
+    assert reasons(v) == [f"{shown} not in the cited c1"]
+
+
+def test_number_found_in_another_cited_chunk_passes():
+    v = verify("The rate went from £1,400 to £1,550 [c1][c2].", [RATES, OLD], "any",
+               FakeJudge())
+    assert v.verdict == "SHIP"
+
+
+def test_unknown_id_and_uncited_fact():
+    v = verify("Here is what I found:\nThe rate is £1,550 [c7]. Ana signed it.", [RATES],
+               "any", FakeJudge())
+    assert v.verdict == "ESCALATE"
+    assert reasons(v) == ["cites c7, which is not among the notes",
+                          "states a fact without a citation"]
+    assert v.sentences[0]["reasons"] == []          # the lead-in is no fact
+
+
+def test_stale_citation_escalates_in_present_mode_only():
+    answer = "The day rate is £1,400 [c2]."
+    v = verify(answer, [RATES, OLD], "present", FakeJudge())
+    assert v.verdict == "ESCALATE"
+    assert reasons(v) == ["cites an older version (c2, 2026-07-01) while a newer one "
+                          "(c1, 2026-10-05) is among the notes"]
+    assert verify(answer, [RATES, OLD], "history", FakeJudge()).verdict == "SHIP"
+
+
+def test_older_version_may_be_cited_when_the_newer_does_not_answer():
+    newer = cand(1, "work/rates card 2026-10-05.md", "Holidays: August.", "2026-10-05",
+                 family="work/rates card", relevance=0.1)
+    v = verify("The day rate is £1,400 [c2].", [newer, OLD], "present", FakeJudge())
+    assert v.verdict == "SHIP"
+
+
+def test_newer_note_in_another_document_with_other_numbers_escalates():
+    plan = cand(1, "work/plan.md", "Maren's day rate is £550.", "2026-06-01")
+    call = cand(2, "work/2026-09-14 call.md", "Correction: Maren's rate is now £600.",
+                "2026-09-14")
+    v = verify("Maren's day rate is £550 [c1].", [plan, call], "present", FakeJudge())
+    assert v.verdict == "ESCALATE"
+    assert "newer note (c2, 2026-09-14)" in reasons(v)[0]
+    assert verify("Maren's rate is now £600 [c2].", [plan, call], "present",
+                  FakeJudge()).verdict == "SHIP"
+
+
+def test_history_date_prefix_checked_against_the_cited_note():
+    ok = "On 2026-07-01: Day rate: £1,400 [c2]. On 2026-10-05: Day rate: £1,550 [c1]."
+    assert verify(ok, [RATES, OLD], "history", FakeJudge()).verdict == "SHIP"
+    v = verify("On 2026-08-01: Day rate: £1,400 [c2].", [RATES, OLD], "history", FakeJudge())
+    assert reasons(v) == ["dated 2026-08-01 but c2 is dated 2026-07-01"]
+
+
+def test_low_support_escalates():
+    v = verify("The day rate is £1,550 [c1].", [RATES], "any", FakeJudge({"s1": 0.2}))
+    assert v.verdict == "ESCALATE" and v.rules_ok
+    assert reasons(v) == ["support 0.20 < 0.5"]
+
+
+def test_abstain_ships_without_checks():
+    judge = FakeJudge()
+    v = verify(ABSTAIN, [RATES], "present", judge)
+    assert v.verdict == "SHIP" and judge.calls == []
+
+
+def test_more_than_five_sentences_escalates():
+    answer = " ".join("Day rate: £1,550 [c1]." for _ in range(6))
+    v = verify(answer, [RATES], "any", FakeJudge())
+    assert v.verdict == "ESCALATE" and [s["index"] for s in v.failing] == [6]
+
+
+def test_builtin_judge_end_to_end():
+    ledger = models.Ledger()
+    good = verify("Day rate: £1,550 [c1].", [RATES], "present", models.BuiltinJudge(), ledger)
+    assert good.verdict == "SHIP" and ledger.rows[0]["stage"] == "verify"
+    off = verify("The flat has a balcony [c1].", [RATES], "present", models.BuiltinJudge())
+    assert off.verdict == "ESCALATE" and off.rules_ok
