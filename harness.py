@@ -103,19 +103,23 @@ def _score(c) -> float:
 
 
 def load(index=None, vault=None, backend="auto", judge=None, rebuild=False):
-    """(Index, Backend) for a question; (re)builds the index when a vault is given."""
+    """(Index, Backend) for a question; (re)builds the index when a vault is given.
+
+    The backend is chosen first, so the index is built with its embedder; queries are
+    then always embedded by the embedder the index was built with."""
+    be = backend if isinstance(backend, models.Backend) else models.load_backend(
+        backend, judge=judge)
     if isinstance(index, ingest.Index):
         idx = index
     else:
         if vault is not None:
-            ingest.build_index(vault, index_dir=index, rebuild=rebuild)
-        idx = ingest.load_index(index)
+            ingest.build_index(vault, index_dir=index, rebuild=rebuild, backend=be)
+        idx = ingest.load_index(index, None if be.name == "builtin" else be)
         if vault is not None and Path(idx.manifest["vault"]) != Path(vault).resolve():
             raise ValueError(f"index {idx.dir} was built from {idx.manifest['vault']}, "
                              f"not {vault}: pass --index DIR for a separate index")
-    if isinstance(backend, models.Backend):
-        return idx, backend
-    return idx, models.load_backend(backend, judge=judge, index=idx)
+    be.embedder = idx.embedder
+    return idx, be
 
 
 def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid",
@@ -150,7 +154,7 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     if use_version:
         threshold = rerank_stage.RELEVANCE_THRESHOLD if rerank else None
         cands, dropped = clock.run("version-filter", version.settle, cands,
-                                   out.time_mode, threshold)
+                                   out.time_mode, threshold, index=idx)
         out.candidates["version"] = _trace(cands + dropped)
     out.ranking = [c.path for c in cands]
     kept = cands[:keep]
