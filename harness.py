@@ -148,8 +148,10 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
         cands = clock.run("version-filter", version.apply, idx, cands, out.time_mode, qvec)
     out.retrieved = [c.path for c in cands]
     if rerank:
+        idf = (rerank_stage.corpus_idf(idx)
+               if isinstance(be.judge, models.BuiltinJudge) else None)
         cands = clock.run("rerank", rerank_stage.rerank, question, cands, be.judge,
-                          keep=keep, ledger=ledger)
+                          keep=keep, ledger=ledger, idf=idf)
         out.candidates["rerank"] = _trace(cands)
     if use_version:
         threshold = rerank_stage.RELEVANCE_THRESHOLD if rerank else None
@@ -170,7 +172,7 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     if draft.abstained:
         out.abstain_reason = "the writer found no answer in the kept passages"
     ver = clock.run("verify", verify_stage.verify, draft.text, kept, out.time_mode,
-                    be.judge, ledger=ledger)
+                    be.judge, ledger=ledger, question=question)
     out.verdict = "ABSTAIN" if draft.abstained else ver.verdict
     out.checks = {"rules_ok": ver.rules_ok, "sentences": ver.sentences}
     by_id = {f"c{i}": c for i, c in enumerate(kept, 1)}

@@ -34,6 +34,11 @@ you your yours yourself yourselves s t d ll m re ve
 """.split())
 
 
+COMMA_NUMBER_RE = re.compile(r"\d,\d")   # the only way a token can hold a comma
+MEMO_MAX = 500_000       # distinct tokens / terms remembered before a memo is cleared
+_TERM_OF: dict[str, str] = {}   # token -> its term, "" for a stopword (terms are never "")
+
+
 def _norm_number(tok: str) -> str:
     if THOUSANDS_RE.match(tok):
         tok = tok.replace(",", "")
@@ -42,8 +47,11 @@ def _norm_number(tok: str) -> str:
 
 def tokenize(text: str) -> list[str]:
     """Lowercase word and number tokens; "1,550" -> "1550", "3.5" stays "3.5"."""
+    toks = TOKEN_RE.findall(text.lower())
+    if not COMMA_NUMBER_RE.search(text):
+        return toks  # words, and numbers ending in a digit: nothing to normalise
     out = []
-    for tok in TOKEN_RE.findall(text.lower()):
+    for tok in toks:
         if tok[0].isdigit():
             tok = _norm_number(tok)
             if "," in tok:  # a list like "3,4" that is no thousands group
@@ -65,7 +73,16 @@ def _stem(tok: str) -> str:
 
 def terms(text: str) -> list[str]:
     """Index terms: tokens without stopwords, plurals folded. BM25, embedder, judge."""
-    return [_stem(t) for t in tokenize(text) if t not in STOPWORDS]
+    toks, memo = tokenize(text), _TERM_OF
+    try:
+        return [t for tok in toks if (t := memo[tok])]
+    except KeyError:                     # a token seen for the first time
+        if len(memo) > MEMO_MAX:
+            memo.clear()
+        for tok in toks:
+            if tok not in memo:
+                memo[tok] = "" if tok in STOPWORDS else _stem(tok)
+        return [t for tok in toks if (t := memo[tok])]
 
 
 def numbers(text: str) -> list[str]:
@@ -129,28 +146,55 @@ def _bucket(feature: str) -> tuple[int, float]:
     return h % EMBED_DIM, (1.0 if (h >> 31) & 1 else -1.0)
 
 
-def _features(text: str) -> dict[int, float]:
-    """Signed hashed counts of terms and their char n-grams (crc32: stable everywhere)."""
-    feats: dict[int, float] = {}
-    for term in terms(text):
-        b, s = _bucket("w:" + term)
-        feats[b] = feats.get(b, 0.0) + s
-        marked = f"<{term}>"
-        lo, hi = NGRAM_RANGE
-        for n in range(lo, hi + 1):
-            for i in range(len(marked) - n + 1):
-                b, s = _bucket(marked[i:i + n])
-                feats[b] = feats.get(b, 0.0) + s * NGRAM_WEIGHT
-    return feats
+# A term's features are fixed: its word bucket, then its char n-grams in order. Each is
+# cached as int16 codes bucket * 4 + kind, kind indexing _CODE_VALUE; a batch of texts
+# then expands its term occurrences into (row, bucket, value) events in text order and
+# sums them with one bincount, which adds in that order, exactly as a per-text dict did.
+_CODE_VALUE = np.array([1.0, -1.0, NGRAM_WEIGHT, -NGRAM_WEIGHT])
+_TERM_CODES: dict[str, bytes] = {}
+
+
+def _term_codes(term: str) -> bytes:
+    """The signed hashed features of one term (word, then 3..5-grams of <term>)."""
+    codes = []
+    b, s = _bucket("w:" + term)
+    codes.append(b * 4 + (0 if s > 0 else 1))
+    marked = f"<{term}>"
+    lo, hi = NGRAM_RANGE
+    for n in range(lo, hi + 1):
+        for i in range(len(marked) - n + 1):
+            b, s = _bucket(marked[i:i + n])
+            codes.append(b * 4 + (2 if s > 0 else 3))
+    return np.array(codes, dtype=np.int16).tobytes()
 
 
 def _counts(texts: list[str]) -> np.ndarray:
-    m = np.zeros((len(texts), EMBED_DIM), dtype=np.float32)
-    for i, t in enumerate(texts):
-        f = _features(t)
-        if f:
-            m[i, list(f.keys())] = list(f.values())
-    return m  # [n, EMBED_DIM] signed raw counts
+    """[n, EMBED_DIM] float32 signed hashed counts of terms and their char n-grams
+    (crc32: stable everywhere)."""
+    n = len(texts)
+    local: dict[str, int] = {}            # term -> row of this batch's code table
+    occ, lens = [], np.zeros(n, dtype=np.int64)
+    for i, text in enumerate(texts):
+        ts = terms(text)
+        lens[i] = len(ts)
+        occ += [local.setdefault(t, len(local)) for t in ts]
+    if not occ:
+        return np.zeros((n, EMBED_DIM), dtype=np.float32)
+    if len(_TERM_CODES) > MEMO_MAX:
+        _TERM_CODES.clear()
+    blobs = [_TERM_CODES.get(t) or _TERM_CODES.setdefault(t, _term_codes(t)) for t in local]
+    table = np.frombuffer(b"".join(blobs), dtype=np.int16)
+    sizes = np.fromiter(map(len, blobs), dtype=np.int64, count=len(blobs)) // 2
+    starts = np.cumsum(sizes) - sizes
+    occ = np.asarray(occ, dtype=np.int64)
+    per = sizes[occ]                                        # events per occurrence
+    first = np.cumsum(per) - per                            # where each one's events go
+    pos = np.arange(int(per.sum()), dtype=np.int64) + np.repeat(starts[occ] - first, per)
+    codes = table[pos].astype(np.int64)
+    rows = np.repeat(np.repeat(np.arange(n, dtype=np.int64), lens), per)
+    m = np.bincount(rows * EMBED_DIM + (codes >> 2), weights=_CODE_VALUE[codes & 3],
+                    minlength=n * EMBED_DIM)
+    return m.reshape(n, EMBED_DIM).astype(np.float32)  # [n, EMBED_DIM] signed raw counts
 
 
 class BuiltinEmbedder:
@@ -203,12 +247,34 @@ JUDGE_MODEL = "builtin-judge-v1"
 # Words and phrases that place a question in time rather than name its topic.
 QUERY_NOISE_RE = re.compile(r"\b(?:over time|these days|at the moment|right now|"
                             r"as of (?:today|now)|most recent(?:ly)?|used to|walk me through|"
-                            r"from start to finish|(?:over|during|through(?:out)?|in) the "
+                            r"from start to finish|keeps? (?=\w+ing\b)|kept (?=\w+ing\b)|"
+                            r"(?:over|during|through(?:out)?|in) the "
                             r"(?:last |past )?(?:year|years|months|weeks))\b")
 QUERY_NOISE = frozenset("""current currently latest newest recent recently still anymore
 nowadays today change changed evolve evolved history originally tell know please
 decide decided agree agreed say said mention mentioned discus discussed up down went
-get got go goe going make made put take took give gave happen happened""".split())
+get got getting gotten go goe going make made making done put take took taking give gave
+giving happen happened one ones""".split())
+# A capitalised name in the role of whose ("Maren's rate", "Priya's referral"):
+# it qualifies what is asked rather than naming it, and in a personal vault it is often
+# the owner, whom the notes call "I". Such a name counts QUALIFIER_WEIGHT of its weight.
+QUALIFIER_RE = re.compile(r"\b([A-Z][\w-]+)(?:'s|\u2019s)\b")
+QUALIFIER_WEIGHT = 0.5
+# The focus of a question: the noun phrase a wh-word asks about ("which BANK is ...",
+# "what's Maren's DAY RATE", "how long is my APARTMENT CONTRACT"). A passage that
+# answers must name it (writer); in the judge it weighs FOCUS_BOOST times its idf.
+_AUX = (r"(?:is|are|was|were|am|be|do|does|did|has|have|had|can|could|should|will|"
+        r"would|may|might|must)")
+FOCUS_RE = re.compile(
+    r"^(?:how (?:much|many|long|far|often|old)|what|which|whose)\b\s*"
+    r"(?:(?:'s|is|are|was|were)\b\s*)?"
+    r"(?:(?:the|my|our|your|his|her|their|its|a|an|this|that|these|those)\s+|"
+    r"[\w-]+'s\s+)*"
+    r"(?:(?:name|kind|sort|type) of\s+(?:(?:the|my|our|a|an)\s+)?)?"
+    rf"(?!{_AUX}\b|i\b|we\b|you\b|they\b|he\b|she\b)((?:[\w-]+\s+){{0,3}}?[\w-]+?)"
+    rf"(?=\s+(?:{_AUX}|of|for|on|in|at|from|to|with|that|which|who|i|we|you|he|she|"
+    r"they|and|or)\b|\s*[?,.;:!]|$)")
+FOCUS_BOOST = 1.5   # the asked-about phrase counts half again a plain topic word
 # Answer-type words: a passage holding a value of the type counts as naming the word
 # ("How much ..." is answered by "£3,350"; "goal time" by "3:44:00").
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*"
@@ -318,7 +384,8 @@ def query_terms(query: str) -> list[str]:
 
 
 def _base(t: str) -> str:
-    """Verb forms folded: "paying" -> "pay", "getting" -> "get", "agreed" -> "agre"."""
+    """Verb forms folded: "paying" -> "pay", "getting" -> "get", "agreed" -> "agre"
+    (_match also ignores a final silent e: "moving" ~ "move")."""
     for suffix in ("ing", "ed"):
         if t.endswith(suffix) and len(t) - len(suffix) >= 3:
             t = t[:-len(suffix)]
@@ -334,7 +401,7 @@ def _match(term: str, tset) -> float:
     for p in tset:
         if (len(term) >= PREFIX_LEN and p[:PREFIX_LEN] == term[:PREFIX_LEN]) or (
                 min(len(p), len(term)) >= 4 and (p.startswith(term) or term.startswith(p))
-                ) or (len(base) >= 3 and _base(p) == base):
+                ) or (len(base) >= 3 and _base(p).rstrip("e") == base.rstrip("e")):
             return PARTIAL_CREDIT
     return 0.0
 
@@ -345,11 +412,38 @@ def query_entities(query: str) -> set[str]:
     return {t for w in words[1:] if w[0].isupper() for t in terms(w)}
 
 
-def idf_weights(qterms, docs, idf=None, absent=None) -> dict[str, float]:
-    """Weight of each query term: IDF from `idf` when given, else over `docs` (term
-    sets), so a word in none of them weighs most (what is asked is not there) unless
-    it is a verb form ("paying", "aiming": ABSENT_VERB_WEIGHT) or `absent` is given;
-    answer-type words ("much", "time") weigh ANSWER_WORD_WEIGHT."""
+def question_focus(query: str) -> list[str]:
+    """Topic terms of the phrase a wh-word asks about: "Which bank is my account
+    with?" -> ["bank"]; "What's Maren's day rate?" -> ["day", "rate"]; [] if none."""
+    q = " ".join(query.replace("\u2019", "'").lower().split())
+    m = FOCUS_RE.match(q)
+    if not m:
+        return []
+    asked = set(query_terms(query))
+    return [t for t in terms(m.group(1)) if t in asked]
+
+
+def qualifier_terms(query: str) -> set[str]:
+    """Terms of capitalised names in a possessive (whose) role: "Maren's day rate"."""
+    return {t for m in QUALIFIER_RE.finditer(query) for w in m.groups() if w
+            for t in terms(w)}
+
+
+def _corpus_idf(t: str, docs, idf: dict, rare: float) -> float:
+    """IDF of a term's word family in the corpus table: the lowest idf among the term
+    and the candidates' words it matches ("paying" weighs as "pay" does: the family is
+    at least as common as its most common form); no form anywhere: the rarest idf."""
+    family = {p for d in docs for p in d if p in idf and _match(t, {p}) > 0}
+    family |= {t} & idf.keys()
+    return min((float(idf[p]) for p in family), default=rare)
+
+
+def idf_weights(qterms, docs, idf=None, absent=None, qualifiers=()) -> dict[str, float]:
+    """Weight of each query term: IDF from `idf` (the corpus table) when given, else over
+    `docs` (term sets), so a word in none of them weighs most (what is asked is not
+    there) unless it is a verb form ("paying", "aiming": ABSENT_VERB_WEIGHT) or `absent`
+    is given; answer-type words ("much", "time") weigh ANSWER_WORD_WEIGHT; names in
+    `qualifiers` count QUALIFIER_WEIGHT of their weight."""
     n, rare = len(docs), max(idf.values()) if idf else 0.0
     w = {}
     for t in qterms:
@@ -361,9 +455,11 @@ def idf_weights(qterms, docs, idf=None, absent=None) -> dict[str, float]:
         elif absent is not None and df == 0:
             w[t] = absent
         elif idf:
-            w[t] = float(idf.get(t, rare)) + IDF_FLOOR
+            w[t] = _corpus_idf(t, docs, idf, rare) + IDF_FLOOR
         else:
             w[t] = float(np.log(1 + (n + 1) / (df + 1))) + IDF_FLOOR
+        if t in qualifiers:
+            w[t] *= QUALIFIER_WEIGHT
     return w
 
 
@@ -437,7 +533,9 @@ class BuiltinJudge:
         qterms, qnums = query_terms(query), number_keys(query)
         docs = [evidence_terms(" ".join(str(p.get(k, "")) for k in ("text", "heading", "path")))
                 for p in passages.values()]
-        weights = idf_weights(qterms, docs, idf)
+        weights = idf_weights(qterms, docs, idf, qualifiers=qualifier_terms(query))
+        weights.update({t: FOCUS_BOOST * weights[t] for t in question_focus(query)
+                        if t in weights})
         out = {}
         for key, p in passages.items():
             f = _relevance_features(qterms, qnums, weights, p)
@@ -517,6 +615,12 @@ NOTE_CREDIT = 0.4         # a query term found only elsewhere in the same note
 SAME_NOTE_MARGIN = 0.1    # more units of the lead's note, this close to it, restating it
 MIN_GAIN = 0.15           # a unit from elsewhere must add this share of the query
 RESTATE_SHARE = 0.6       # a newer unit restates the best one: names this much of it
+# "Which shoes ...": an answer names a specific: a number or a capitalised word that does
+# not open the sentence ("racing in the Pacewell Tempo X"); "Changing shoes was right" not.
+SPECIFIC_RE = re.compile(r"\d|(?<=[\w,;:(\u2014-]\s)[A-Z]")
+# Present mode: a contrast clause names the value a correction replaces; it is cut.
+CONTRAST_RE = re.compile(r"\s*[,;(\u2014-]*\s*\b(?:instead of|rather than|in place of|"
+                         r"replacing)\b.*$", re.IGNORECASE)
 RANK_PRIOR = 0.1          # evidence bonus of the first note (0.1 * (n - i) / n for note i)
 
 
@@ -565,6 +669,16 @@ def _keyed(qterms, unit: str) -> bool:
                if j < len(toks))
 
 
+def _said_focus(question: str, qterms: list, unit_terms: list) -> list[str]:
+    """The question's focus terms, when some unit names one in its own words (then a
+    unit must name one, itself or in its section heading, to answer); [] when none
+    does (the focus is only in titles and paths)."""
+    focus = [t for t in question_focus(question) if t in qterms]
+    if any(_match(t, ts) for ts in unit_terms for t in focus):
+        return focus
+    return []
+
+
 def _units(question: str, notes: list[dict]) -> tuple[list[_Unit], dict]:
     """Every sentence/row of every note, scored against the question."""
     qterms = query_terms(question)
@@ -581,6 +695,7 @@ def _units(question: str, notes: list[dict]) -> tuple[list[_Unit], dict]:
     kinds = {t for t in qterms if t in ANSWER_TYPES}   # the question asks for these values
     weights = idf_weights(qterms, [evidence_terms(plain(r[1])) for r in raw],
                           absent=WRITER_ABSENT_WEIGHT)  # df over the units' own words
+    focus = _said_focus(question, qterms, [r[2] for r in raw])
     total = sum(weights.values()) or 1.0
     out = []
     for note, u, ts, (section, head, body) in raw:
@@ -598,7 +713,9 @@ def _units(question: str, notes: list[dict]) -> tuple[list[_Unit], dict]:
               + EVIDENCE_WEIGHTS["phrase"] * phrase_share(qterms, _seq(u)))
         partial = stated and own >= MIN_OWN_PARTIAL
         answers = (partial and own >= MIN_OWN_COVERAGE and ev >= MIN_EVIDENCE
-                   and cover >= MIN_COVERAGE and kinds <= named)
+                   and cover >= MIN_COVERAGE and kinds <= named
+                   and (not focus or any(_match(t, ts | section) for t in focus))
+                   and (not focus or bool(kinds) or bool(SPECIFIC_RE.search(plain(u)))))
         prior = RANK_PRIOR * (len(notes) - note["order"]) / len(notes)
         out.append(_Unit(note, plain(u), ev, answers, partial, named, prior))
     return out, weights
@@ -704,7 +821,14 @@ def extract_answer(question: str, mode: str, notes: list[dict]) -> str:
             f"{'Undated' if u.note['date'] == UNDATED else 'On ' + u.note['date']}: "
             f"{_clean(u.text)} [{u.note['id']}]." for u in picked)
     picked = _select_current(answering, [u for u in units if u.partial], weights, mode)
-    return " ".join(f"{_clean(u.text)} [{u.note['id']}]." for u in picked)
+    return " ".join(f"{_clean(_present(u.text, mode))} [{u.note['id']}]." for u in picked)
+
+
+def _present(text: str, mode: str) -> str:
+    """Present mode: the sentence without a contrast clause naming the replaced value
+    ("racing in X now instead of Y" -> "racing in X now"), unless nothing would stay."""
+    cut = CONTRAST_RE.sub("", text) if mode == "present" else text
+    return cut if len(tokenize(cut)) >= 2 else text
 
 
 class BuiltinWriter:

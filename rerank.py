@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import models
+import retrieve
 
 RELEVANCE_THRESHOLD = 0.5   # calibrated P(helps answer); below it for all kept -> abstain
 KEEP = 5
@@ -27,14 +28,27 @@ def _passage(c) -> dict:
             "private": bool(c.chunk.get("private", False))}
 
 
-def rerank(query: str, cands: list, judge, keep: int = KEEP, ledger=None) -> list:
+def corpus_idf(index) -> dict[str, float]:
+    """term -> BM25 idf over the whole index (cached on it): a term's weight in the
+    judge should not depend on which 20 candidates happened to come back."""
+    if "term_idf" not in index.cache:
+        bm = retrieve.load_bm25(index)
+        idf = bm["idf"]
+        index.cache["term_idf"] = {t: float(idf[i]) for t, i in bm["vocab"].items()}
+    return index.cache["term_idf"]
+
+
+def rerank(query: str, cands: list, judge, keep: int = KEEP, ledger=None,
+           idf=None) -> list:
     """Judged copies of all candidates, sorted by relevance (ties: fused score, then
-    the incoming order). `keep` only documents the cut: callers take [:keep]."""
+    the incoming order). `keep` only documents the cut: callers take [:keep]. `idf`
+    (corpus_idf) goes to judges that take it (the builtin one)."""
     if not cands:
         return []
     assert keep >= 1, "keep must be at least 1"
     passages = {f"p{i}": _passage(c) for i, c in enumerate(cands, 1)}
-    probs = judge.relevance(query, passages, stage="rerank", ledger=ledger)
+    extra = {"idf": idf} if idf is not None else {}
+    probs = judge.relevance(query, passages, stage="rerank", ledger=ledger, **extra)
     missing = [k for k in passages if k not in probs]
     if missing:
         raise models.BackendError(

@@ -33,6 +33,7 @@ CONFLICT_COVERAGE = 0.6    # newer unit naming this share of the sentence's term
 DATE_PREFIX_RE = re.compile(r"^(?:(?:on|as of)\s+(\d{4}-\d{2}-\d{2})|(undated))\s*[:,]\s*",
                             re.IGNORECASE)
 NUMBER_SHOWN_RE = re.compile(r"[\u00a3$\u20ac]?\d+(?:[.,]\d+)*(?:\s?%|/\w+)?")
+MIN_TOPIC_SHARE = 0.2      # a sentence names at least this share of the question's topic
 META_TERMS = frozenset("""note according based here following summary found answer sure
 hope help let know notes say says said""".split())
 
@@ -172,8 +173,35 @@ def _judge_support(rows: list, notes: list, judge, ledger) -> None:
             r["reasons"].append(f"support {r['support']:.2f} < {SUPPORT_THRESHOLD:g}")
 
 
-def verify(text: str, notes: list, time_mode: str, judge, ledger=None) -> Verdict:
-    """SHIP when every sentence passes the code checks and the judge, else ESCALATE."""
+def _off_question(rows: list, notes: list, question: str) -> None:
+    """Question-aware checks: a cited sentence that names (with its note's section)
+    under MIN_TOPIC_SHARE of the question's topic terms is off-topic; an answer to
+    "how much / when / who ..." holding no value of that kind does not answer."""
+    qterms = models.query_terms(question)
+    topic = [t for t in qterms if t not in models.ANSWER_TYPES]
+    kinds = set(qterms) & set(models.ANSWER_TYPES)
+    by_id = {f"c{i}": c for i, c in enumerate(notes, 1)}
+    weights = {t: 1.0 for t in qterms}
+    held = set()
+    for r in rows:
+        if not r["citations"]:
+            continue
+        heads = " ".join(by_id[i].chunk.get("heading", "") for i in r["citations"]
+                         if i in by_id)
+        found = models.evidence_terms(f"{r['claim']} {heads}")
+        held |= models.evidence_terms(r["claim"])
+        if topic and models.coverage(topic, weights, found) < MIN_TOPIC_SHARE:
+            r["reasons"].append("names nothing the question asks about")
+    cited = [r for r in rows if r["citations"]]
+    if kinds and cited and not kinds & held:
+        cited[0]["reasons"].append(f"holds no value of the kind asked "
+                                   f"({', '.join(sorted(kinds))})")
+
+
+def verify(text: str, notes: list, time_mode: str, judge, ledger=None,
+           question: str | None = None) -> Verdict:
+    """SHIP when every sentence passes the code checks and the judge, else ESCALATE.
+    With the question, also the question-aware checks (_off_question)."""
     text = (text or "").strip()
     if generate.is_abstain(text):
         row = {"index": 1, "sentence": generate.ABSTAIN, "claim": generate.ABSTAIN,
@@ -187,6 +215,8 @@ def verify(text: str, notes: list, time_mode: str, judge, ledger=None) -> Verdic
                  "numbers": [], "support": None, "reasons": ["the answer is empty"]}]
     for r in rows[generate.MAX_SENTENCES:]:
         r["reasons"].append(f"beyond the {generate.MAX_SENTENCES}-sentence limit")
+    if question:
+        _off_question(rows, notes, question)
     rules_ok = not any(r["reasons"] for r in rows)
     _judge_support(rows, notes, judge, ledger)
     for r in rows:

@@ -2,6 +2,8 @@
 
 import math
 
+import pytest
+
 import models
 from generate import ABSTAIN, build_messages
 from retrieve import Candidate
@@ -229,3 +231,65 @@ def test_parse_prompt_round_trip():
     assert [n["id"] for n in notes] == ["c1", "c2"]
     assert notes[1]["status"].startswith("older version, superseded by")
     assert notes[1]["date"] == "2026-04-03" and "£500" in notes[1]["text"]
+
+
+# ------------------------------------------------------ focus, qualifiers, corpus idf
+
+def test_question_focus_is_the_phrase_the_wh_word_asks_about():
+    assert models.question_focus("Which bank is my Portuguese account with?") == ["bank"]
+    assert models.question_focus("What's Maren's day rate?") == ["day", "rate"]
+    assert models.question_focus("What's the name of my dentist?") == ["dentist"]
+    assert models.question_focus("How long is my apartment contract for?") == [
+        "apartment", "contract"]
+    assert models.question_focus("How many reps did she do?") == ["rep"]
+    assert models.question_focus("How much do I save each month?") == []   # no noun asked
+    assert models.question_focus("who's my physio") == []
+
+
+def test_possessive_names_qualify_and_weigh_half():
+    assert models.qualifier_terms("What's Maren's day rate?") == {"maren"}
+    assert models.qualifier_terms("Is Maren flying?") == set()
+    docs = [{"rate"}, {"maren"}]
+    w = models.idf_weights(["maren", "rate"], docs)
+    wq = models.idf_weights(["maren", "rate"], docs, qualifiers={"maren"})
+    assert wq["maren"] == pytest.approx(models.QUALIFIER_WEIGHT * w["maren"])
+    assert wq["rate"] == w["rate"]
+
+
+def test_corpus_idf_of_a_word_family():
+    idf = {"pay": 1.0, "payment": 3.0, "rate": 2.0, "zebra": 5.0}
+    docs = [{"pay", "paying", "rate"}]
+    w = models.idf_weights(["paying", "rate", "pension"], docs, idf=idf)
+    assert w["paying"] == pytest.approx(1.0 + models.IDF_FLOOR)   # as common as "pay"
+    assert w["rate"] == pytest.approx(2.0 + models.IDF_FLOOR)
+    assert w["pension"] == pytest.approx(5.0 + models.IDF_FLOOR)  # nowhere: the rarest
+
+
+def test_match_ignores_a_silent_e():
+    assert models._match("moving", {"move"}) == models.PARTIAL_CREDIT
+    assert models._match("moving", {"mow"}) == 0.0
+
+
+def test_focus_boost_in_the_judge():
+    passages = {"bank": {"text": "Bank: the account is with Banco Norte.", "path": "a.md"},
+                "other": {"text": "The Portuguese account fee is 4.50.", "path": "b.md"}}
+    p = models.BuiltinJudge().relevance("Which bank is my Portuguese account with?",
+                                        passages)
+    assert p["bank"] > p["other"]
+
+
+def test_writer_needs_the_focus_and_a_specific():
+    shoes = cand(1, "training/log.md", "Changing shoes two weeks out was scary but right.\n"
+                 "Swapped race shoes: racing in the Pacewell Tempo X now.", date="2026-09-20")
+    kit = cand(2, "training/kit.md", "Race kit: racing socks and a cap.", date="2026-10-01")
+    text = write("Which shoes am I racing in?", [shoes, kit], "any")
+    assert text == "Swapped race shoes: racing in the Pacewell Tempo X now [c1]."
+
+
+def test_writer_present_cuts_the_contrast_clause():
+    note = cand(1, "training/log.md", "Swapped race shoes: racing in the Pacewell Tempo X now "
+                "instead of the Asterra Cloudline 4.", date="2026-09-20")
+    q = "Which shoes am I racing in?"
+    assert write(q, [note], "present") == (
+        "Swapped race shoes: racing in the Pacewell Tempo X now [c1].")
+    assert "Asterra" in write(q, [note], "any")

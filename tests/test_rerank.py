@@ -76,3 +76,30 @@ def test_gate():
     assert gate([]) == "no passages were retrieved"
     with pytest.raises(ValueError):
         gate([cand(3)])
+
+
+class IdfJudge(FakeJudge):
+    def relevance(self, query, passages, stage="rerank", ledger=None, idf=None):
+        self.idf = idf
+        return super().relevance(query, passages, stage, ledger)
+
+
+def test_idf_goes_to_the_judge_only_when_given():
+    judge = IdfJudge({"p1": 0.5})
+    rerank("q", [cand(1)], judge, idf={"rate": 2.0})
+    assert judge.idf == {"rate": 2.0}
+    rerank("q", [cand(1)], FakeJudge({"p1": 0.5}))   # a judge without idf= still works
+
+
+def test_corpus_idf_is_the_bm25_idf_and_cached():
+    from types import SimpleNamespace
+    import retrieve
+    from rerank import corpus_idf
+    chunks = [{"id": i, "path": f"{i}.md", "heading": "", "text": t}
+              for i, t in enumerate(["day rate 550", "day off", "flat lease"])]
+    index = SimpleNamespace(chunks=chunks, cache={}, manifest={}, dir=None)
+    idf = corpus_idf(index)
+    bm = retrieve.load_bm25(index)
+    assert idf["rate"] == pytest.approx(float(bm["idf"][bm["vocab"]["rate"]]))
+    assert idf["rate"] > idf["day"]                 # df 1 against df 2
+    assert corpus_idf(index) is idf

@@ -139,3 +139,24 @@ def test_builtin_judge_end_to_end():
     assert good.verdict == "SHIP" and ledger.rows[0]["stage"] == "verify"
     off = verify("The flat has a balcony [c1].", [RATES], "present", models.BuiltinJudge())
     assert off.verdict == "ESCALATE" and off.rules_ok
+
+
+def test_question_aware_checks_escalate_off_topic_and_missing_value():
+    flat = cand(3, "move/flat.md", "The flat has two bedrooms and a balcony.")
+    # on topic, holds money: ships
+    v = verify("Day rate: £1,550 [c1].", [RATES, flat], "any", FakeJudge(),
+               question="How much is my day rate?")
+    assert v.verdict == "SHIP"
+    # a second sentence naming nothing the question asks about
+    v = verify("Day rate: £1,550 [c1]. The flat has two bedrooms and a balcony [c2].",
+               [RATES, flat], "any", FakeJudge(), question="How much is my day rate?")
+    assert v.verdict == "ESCALATE"
+    assert reasons(v) == ["names nothing the question asks about"]
+    # "how much" answered by a sentence with no money or measure in it
+    v = verify("The flat has two bedrooms and a balcony [c2].", [RATES, flat], "any",
+               FakeJudge(), question="How much is the flat?")
+    assert any("no value of the kind asked" in r for r in reasons(v))
+    # without the question, the old checks only
+    v = verify("The flat has two bedrooms and a balcony [c2].", [RATES, flat], "any",
+               FakeJudge())
+    assert v.verdict == "SHIP"
