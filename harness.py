@@ -160,6 +160,8 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
         out.candidates["version"] = _trace(cands + dropped)
     out.ranking = [c.path for c in cands]
     kept = cands[:keep]
+    if use_version and not mode and out.route.get("time_confidence", 1.0) <= route_stage.DEFAULT:
+        out.time_mode = version.effective_mode(idx, kept, out.time_mode, threshold)
     out.sources = [{"id": c.id, "path": c.path, "heading": c.chunk.get("heading", ""),
                     "date": c.date, "is_latest": c.is_latest,
                     "score": round(float(_score(c)), 4)} for c in kept]

@@ -273,6 +273,21 @@ def _settle_views(cands, index) -> dict:
     return views
 
 
+def effective_mode(index, kept: list[Candidate], mode: str, threshold=None) -> str:
+    """"present" is "any" when what answers holds no versions: nothing answers, or one
+    file answers that has no other versions and no dated log entries. The filter is then the same, and the reported
+    time mode says so instead of claiming a current-versus-outdated choice was made."""
+    if mode != "present":
+        return mode
+    answering = [c for c in kept if _answers(c, threshold)]
+    if not answering:
+        return "any"        # nothing answers: no version of the answer was chosen
+    if len({c.path for c in answering}) == 1 and not _is_versioned(_tables(index),
+                                                                   answering[0]):
+        return "any"
+    return mode
+
+
 def _answers(c: Candidate, threshold) -> bool:
     if threshold is None:
         return True

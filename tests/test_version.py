@@ -294,3 +294,22 @@ def test_sectioned_versions_compare_by_file_date_only_when_known():
     kept = settled(cands, "present", index=idx)
     assert [c.path for c in kept] == ["journal/log 2026-05.md"]
     assert cands[0].dropped == "superseded by journal/log 2026-05.md"
+
+
+def test_effective_mode_present_without_versions_is_any(index):
+    recipe = cand(index, "misc/recipes.md", relevance=0.9)
+    other = cand(index, SERVER_REAL, relevance=0.1)
+    # one answering file with no other versions: the present filter had nothing to do
+    assert version.effective_mode(index, [recipe, other], "present", 0.5) == "any"
+    # nothing answers: no version of the answer was chosen either
+    assert version.effective_mode(index, [other], "present", 0.5) == "any"
+    # the answer comes from a family of versions, or from a dated log: stays present
+    newest = cand(index, H.format("2026-10"), "1550", relevance=0.9)
+    assert version.effective_mode(index, [newest, recipe], "present", 0.5) == "present"
+    entry = cand(index, LOG, "55k", relevance=0.9)
+    assert version.effective_mode(index, [entry], "present", 0.5) == "present"
+    # two different files answer: a newer document may correct an older one
+    both = [recipe, cand(index, SERVER_REAL, relevance=0.8)]
+    assert version.effective_mode(index, both, "present", 0.5) == "present"
+    # other modes are left alone
+    assert version.effective_mode(index, [recipe], "history", 0.5) == "history"
