@@ -5,9 +5,13 @@ In:  a folder of .md/.txt notes and an optional verso.toml (ignore globs; per fo
 Out: an index dir (--index, else $VERSO_HOME, else ./.verso) with manifest.json,
      files.json, chunks.json, vectors.npy and idf.npy (builtin embedder). Every JSON
      starts with "format": 1; each file is written to a temp name, then os.replace'd into
-     place with the manifest last, and the old ones are put back if that step fails.
+     place with the manifest last, and the old ones are put back if that step fails (or,
+     after a hard kill, by the next ingest or load: _recover). One writer at a time:
+     index_dir/lock holds its pid under a kernel lock; a dead writer's lock is taken over.
 Not: BM25 arrays, retrieval or question-time version choices (retrieve.py, version.py).
-     Never writes inside the vault.
+     Never writes inside the vault, and reads nothing outside it: symlinks are followed
+     once, and only to targets inside the vault. A note that cannot be read (binary, too
+     large, empty, unreadable, vanished) is skipped and listed with its reason.
 
 Rules, decided by code:
 - Date, first hit wins: filename; frontmatter `updated:` > `date:` > `created:`; a header
@@ -18,13 +22,14 @@ Rules, decided by code:
   included, whitespace collapsed. Near-copies (word 5-shingle Jaccard >=
   NEAR_COPY_JACCARD) are duplicates only when both have the same real (non-mtime) date.
   The copy kept: the one without a copy marker, else the shorter path.
-- Family: folder + name without dates, v1/v2/final/draft, (1)/copy/backup/bak/old and
-  separators. A name left empty ("2026-04-03.md") and files in `versioned = false`
+- Family: folder + name without dates, v1/v2/final/draft, (1)/copy/copy 2/backup/bak/old
+  and separators. A name left empty ("2026-04-03.md") and files in `versioned = false`
   folders are their own family. Newest real date is latest; mtime never beats a real date.
 - Dated sections: a `##`/`###` heading that is or starts with a date is an entry; its
   chunks carry section_date (= date) and entry_latest (true for the file's newest entry).
 - Chunks follow headings (trail "Plan > Week 3"); short sections merge forward within one
   entry, long ones become line-aligned windows; table rows become "Header: value; ...".
+  A "word" longer than MAX_WORD_CHARS (base64, minified code) is cut into pieces first.
 - Chunks are embedded as "title\\nheading\\ntext"; the cache key (chunk "hash") is sha256
   of that text plus the embedder id. The builtin IDF is fitted on the first build and on
   --rebuild and reused by incremental runs (rebuild after large changes).
@@ -43,6 +48,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import sys
 import time
 import tomllib
@@ -59,6 +65,7 @@ import models
 FORMAT = 1
 MAX_FILE_BYTES = 5 * 1024 * 1024   # larger notes are skipped ("too large")
 CHUNK_WORDS = 180                  # most words in one chunk
+MAX_WORD_CHARS = 200               # longer "words" (base64, minified code) are cut in pieces
 OVERLAP = 40                       # words repeated between windows of a long section
 MIN_CHUNK_WORDS = 30               # shorter sections merge into the next (same date)
 NEAR_COPY_JACCARD = 0.9            # word 5-shingle similarity of a near-copy
@@ -69,6 +76,8 @@ TEXT_EXTS = (".md", ".txt")
 SKIP_DIRS = ("attachments",)       # plus every hidden folder (.obsidian, .git, .trash)
 CONFIG_NAME = "verso.toml"
 FOLDER_KEYS = {"versioned": bool, "privacy": str}
+LOCK_NAME = "lock"                 # index_dir/lock: the writing ingest's pid, flock'ed
+COMMIT_WAIT = 5.0                  # seconds load_index waits for an ingest finishing its commit
 PRIVACY = ("private", "shareable")
 
 MONTHS = dict(jan=1, feb=2, mar=3, apr=4, may=5, jun=6, jul=7, aug=8, sep=9, oct=10,
@@ -89,6 +98,7 @@ HEADER_RE = re.compile(r"^[\s>*_#-]*(?:last[\s_-]+)?(?:updated|edited|modified|r
                        r"date|dated|created|written)\b", re.I)
 FRONT_KEYS = ("updated", "date", "created")    # frontmatter date keys, in preference order
 COPY_RE = re.compile(r"\(\d+\)|(?<![a-z])(copy|backup|bak|old)(?![a-z])", re.I)
+COPY_N_RE = re.compile(r"\(\d+\)|(?<![a-z])copy[\s_-]+\d+(?!\d)")  # (1), macOS "copy 2"
 VERSION_RE = re.compile(r"(?<![a-z0-9])v\d+(?:\.\d+)*(?![a-z0-9])")
 MARKER_WORDS = {"final", "draft", "copy", "backup", "bak", "old"}
 SEPARATORS_RE = re.compile(r"[\s_\-.,()\[\]]+")
@@ -178,35 +188,96 @@ def _ignored(rel: str, globs: list) -> bool:
     return False
 
 
-def _scan(vault: Path, cfg: dict) -> list[str]:
-    """Vault-relative note paths, sorted; symlinked folders followed once (no loops)."""
-    out, seen = [], set()
-    for root, dirs, names in os.walk(vault, followlinks=True):
-        real = os.path.realpath(root)
-        if real in seen:
-            dirs[:] = []
-            continue
-        seen.add(real)
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d.lower() not in SKIP_DIRS)
-        rel_root = Path(root).relative_to(vault)
-        for name in names:
-            rel = (rel_root / name).as_posix()
-            if (not name.startswith(".") and name.lower().endswith(TEXT_EXTS)
-                    and not _ignored(rel, cfg["ignore"])):
-                out.append(rel)
-    return sorted(out)
+def _inside(path: str, vault: Path) -> bool:
+    return path == str(vault) or path.startswith(str(vault) + os.sep)
+
+
+def _scan(vault: Path, cfg: dict) -> tuple[list[str], list[dict]]:
+    """Vault-relative note paths, sorted, and what was passed over [{path, reason}].
+
+    Real folders are walked first; then each symlinked folder once, under its link path,
+    if its target is inside the vault and was not walked yet (so loops end, and a note
+    reached both ways keeps its real path). A symlinked note counts once too. Links whose
+    target lies outside the vault are not followed and are listed: the vault folder is
+    the boundary of what Verso reads. Unreadable folders are listed, never fatal."""
+    notes, skipped, seen, reals = [], [], set(), set()
+    link_dirs, link_files = [], []
+
+    def rel(path: str) -> str:
+        return Path(path).relative_to(vault).as_posix()
+
+    def walk(top: str) -> None:
+        stack = [top]
+        while stack:
+            folder = stack.pop()
+            real = os.path.realpath(folder)
+            if real in seen:
+                continue
+            seen.add(real)
+            try:
+                with os.scandir(folder) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+            except OSError as e:
+                skipped.append({"path": rel(folder) + "/",
+                                "reason": f"unreadable folder ({e.strerror or type(e).__name__})"})
+                continue
+            for e in entries:
+                if e.name.startswith("."):
+                    continue
+                try:
+                    link, is_dir = e.is_symlink(), e.is_dir()
+                except OSError:                  # a link loop onto itself
+                    link, is_dir = True, False
+                if is_dir:
+                    if e.name.lower() not in SKIP_DIRS:
+                        (link_dirs if link else stack).append(e.path)
+                elif (e.name.lower().endswith(TEXT_EXTS)
+                      and not _ignored(rel(e.path), cfg["ignore"])):
+                    if link:
+                        link_files.append(e.path)
+                    else:
+                        notes.append(rel(e.path))
+                        reals.add(os.path.join(real, e.name))
+
+    walk(str(vault))
+    while link_dirs:
+        path = min(link_dirs)                  # links in path order: the first one wins
+        link_dirs.remove(path)
+        target = os.path.realpath(path)
+        if not _inside(target, vault):
+            skipped.append({"path": rel(path) + "/",
+                            "reason": "symlink to a folder outside the vault (not followed)"})
+        elif target not in seen:
+            walk(path)
+    for path in sorted(link_files):
+        target = os.path.realpath(path)
+        if not _inside(target, vault):
+            skipped.append({"path": rel(path),
+                            "reason": "symlink to a file outside the vault (not read)"})
+        elif target not in reals:             # else indexed at its real path already
+            reals.add(target)
+            notes.append(rel(path))
+    return sorted(notes), skipped
 
 
 def _read(path: Path) -> tuple[str | None, float, str]:
-    """(text, mtime, "") or (None, 0, reason). UTF-8 (BOM ok), then cp1252, then
-    UTF-8 with U+FFFD for bad bytes; UTF-16 with a BOM is decoded too."""
+    """(text, mtime, "") or (None, 0, reason). Opened once (no blocking on a pipe) and
+    read up to MAX_FILE_BYTES, so a file that grows or vanishes meanwhile is still one
+    answer. Decoding: UTF-16 with a BOM; NUL bytes otherwise mean binary; then UTF-8 (BOM
+    ok), cp1252, and last UTF-8 with U+FFFD for the bad bytes."""
     try:
-        st = path.stat()
-        if st.st_size > MAX_FILE_BYTES:
-            return None, 0, f"too large ({st.st_size} bytes > {MAX_FILE_BYTES})"
-        raw = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                return None, 0, "not a regular file"
+            if st.st_size > MAX_FILE_BYTES:
+                return None, 0, f"too large ({st.st_size} bytes > {MAX_FILE_BYTES})"
+            raw = f.read(MAX_FILE_BYTES + 1)
     except OSError as e:
         return None, 0, f"unreadable ({e.strerror or type(e).__name__})"
+    if len(raw) > MAX_FILE_BYTES:
+        return None, 0, f"too large (grew past {MAX_FILE_BYTES} bytes while read)"
     if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         text = raw.decode("utf-16", errors="replace")
     elif b"\0" in raw:
@@ -229,8 +300,10 @@ def _read(path: Path) -> tuple[str | None, float, str]:
 
 def _to_date(groups, order) -> str | None:
     parts = {}
-    for key, value in zip(order, groups):
-        parts[key] = int(value) if value.isdigit() else MONTHS[value[:3].lower()]
+    for key, value in zip(order, groups):    # casefold: re.I lets "ſep" match "sep"
+        parts[key] = int(value) if value.isdigit() else MONTHS.get(value.casefold()[:3])
+    if None in parts.values():
+        return None
     try:
         return date(parts["y"], parts["m"], parts.get("d", 1)).isoformat()
     except ValueError:
@@ -291,11 +364,11 @@ def _date_of(stem: str, meta: dict, body: str, mtime: float) -> tuple[str, str]:
 # ------------------------------------------------------------ duplicates, families
 
 def _family_name(stem: str) -> str:
-    """"Rates v2 (1)", "rates_2026-06", "Rates (Sept 2026)" -> "rates"."""
+    """"Rates v2 (1)", "rates_2026-06", "Rates (Sept 2026)", "Rates copy 2" -> "rates"."""
     s = stem.lower()
     for rx, _ in DATE_PATTERNS:
         s = rx.sub(" ", s)
-    s = VERSION_RE.sub(" ", re.sub(r"\(\d+\)", " ", s))
+    s = VERSION_RE.sub(" ", COPY_N_RE.sub(" ", s))
     return " ".join(w for w in SEPARATORS_RE.sub(" ", s).split() if w not in MARKER_WORDS)
 
 
@@ -455,10 +528,15 @@ def _sections(body: str) -> list[tuple[str, str | None, str, str]]:
 
 def _windows(text: str) -> list[str]:
     """Whole lines packed into windows of <= CHUNK_WORDS words; each window starts with
-    the previous one's last lines (or last words) up to OVERLAP words."""
+    the previous one's last lines (or last words) up to OVERLAP words. A "word" longer
+    than MAX_WORD_CHARS is cut into pieces of that size first."""
     units = []                                   # (line, words); blank runs kept once
     for line in text.split("\n"):
         words = line.split()
+        if any(len(w) > MAX_WORD_CHARS for w in words):    # no chunk of one 2 MB "word"
+            words = [w[i:i + MAX_WORD_CHARS] for w in words
+                     for i in range(0, len(w), MAX_WORD_CHARS)]
+            line = " ".join(words)
         if len(words) > CHUNK_WORDS:             # a very long line: word windows
             units += [(" ".join(words[i:i + CHUNK_WORDS]), len(words[i:i + CHUNK_WORDS]))
                       for i in range(0, len(words) - OVERLAP, CHUNK_WORDS - OVERLAP)]
@@ -473,9 +551,10 @@ def _windows(text: str) -> list[str]:
                 if kept + u[1] > OVERLAP:
                     break
                 keep, kept = [u] + keep, kept + u[1]
-            if not kept:                         # last line too long: its last words
+            if not kept:                         # last line too long: its last words,
                 tail = next(u for u, n in reversed(cur) if n).split()[-OVERLAP:]
-                keep, kept = [(" ".join(tail), len(tail))], len(tail)
+                if unit[0].split()[:len(tail)] != tail:   # unless the unit repeats them
+                    keep, kept = [(" ".join(tail), len(tail))], len(tail)
             cur, count = (keep, kept) if kept + unit[1] <= CHUNK_WORDS else ([], 0)
         cur.append(unit)
         count += unit[1]
@@ -615,7 +694,7 @@ def _commit(staged: list[tuple[Path, Path]]) -> None:
 
 
 def _save(index_dir: Path, manifest: dict, files: list, chunks: list, vectors, emb) -> None:
-    for junk in [*index_dir.glob(".*.tmp-*"), *index_dir.glob("*.prev")]:
+    for junk in index_dir.glob(".*.tmp-*"):
         junk.unlink(missing_ok=True)   # left by an ingest that was killed
     blobs = {"files.json": _json_bytes({"format": FORMAT, "files": files}),
              "chunks.json": _json_bytes({"format": FORMAT, "chunks": chunks})}
@@ -637,6 +716,27 @@ def _save(index_dir: Path, manifest: dict, files: list, chunks: list, vectors, e
             tmp.unlink(missing_ok=True)
 
 
+def _recover(index_dir: Path) -> str:
+    """Finish or undo the commit of an ingest killed inside _commit, whose *.prev files
+    are the old copies of what it had replaced. The manifest goes in last, so a
+    manifest.json.prev that differs from manifest.json means the new index is whole: the
+    old copies go. Otherwise they are put back. Call with the lock held. "" if clean."""
+    prevs = sorted(index_dir.glob("*.prev"), key=lambda p: (p.name == "manifest.json.prev",
+                                                            p.name))
+    if not prevs:
+        return ""
+    man = index_dir / "manifest.json"
+    old = index_dir / "manifest.json.prev"
+    done = old.exists() and man.exists() and old.read_bytes() != man.read_bytes()
+    for prev in prevs:                 # the manifest's copy last: it decides a rerun
+        if done:
+            prev.unlink(missing_ok=True)
+        else:
+            os.replace(prev, prev.with_suffix(""))
+    return ("an interrupted ingest had written the new index; finished it" if done else
+            "an interrupted ingest had replaced part of the index; put the old files back")
+
+
 def _alive(pid: int) -> bool:
     if os.name == "nt":      # os.kill(pid, 0) would end the process on Windows
         return True
@@ -649,30 +749,81 @@ def _alive(pid: int) -> bool:
     return True
 
 
-@contextmanager
-def _lock(index_dir: Path):
-    """index_dir/lock holds the writer's pid; a lock whose pid is gone is taken over."""
-    index_dir.mkdir(parents=True, exist_ok=True)
-    path = index_dir / "lock"
-    for attempt in (1, 2):
+def _flock(fd: int) -> bool:
+    """An exclusive kernel lock on the open lock file; the kernel drops it when its
+    holder dies, however it dies (flock; on Windows a byte-range lock)."""
+    try:
+        import fcntl
+    except ImportError:                # Windows
+        import msvcrt
         try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
+
+
+def _pid_in(fd: int) -> int | None:
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        return int(os.read(fd, 32).decode("ascii", "replace").strip())
+    except (OSError, ValueError):      # empty, or locked against reading (Windows)
+        return None
+
+
+def _holder(index_dir: Path) -> int | None:
+    """The pid of a live ingest writing index_dir, or None."""
+    try:
+        pid = int((index_dir / LOCK_NAME).read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return pid if _alive(pid) else None
+
+
+@contextmanager
+def _lock(index_dir: Path, wait: float = 0.0):
+    """index_dir/lock, flock'ed while held, with the holder's pid inside. Taken when no
+    one holds the kernel lock and the pid in it is gone (a killed ingest's stale lock is
+    taken over in place: no unlink race); else waits up to `wait` s, then IndexBusy."""
+    index_dir.mkdir(parents=True, exist_ok=True)
+    path, deadline = index_dir / LOCK_NAME, time.monotonic() + wait
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        got, pid = _flock(fd), _pid_in(fd)
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except OSError:
+            same = False
+        if got and same and not (pid is not None and _alive(pid)):
             break
-        except FileExistsError:
-            try:
-                pid = int(path.read_text().strip())
-            except (OSError, ValueError):
-                pid = None
-            if attempt == 2 or (pid is not None and _alive(pid)):
-                raise IndexBusy(f"another ingest (pid {pid}) is writing {index_dir}: wait for "
-                                f"it, or delete {path} if that process is gone") from None
-            path.unlink(missing_ok=True)
-    with os.fdopen(fd, "w") as f:
-        f.write(str(os.getpid()))
+        os.close(fd)
+        if not got or same:            # else the holder just removed it: look again
+            if time.monotonic() >= deadline:
+                who = f" (pid {pid})" if pid is not None else ""
+                raise IndexBusy(f"another ingest{who} is writing {index_dir}: wait for it, "
+                                f"or delete {path} if that process is gone")
+            time.sleep(0.05)
+    os.ftruncate(fd, 0)
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.write(fd, str(os.getpid()).encode())
     try:
         yield
     finally:
-        path.unlink(missing_ok=True)
+        if os.name == "nt":            # Windows cannot unlink an open file
+            os.close(fd)
+            path.unlink(missing_ok=True)
+        else:                          # unlink first: no one may lock this inode after us
+            path.unlink(missing_ok=True)
+            os.close(fd)
+
+
+def _line(e: Exception) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
 
 
 def _fix(index_dir: Path, vault=None) -> str:
@@ -688,7 +839,8 @@ def _read_json(index_dir: Path, name: str, key: str, vault=None):
     except (OSError, ValueError) as e:
         raise IndexProblem(f"{name} in {index_dir} is unreadable ({type(e).__name__}): "
                            f"run {_fix(index_dir, vault)}") from None
-    vault = vault or (data.get("vault") if isinstance(data, dict) else None)
+    if not vault and isinstance(data, dict) and isinstance(data.get("vault"), str):
+        vault = data["vault"]
     if not isinstance(data, dict) or data.get("format") != FORMAT or key not in data:
         raise IndexProblem(f"{name} in {index_dir} has unknown format "
                            f"{data.get('format') if isinstance(data, dict) else '?'} "
@@ -699,16 +851,46 @@ def _read_json(index_dir: Path, name: str, key: str, vault=None):
 def load_index(index_dir=None, backend=None) -> Index:
     """The index in index_dir (default_index_dir()), checked: format, the chunks and
     files the manifest was written with, vector rows and dim, and the embedder.
-    `backend` supplies the embedder of a non-builtin index."""
+    `backend` supplies the embedder of a non-builtin index. The commit of an ingest
+    killed while replacing files is finished or undone first (see _recover)."""
     d = Path(index_dir or default_index_dir()).expanduser().resolve()
     if not (d / "manifest.json").exists():
         raise IndexProblem(f"no index in {d}: run python ingest.py VAULT"
                            + ("" if d == default_index_dir().resolve() else f" --index {d}"))
+    if any(d.glob("*.prev")):
+        _recover_for_load(d)
+    try:
+        return _load(d, backend)
+    except IndexProblem:
+        if (pid := _holder(d)) is not None:    # read while an ingest replaces the files
+            raise IndexProblem(f"an ingest (pid {pid}) is writing {d}: try again when it "
+                               "finishes") from None
+        raise
+
+
+def _recover_for_load(d: Path) -> None:
+    try:
+        with _lock(d, wait=COMMIT_WAIT):
+            _recover(d)
+    except IndexBusy:
+        raise IndexProblem(f"an ingest (pid {_holder(d)}) is writing {d}: try again when "
+                           "it finishes") from None
+    except OSError as e:
+        raise IndexProblem(f"an ingest was interrupted while replacing the index in {d} and "
+                           f"this process cannot repair it ({e.strerror}): run "
+                           f"{_fix(d)}") from None
+
+
+def _load(d: Path, backend) -> Index:
     manifest, _ = _read_json(d, "manifest.json", "embedder")
-    vault = manifest.get("vault")
+    vault = manifest.get("vault") if isinstance(manifest.get("vault"), str) else None
+    fix = _fix(d, vault)
+    dim = manifest.get("dim")
+    if not isinstance(manifest["embedder"], str) or type(dim) is not int or dim < 1:
+        raise IndexProblem(f"manifest.json in {d} has a bad embedder or dim "
+                           f"({manifest['embedder']!r}, {dim!r}): run {fix}")
     files, files_raw = _read_json(d, "files.json", "files", vault)
     chunks, chunks_raw = _read_json(d, "chunks.json", "chunks", vault)
-    fix = _fix(d, vault)
     for raw, key, name in ((chunks_raw, "chunks_sha", "chunks.json"),
                            (files_raw, "files_sha", "files.json")):
         if hashlib.sha256(raw).hexdigest() != manifest.get(key):
@@ -717,8 +899,9 @@ def load_index(index_dir=None, backend=None) -> Index:
     try:
         vectors = np.load(d / "vectors.npy", mmap_mode="r")
     except (OSError, ValueError, EOFError) as e:
-        raise IndexProblem(f"vectors.npy in {d} is unreadable ({e}): run {fix}") from None
-    n, dim = len(chunks["chunks"]), manifest.get("dim")
+        raise IndexProblem(f"vectors.npy in {d} is unreadable ({_line(e)}): run "
+                           f"{fix}") from None
+    n = len(chunks["chunks"])
     if vectors.dtype != np.float32 or vectors.shape != (n, dim):
         raise IndexProblem(f"vectors.npy in {d} has shape {vectors.shape} {vectors.dtype}, "
                            f"expected ({n}, {dim}) float32: run {fix}")
@@ -737,7 +920,8 @@ def _load_embedder(d: Path, manifest: dict, backend, fix: str):
         try:
             emb = models.BuiltinEmbedder(np.load(d / "idf.npy"))
         except (OSError, ValueError, EOFError) as e:
-            raise IndexProblem(f"idf.npy in {d} is unreadable ({e}): run {fix}") from None
+            raise IndexProblem(f"idf.npy in {d} is unreadable ({_line(e)}): run "
+                               f"{fix}") from None
     elif eid.startswith("ollama:") and hasattr(models, "OllamaEmbedder"):
         emb = models.OllamaEmbedder(eid[len("ollama:"):], dim=manifest["dim"])
     else:
@@ -765,12 +949,15 @@ def build_index(vault, index_dir=None, config=None, rebuild=False, backend=None,
         raise ValueError(f"index dir {index_dir} is inside the vault; Verso never writes "
                          f"there: pass --index DIR outside it or set VERSO_HOME")
     cfg, cfg_path = _load_config(vault, config)
-    paths = _scan(vault, cfg)
+    paths, passed_over = _scan(vault, cfg)
     recs, skipped = _catalogue(vault, paths, cfg, progress)
+    skipped = passed_over + skipped
     chunks = _chunk_all(recs)
     with _lock(index_dir):
+        recovered = _recover(index_dir)
         emb, prev, note, name = _embedder_for(index_dir, vault, backend, rebuild,
                                               [c["_embed"] for c in chunks])
+        note = "; ".join(filter(None, (recovered, note)))
         for c in chunks:
             c["hash"] = hashlib.sha256(f"{c['_embed']}\n{emb.id}".encode()).hexdigest()
         vectors, embedded = _embed(chunks, emb, prev, progress)
@@ -780,7 +967,7 @@ def build_index(vault, index_dir=None, config=None, rebuild=False, backend=None,
             del c["_embed"]
         live = [f for f in files if not f["duplicate_of"]]
         summary = {
-            "files_seen": len(paths), "indexed": len(live),
+            "files_seen": len(paths) + len(passed_over), "indexed": len(live),
             "duplicates": len(files) - len(live),
             "families": len({f["family"] for f in live}), "chunks": len(chunks),
             "embedded": embedded, "reused": len(chunks) - embedded,
@@ -826,6 +1013,9 @@ def main(argv=None) -> int:
     except (ValueError, IndexProblem, IndexBusy, models.BackendError, OSError) as e:
         print(f"ingest: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("\ningest: interrupted; the index is as it was before this run", file=sys.stderr)
+        return 130
     if sys.stderr.isatty():
         print("\r" + " " * 40 + "\r", end="", file=sys.stderr)
     print(json.dumps(s, indent=2) if a.json else _human(s))
