@@ -71,7 +71,7 @@ def _note_status(c) -> str:
     """latest / older version[, superseded by X] / older entry, as the prompt shows it."""
     if c.superseded_by:
         kind = models.STATUS_OLDER_ENTRY if c.path in c.superseded_by else models.STATUS_OLDER
-        return f"{kind}, superseded by {c.superseded_by}"
+        return f"{kind}{models.SUPERSEDED_MARK}{c.superseded_by}"
     if not c.is_latest:
         return models.STATUS_OLDER
     if c.chunk.get("entry_latest") is False:

@@ -34,9 +34,17 @@ you your yours yourself yourselves s t d ll m re ve
 """.split())
 
 
+NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")  # TOKEN_RE's number tokens, same spans
 COMMA_NUMBER_RE = re.compile(r"\d,\d")   # the only way a token can hold a comma
-MEMO_MAX = 500_000       # distinct tokens / terms remembered before a memo is cleared
-_TERM_OF: dict[str, str] = {}   # token -> its term, "" for a stopword (terms are never "")
+MEMO_MAX = 500_000       # distinct tokens or terms interned before the tables start over
+
+# Interned terms: every token seen gets the id of its term (-1: a stopword), so terms()
+# costs a dict lookup per token after the first time. Ids index _TERMS; they hold for
+# one call of terms() / term_occurrences() (the tables start over only between calls).
+_TOKEN_ID: dict[str, int] = {}
+_TERM_ID: dict[str, int] = {}
+_TERMS: list[str] = []
+_TERM_CODES: list = []   # id -> the builtin embedder's feature codes (bytes), or None
 
 
 def _norm_number(tok: str) -> str:
@@ -45,20 +53,18 @@ def _norm_number(tok: str) -> str:
     return tok.rstrip(".,")
 
 
+def _norm_commas(m: re.Match) -> str:
+    """A number token with commas, rewritten so findall() yields its normal form:
+    "1,550" -> "1550"; a list like "3,4" that is no thousands group -> "3 4"."""
+    return _norm_number(m.group()).replace(",", " ")
+
+
 def tokenize(text: str) -> list[str]:
     """Lowercase word and number tokens; "1,550" -> "1550", "3.5" stays "3.5"."""
-    toks = TOKEN_RE.findall(text.lower())
-    if not COMMA_NUMBER_RE.search(text):
-        return toks  # words, and numbers ending in a digit: nothing to normalise
-    out = []
-    for tok in toks:
-        if tok[0].isdigit():
-            tok = _norm_number(tok)
-            if "," in tok:  # a list like "3,4" that is no thousands group
-                out.extend(t for t in tok.split(",") if t)
-                continue
-        out.append(tok)
-    return out
+    low = text.lower()
+    if COMMA_NUMBER_RE.search(low):  # else every token is already in normal form
+        low = NUMBER_RE.sub(_norm_commas, low)
+    return TOKEN_RE.findall(low)
 
 
 def _stem(tok: str) -> str:
@@ -71,18 +77,51 @@ def _stem(tok: str) -> str:
     return tok
 
 
+def _intern(toks: list[str]) -> None:
+    for tok in toks:
+        if tok not in _TOKEN_ID:
+            term = None if tok in STOPWORDS else _stem(tok)
+            if term is not None and term not in _TERM_ID:
+                _TERM_ID[term] = len(_TERMS)
+                _TERMS.append(term)
+                _TERM_CODES.append(None)
+            _TOKEN_ID[tok] = -1 if term is None else _TERM_ID[term]
+
+
+def _ids(text: str) -> list[int]:
+    """Interned ids of terms(text), in order."""
+    toks, ids = tokenize(text), _TOKEN_ID
+    try:
+        return [i for tok in toks if (i := ids[tok]) >= 0]
+    except KeyError:                     # a token seen for the first time
+        _intern(toks)
+        return [i for tok in toks if (i := ids[tok]) >= 0]
+
+
+def _start_call() -> None:
+    if len(_TOKEN_ID) > MEMO_MAX or len(_TERMS) > MEMO_MAX:
+        for table in (_TOKEN_ID, _TERM_ID, _TERMS, _TERM_CODES):
+            table.clear()
+
+
 def terms(text: str) -> list[str]:
     """Index terms: tokens without stopwords, plurals folded. BM25, embedder, judge."""
-    toks, memo = tokenize(text), _TERM_OF
-    try:
-        return [t for tok in toks if (t := memo[tok])]
-    except KeyError:                     # a token seen for the first time
-        if len(memo) > MEMO_MAX:
-            memo.clear()
-        for tok in toks:
-            if tok not in memo:
-                memo[tok] = "" if tok in STOPWORDS else _stem(tok)
-        return [t for tok in toks if (t := memo[tok])]
+    _start_call()
+    names = _TERMS
+    return [names[i] for i in _ids(text)]
+
+
+def term_occurrences(texts: list[str]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """(int64 ids of the terms of all texts, in order; int64 terms per text; the id ->
+    term list): terms(t) for each t, interned. The ids hold until the next call."""
+    _start_call()
+    lens = np.zeros(len(texts), dtype=np.int64)
+    flat: list[int] = []
+    for i, text in enumerate(texts):
+        ids = _ids(text)
+        lens[i] = len(ids)
+        flat += ids
+    return np.array(flat, dtype=np.int64), lens, _TERMS
 
 
 def numbers(text: str) -> list[str]:
@@ -146,12 +185,12 @@ def _bucket(feature: str) -> tuple[int, float]:
     return h % EMBED_DIM, (1.0 if (h >> 31) & 1 else -1.0)
 
 
-# A term's features are fixed: its word bucket, then its char n-grams in order. Each is
-# cached as int16 codes bucket * 4 + kind, kind indexing _CODE_VALUE; a batch of texts
-# then expands its term occurrences into (row, bucket, value) events in text order and
-# sums them with one bincount, which adds in that order, exactly as a per-text dict did.
+# A term's features are fixed: its word bucket, then its char n-grams in order, kept
+# per interned term as int16 codes bucket * 4 + kind (kind indexes _CODE_VALUE). A
+# batch of texts expands its term occurrences into (row, bucket, value) events in text
+# order and sums them with one bincount, which adds in that order, exactly as the first
+# version's per-text dict did (tests/test_bench_equivalence.py checks it bit for bit).
 _CODE_VALUE = np.array([1.0, -1.0, NGRAM_WEIGHT, -NGRAM_WEIGHT])
-_TERM_CODES: dict[str, bytes] = {}
 
 
 def _term_codes(term: str) -> bytes:
@@ -168,32 +207,33 @@ def _term_codes(term: str) -> bytes:
     return np.array(codes, dtype=np.int16).tobytes()
 
 
+def _codes(i: int) -> bytes:
+    c = _TERM_CODES[i]
+    if c is None:
+        c = _TERM_CODES[i] = _term_codes(_TERMS[i])
+    return c
+
+
 def _counts(texts: list[str]) -> np.ndarray:
     """[n, EMBED_DIM] float32 signed hashed counts of terms and their char n-grams
     (crc32: stable everywhere)."""
     n = len(texts)
-    local: dict[str, int] = {}            # term -> row of this batch's code table
-    occ, lens = [], np.zeros(n, dtype=np.int64)
-    for i, text in enumerate(texts):
-        ts = terms(text)
-        lens[i] = len(ts)
-        occ += [local.setdefault(t, len(local)) for t in ts]
-    if not occ:
+    occ, lens, _ = term_occurrences(texts)
+    if not occ.size:
         return np.zeros((n, EMBED_DIM), dtype=np.float32)
-    if len(_TERM_CODES) > MEMO_MAX:
-        _TERM_CODES.clear()
-    blobs = [_TERM_CODES.get(t) or _TERM_CODES.setdefault(t, _term_codes(t)) for t in local]
-    table = np.frombuffer(b"".join(blobs), dtype=np.int16)
+    uniq, occ = np.unique(occ, return_inverse=True)
+    blobs = [_codes(i) for i in uniq.tolist()]
+    table = np.frombuffer(b"".join(blobs), dtype=np.int16)  # codes of the batch's terms
+    bucket, value = (table >> 2).astype(np.int64), _CODE_VALUE[table & 3]
     sizes = np.fromiter(map(len, blobs), dtype=np.int64, count=len(blobs)) // 2
     starts = np.cumsum(sizes) - sizes
-    occ = np.asarray(occ, dtype=np.int64)
     per = sizes[occ]                                        # events per occurrence
-    first = np.cumsum(per) - per                            # where each one's events go
-    pos = np.arange(int(per.sum()), dtype=np.int64) + np.repeat(starts[occ] - first, per)
-    codes = table[pos].astype(np.int64)
-    rows = np.repeat(np.repeat(np.arange(n, dtype=np.int64), lens), per)
-    m = np.bincount(rows * EMBED_DIM + (codes >> 2), weights=_CODE_VALUE[codes & 3],
-                    minlength=n * EMBED_DIM)
+    ends = np.cumsum(per)                                   # where each one's events end
+    pos = np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(starts[occ] - ends + per, per)
+    flat = np.repeat(np.repeat(np.arange(0, n * EMBED_DIM, EMBED_DIM, dtype=np.int64),
+                               lens), per)                  # row offset of every event
+    flat += bucket[pos]
+    m = np.bincount(flat, weights=value[pos], minlength=n * EMBED_DIM)
     return m.reshape(n, EMBED_DIM).astype(np.float32)  # [n, EMBED_DIM] signed raw counts
 
 
@@ -211,15 +251,44 @@ class BuiltinEmbedder:
 
     @classmethod
     def fit(cls, texts: list[str]) -> "BuiltinEmbedder":
-        """IDF per bucket from document frequencies: log((n + 1) / (df + 1)) + 1."""
+        """IDF per bucket from document frequencies: log((n + 1) / (df + 1)) + 1.
+
+        The fitted embedder keeps each text's counts until it embeds that text once
+        (ingest fits on the chunks, then embeds the same chunks)."""
         df = np.zeros(EMBED_DIM, dtype=np.float64)
+        fitted: dict[str, list] = {}          # text -> [counts row, uses left]
         for start in range(0, len(texts), 2048):
-            df += (_counts(texts[start:start + 2048]) != 0).sum(axis=0)
+            batch = texts[start:start + 2048]
+            m = _counts(batch)
+            df += (m != 0).sum(axis=0)
+            for t, row in zip(batch, m):
+                fitted.setdefault(t, [row, 0])[1] += 1
         idf = np.log((len(texts) + 1) / (df + 1)) + 1.0
-        return cls(idf.astype(np.float32))
+        emb = cls(idf.astype(np.float32))
+        emb._fitted = fitted
+        return emb
+
+    def _raw(self, texts: list[str]) -> np.ndarray:
+        """_counts(texts), taking the rows fit() kept (each as often as it was fitted)."""
+        fitted = getattr(self, "_fitted", None)
+        if not fitted:
+            return _counts(texts)
+        rows = []
+        for t in texts:
+            kept = fitted.get(t)
+            rows.append(kept and kept[0])
+            if kept and kept[1] <= 1:
+                del fitted[t]
+            elif kept:
+                kept[1] -= 1
+        todo = [i for i, r in enumerate(rows) if r is None]
+        if todo:
+            for i, r in zip(todo, _counts([texts[i] for i in todo])):
+                rows[i] = r
+        return np.stack(rows) if rows else _counts(texts)
 
     def _vectors(self, texts: list[str]) -> np.ndarray:
-        m = _counts(texts)
+        m = self._raw(texts)
         m = np.sign(m) * np.log1p(np.abs(m)) * self.idf  # sublinear tf, idf weight
         norms = np.linalg.norm(m, axis=1, keepdims=True)
         return (m / np.maximum(norms, 1e-12)).astype(np.float32)
@@ -275,6 +344,16 @@ FOCUS_RE = re.compile(
     rf"(?=\s+(?:{_AUX}|of|for|on|in|at|from|to|with|that|which|who|i|we|you|he|she|"
     r"they|and|or)\b|\s*[?,.;:!]|$)")
 FOCUS_BOOST = 1.5   # the asked-about phrase counts half again a plain topic word
+# A question of several parts ("Who signs off X, and what's their phone number?"):
+# split at sentence marks, dashes, and "and" or a comma before a wh-word. A piece that
+# asks nothing (no wh-word or auxiliary in its first three words) is context of the
+# next part ("For the quarterly test rounds, how many ..."), else of the one before.
+_WH = r"(?:what|which|who|whom|whose|when|where|why|how)"
+PART_SPLIT_RE = re.compile(rf"[.?!;]+\s+|\s[\u2014\u2013-]+\s|,?\s+and\s+(?={_WH}\b)|,\s+(?={_WH}\b)",
+                           re.IGNORECASE)
+ASKING_RE = re.compile(rf"^(?:[\w-]+\s+){{0,2}}(?:{_WH}|{_AUX})\b", re.IGNORECASE)
+CONTEXT_SHARE = 0.5  # in one part's score the other parts' words count half: they only
+                     # set its context ("their phone number": whose)
 # Answer-type words: a passage holding a value of the type counts as naming the word
 # ("How much ..." is answered by "£3,350"; "goal time" by "3:44:00").
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*"
@@ -310,6 +389,10 @@ STATE_RE = re.compile(r":\s*[\w\u00a3$\u20ac]|[=\u2192\u00a3$\u20ac%\d]|\b(?:is|
                       r"be|been|became|becomes|stands|equals?|costs?|set|raised|increased|"
                       r"decreased|reduced|dropped|rose|fell|reached|moved|switched|went|now)\b",
                       re.IGNORECASE)
+# ... or when it names a specific the question does not: a capitalised word inside the
+# sentence ("Coaches a group at the Aire Valley Striders on Tuesday nights" says where
+# and when without a copula); a name the question already gives is only a mention.
+NAME_RE = re.compile(r"(?<=[\w,;:(\u2014-]\s)[A-Z][\w'\u2019-]+")
 ABBREV_GUARD = (r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!Mrs\.)(?<!\bSt\.)(?<!\bvs\.)"
                 r"(?<!e\.g\.)(?<!i\.e\.)")   # no sentence break after these
 SENTENCE_BREAK_RE = re.compile(ABBREV_GUARD + r"(?<=[.!?])\s+")  # generate splits alike
@@ -423,6 +506,34 @@ def question_focus(query: str) -> list[str]:
     return [t for t in terms(m.group(1)) if t in asked]
 
 
+def question_parts(query: str) -> list[str]:
+    """The parts a question asks, each with the context pieces that belong to it:
+    "For the test rounds, how many take part and what do they get?" ->
+    ["how many take part For the test rounds", "what do they get"]."""
+    parts, pending = [], []
+    for piece in PART_SPLIT_RE.split(" ".join(query.replace("\u2019", "'").split())):
+        piece = piece.strip(" ,.?!;")
+        if not piece:
+            continue
+        if ASKING_RE.match(piece):
+            parts.append(" ".join([piece] + pending))
+            pending = []
+        else:
+            pending.append(piece)
+    if pending and parts:
+        parts[-1] = " ".join([parts[-1]] + pending)
+    return parts or [" ".join(query.split())]
+
+
+def part_weights(weights: dict, part: str) -> dict[str, float]:
+    """Term weights for one part: its own terms (its focus boosted) at full weight,
+    the rest of the question's at CONTEXT_SHARE."""
+    own = set(query_terms(part))
+    focus = set(question_focus(part))
+    return {t: w * (FOCUS_BOOST if t in focus else 1.0) if t in own else CONTEXT_SHARE * w
+            for t, w in weights.items()}
+
+
 def qualifier_terms(query: str) -> set[str]:
     """Terms of capitalised names in a possessive (whose) role: "Maren's day rate"."""
     return {t for m in QUALIFIER_RE.finditer(query) for w in m.groups() if w
@@ -478,12 +589,15 @@ def phrase_share(qterms, seq) -> float:
     return sum(p in have for p in pairs) / len(pairs)
 
 
-def states(unit: str) -> bool:
-    """The unit states a value (number, copula, "key: value"), and is no question.
+def states(unit: str, known=frozenset()) -> bool:
+    """The unit states a value (number, copula, "key: value") or names a specific
+    whose terms are not all `known` (the question's terms), and is no question.
     A link to another note, or a bare date or year, is no value."""
     if unit.rstrip().endswith("?"):
         return False
-    return bool(STATE_RE.search(NOT_A_VALUE_RE.sub(" ", WIKILINK_RE.sub(" ", unit))))
+    text = NOT_A_VALUE_RE.sub(" ", WIKILINK_RE.sub(" ", unit))
+    return bool(STATE_RE.search(text)) or any(
+        not set(terms(m)) <= known for m in NAME_RE.findall(text))
 
 
 def _sigmoid(z: float) -> float:
@@ -498,7 +612,7 @@ def _relevance_features(qterms, qnums, weights, passage) -> dict[str, float]:
     context = f"{heading} {passage.get('path', '')}"
     ctx = set(terms(context))
     units = split_units(text, keep_links=True)
-    stating = [plain(u) for u in units if states(u)]
+    stating = [plain(u) for u in units if states(u, set(qterms))]
     cover = [coverage(qterms, weights, evidence_terms(u) | ctx) for u in stating]
     found = number_keys(f"{text} {context} {passage.get('date', '')}")
     dense = passage.get("dense_score")
@@ -528,18 +642,27 @@ class BuiltinJudge:
     model = JUDGE_MODEL
 
     def relevance(self, query, passages, stage="rerank", ledger=None, idf=None):
-        """P(passage helps answer query) per key; `idf` (term -> idf) when the caller has it."""
+        """P(passage helps answer query) per key; `idf` (term -> idf) when the caller has
+        it. A passage that answers one part of a several-part question answers."""
+        return {k: max(ps) for k, ps in
+                self.relevance_by_part(query, passages, stage, ledger, idf).items()}
+
+    def relevance_by_part(self, query, passages, stage="rerank", ledger=None, idf=None):
+        """Per key: [P(whole question), P(part 1), P(part 2), ...] (question_parts; the
+        parts only for a question of several)."""
         started = time.perf_counter()
         qterms, qnums = query_terms(query), number_keys(query)
         docs = [evidence_terms(" ".join(str(p.get(k, "")) for k in ("text", "heading", "path")))
                 for p in passages.values()]
+        parts = question_parts(query)
+        qterms += [t for part in parts[1:] for t in query_terms(part) if t not in qterms]
         weights = idf_weights(qterms, docs, idf, qualifiers=qualifier_terms(query))
+        sets = [part_weights(weights, part) for part in parts] if len(parts) > 1 else []
         weights.update({t: FOCUS_BOOST * weights[t] for t in question_focus(query)
                         if t in weights})
-        out = {}
-        for key, p in passages.items():
-            f = _relevance_features(qterms, qnums, weights, p)
-            out[key] = _sigmoid(REL_BIAS + sum(REL_WEIGHTS[k] * v for k, v in f.items()))
+        out = {key: [_sigmoid(REL_BIAS + sum(REL_WEIGHTS[k] * v for k, v in
+                                             _relevance_features(qterms, qnums, w, p).items()))
+                     for w in [weights] + sets] for key, p in passages.items()}
         text = query + "".join(p.get("text", "") for p in passages.values())
         _record(ledger, stage, "builtin", JUDGE_MODEL, started, count_tokens(text))
         return out
@@ -600,6 +723,8 @@ UNDATED = "undated"
 STATUS_LATEST = "latest"
 STATUS_OLDER = "older version"       # "older version, superseded by PATH" when known
 STATUS_OLDER_ENTRY = "older entry"   # an older dated section of a log
+SUPERSEDED_MARK = ", superseded by "  # status suffix naming the newer version (generate)
+LOG_ENTRY_MARK = " @ "               # "path @ date": a newer entry of the same log
 MAX_SENTENCES = 5
 MIN_EVIDENCE = 0.5        # a unit answers when its evidence reaches this, and ...
 MIN_COVERAGE = 0.6        # ... with its note's path/section/date covers this much query,
@@ -613,7 +738,7 @@ SECTION_CREDIT = 0.8      # a query term found only in the unit's section headin
 HEAD_CREDIT = 0.6         # a query term found only in the note's path or date
 NOTE_CREDIT = 0.4         # a query term found only elsewhere in the same note
 SAME_NOTE_MARGIN = 0.1    # more units of the lead's note, this close to it, restating it
-MIN_GAIN = 0.15           # a unit from elsewhere must add this share of the query
+PART_SHARE = 0.5          # a unit answers one part of a question naming half its words
 RESTATE_SHARE = 0.6       # a newer unit restates the best one: names this much of it
 # "Which shoes ...": an answer names a specific: a number or a capitalised word that does
 # not open the sentence ("racing in the Pacewell Tempo X"); "Changing shoes was right" not.
@@ -622,6 +747,12 @@ SPECIFIC_RE = re.compile(r"\d|(?<=[\w,;:(\u2014-]\s)[A-Z]")
 CONTRAST_RE = re.compile(r"\s*[,;(\u2014-]*\s*\b(?:instead of|rather than|in place of|"
                          r"replacing)\b.*$", re.IGNORECASE)
 RANK_PRIOR = 0.1          # evidence bonus of the first note (0.1 * (n - i) / n for note i)
+# History: the line that changed between versions is worded like a line of the
+# neighbouring version but holds other values ("Status: not started" -> "Status: booked").
+DIFF_WEIGHT = 0.35        # evidence bonus of a changed line, times its similarity (0..1)
+OTHER_SIMILARITY = 0.2    # another note joins a history only as a changed line of the
+                          # document: a fifth of its words shared with one of its lines
+KEY_RE = re.compile(r"^([^:;,.]{1,40}):\s*\S")   # "Status: paid": the key of a key: value line
 
 
 def _seq(text: str) -> list[str]:
@@ -659,6 +790,8 @@ class _Unit:
     partial: bool         # states a value about part of the question
     named: frozenset      # query terms the unit names (a name also by path or section)
     prior: float = 0.0    # the notes come most relevant first: a small bonus for rank
+    said: frozenset = frozenset()   # query terms it names itself or in its section
+    stated: bool = False  # states a value (states()) or holds the kinds asked for
 
 
 def _keyed(qterms, unit: str) -> bool:
@@ -682,6 +815,8 @@ def _said_focus(question: str, qterms: list, unit_terms: list) -> list[str]:
 def _units(question: str, notes: list[dict]) -> tuple[list[_Unit], dict]:
     """Every sentence/row of every note, scored against the question."""
     qterms = query_terms(question)
+    qterms += [t for part in question_parts(question)[1:] for t in query_terms(part)
+               if t not in qterms]
     qterms += [n for n in sorted(number_keys(question)) if n not in qterms]
     raw = []
     for note in notes:
@@ -693,9 +828,15 @@ def _units(question: str, notes: list[dict]) -> tuple[list[_Unit], dict]:
     names = query_entities(question) & seen
     qterms = [t for t in qterms if t in seen or t not in query_entities(question)]
     kinds = {t for t in qterms if t in ANSWER_TYPES}   # the question asks for these values
+    asks = [kinds & set(query_terms(p)) for p in question_parts(question)]  # ... per part
     weights = idf_weights(qterms, [evidence_terms(plain(r[1])) for r in raw],
                           absent=WRITER_ABSENT_WEIGHT)  # df over the units' own words
     focus = _said_focus(question, qterms, [r[2] for r in raw])
+    known = set(qterms)
+    # a note with a line naming the focus itself: its lines naming it only in the
+    # section heading do not answer (the NIF line of "NIF and bank" for "which bank")
+    says_focus = {id(note) for note, u, ts, _ in raw
+                  if any(_match(t, ts) for t in focus) and states(u, known)}
     total = sum(weights.values()) or 1.0
     out = []
     for note, u, ts, (section, head, body) in raw:
@@ -706,18 +847,21 @@ def _units(question: str, notes: list[dict]) -> tuple[list[_Unit], dict]:
         cover = sum(weights[t] * max(credit[t], NOTE_CREDIT * _match(t, body))
                     for t in qterms) / total
         named = frozenset(t for t in qterms if credit[t] > 0)
-        stated = own > 0 and (states(u) or bool(kinds) and kinds <= ts)  # holds what is asked
+        stated = own > 0 and (states(u, known) or any(k and k <= ts for k in asks))
         keyed = "who" not in kinds and _keyed(qterms, plain(u))        # a number after a term
         ev = (EVIDENCE_WEIGHTS["cover"] * cover + EVIDENCE_WEIGHTS["states"] * stated
               + EVIDENCE_WEIGHTS["keyed"] * keyed
               + EVIDENCE_WEIGHTS["phrase"] * phrase_share(qterms, _seq(u)))
         partial = stated and own >= MIN_OWN_PARTIAL
         answers = (partial and own >= MIN_OWN_COVERAGE and ev >= MIN_EVIDENCE
-                   and cover >= MIN_COVERAGE and kinds <= named
-                   and (not focus or any(_match(t, ts | section) for t in focus))
+                   and cover >= MIN_COVERAGE and any(k <= named for k in asks)
+                   and (not focus or any(_match(t, ts) for t in focus)
+                        or id(note) not in says_focus
+                        and any(_match(t, section) for t in focus))
                    and (not focus or bool(kinds) or bool(SPECIFIC_RE.search(plain(u)))))
         prior = RANK_PRIOR * (len(notes) - note["order"]) / len(notes)
-        out.append(_Unit(note, plain(u), ev, answers, partial, named, prior))
+        said = frozenset(t for t in qterms if max(_match(t, ts), _match(t, section)) > 0)
+        out.append(_Unit(note, plain(u), ev, answers, partial, named, prior, said, stated))
     return out, weights
 
 
@@ -752,10 +896,10 @@ def _strongest(units: list[_Unit]) -> _Unit:
 
 
 def _select_current(units: list[_Unit], pool: list[_Unit], weights: dict,
-                    mode: str) -> list[_Unit]:
+                    mode: str, question: str = "") -> list[_Unit]:
     """any: the strongest unit leads; present: the newest unit restating it does (a
-    later correction in another note wins). Then more rows of the lead's note, then
-    units of `pool` covering what is still missing."""
+    later correction in another note wins). Then more rows of the lead's note; then a
+    unit of `pool` for each part of the question still unanswered (_answer_parts)."""
     tops = _best_per_version(units)
     lead = _strongest(tops)
     if mode == "present":
@@ -766,43 +910,141 @@ def _select_current(units: list[_Unit], pool: list[_Unit], weights: dict,
                        and u.evidence >= lead.evidence - SAME_NOTE_MARGIN
                        and _restates(u, lead, weights)]
     chosen = chosen[:MAX_SENTENCES]
-    total = sum(weights.values()) or 1.0
 
     def allowed(u):  # present: no older unit that restates what the lead answers
         older = _date_key(u.note) < _date_key(lead.note)
         return not (mode == "present" and older and _weight(u.named & lead.named, weights)
                     >= 0.5 * _weight(u.named, weights))
 
-    covered = set().union(*(u.named for u in chosen))
-    while len(chosen) < MAX_SENTENCES:
-        rest = [u for u in pool if u not in chosen and allowed(u)]
-        if not rest:
-            break
-        best = max(rest, key=lambda u: (_weight(u.named - covered, weights),
-                                        _date_key(u.note), u.evidence))
-        if _weight(best.named - covered, weights) / total < MIN_GAIN:
-            break
-        chosen.append(best)
-        covered |= best.named
+    return _answer_parts(chosen, pool, question, weights, allowed)
+
+
+def _values(text: str) -> set[str]:
+    """What a sentence states: its numbers and the terms of its capitalised names."""
+    return number_keys(text) | {t for m in NAME_RE.findall(text) for t in terms(m)}
+
+
+def _said_share(u: _Unit, weights: dict) -> float:
+    """Weighted share of `weights`' terms the unit names itself or in its section."""
+    total = sum(weights.values())
+    return sum(w for t, w in weights.items() if t in u.said) / total if total else 0.0
+
+
+def _answer_parts(chosen: list[_Unit], pool: list[_Unit], question: str, weights: dict,
+                  allowed) -> list[_Unit]:
+    """Each part of the question (question_parts) that no chosen unit answers (names
+    PART_SHARE of the part's own words and holds its kinds of value) gets the unit of
+    `pool` that does and names most of the part in context (part_weights), stating a
+    value no chosen unit states; a part naming nothing of its own ("what do they get
+    for it?") takes the best such unit."""
+    for part in question_parts(question):
+        own = {t: weights[t] for t in query_terms(part) if t in weights}
+        kinds = {t for t in own if t in ANSWER_TYPES}
+        if len(chosen) >= MAX_SENTENCES or own and any(
+                kinds <= u.said and _said_share(u, own) >= PART_SHARE for u in chosen):
+            continue
+        have = set().union(*(_values(u.text) for u in chosen))
+        fits = [u for u in pool if u not in chosen and u.stated and allowed(u)
+                and kinds <= u.said and _values(u.text) - have
+                and (not own or _said_share(u, own) >= PART_SHARE)]
+        context = part_weights(weights, part)
+        if fits:
+            chosen.append(max(fits, key=lambda u: (round(_said_share(u, context) + u.prior, 2),
+                                                   u.evidence)))
     return chosen
 
 
-def _select_history(units: list[_Unit], weights: dict) -> list[_Unit]:
-    """One unit per version (path, date) restating the strongest one, oldest first;
-    identical text once."""
-    tops = _best_per_version(units)
-    best = _strongest(tops)
+def _family(note: dict) -> str:
+    """The document a note is a version of: the path its status says supersedes it
+    (a log's newer entry: the log itself), else its own path."""
+    _, _, newer = note["status"].partition(SUPERSEDED_MARK)
+    return newer.split(LOG_ENTRY_MARK)[0].strip() if newer else note["path"]
+
+
+def _history_order(u: _Unit) -> tuple:
+    return (_date_key(u.note) or "9999", u.note["order"])
+
+
+def _line_key(text: str) -> str:
+    m = KEY_RE.match(text)
+    return " ".join(terms(m.group(1))) if m else ""
+
+
+def _changed(u: _Unit, other: list[_Unit]) -> float:
+    """How much u reads as an edited line of another version (`other`, its units):
+    0 when u holds no value (number, else word) that version lacks; 1 for the same
+    "key:" with another value; else the best word overlap (Jaccard) with one of its lines."""
+    mine = number_keys(u.text) or set(terms(u.text))
+    theirs = set().union(*(number_keys(w.text) or set(terms(w.text)) for w in other))
+    if not other or mine <= theirs:
+        return 0.0
+    key, words = _line_key(u.text), {t for t in terms(u.text) if not t[0].isdigit()}
+    best = 0.0
+    for w in other:
+        if key and key == _line_key(w.text):
+            return 1.0
+        ws = {t for t in terms(w.text) if not t[0].isdigit()}
+        best = max(best, len(words & ws) / (len(words | ws) or 1))
+    return best
+
+
+def _version_lines(units: list[_Unit], family: str) -> list[_Unit]:
+    """One line per version (path, date) of `family`, oldest first: its unit naming
+    something asked with the most evidence plus DIFF_WEIGHT times how much it reads as
+    the changed line against the previous version (the first: against the next)."""
+    versions: dict = {}
+    for u in units:
+        if _family(u.note) == family:
+            versions.setdefault((u.note["path"], u.note["date"]), []).append(u)
+    keys = sorted(versions, key=lambda k: _history_order(versions[k][0]))
+    out = []
+    for i, k in enumerate(keys):
+        near = versions[keys[i - 1]] if i else (versions[keys[1]] if len(keys) > 1 else [])
+        named = [u for u in versions[k] if u.named]
+        if named:
+            out.append(max(named, key=lambda u: u.evidence + DIFF_WEIGHT * _changed(u, near)))
+    return out
+
+
+def _select_history(units: list[_Unit], answering: list[_Unit], weights: dict) -> list[_Unit]:
+    """Every version of the strongest answer's document (file versions or dated log
+    entries) gets a line (_version_lines); then one line per version of other notes
+    restating the strongest answer and reading as a changed line of the document
+    (_changed >= OTHER_SIMILARITY); oldest first, identical text once. Past
+    MAX_SENTENCES the document's own versions go first, then the others."""
+    best = _strongest(_best_per_version(answering))
+    family = _family(best.note)
+    own = _version_lines(units, family)
+    mine = [u for u in units if _family(u.note) == family]
+    change = {id(u): _changed(u, mine) for u in answering if _family(u.note) != family}
+    fit = [u for u in answering if change.get(id(u), 0.0) >= OTHER_SIMILARITY
+           and _restates(u, best, weights)]
+    per: dict = {}
+    for u in fit:  # one line per version of each other note
+        key = (u.note["path"], u.note["date"])
+        if key not in per or (u.evidence + DIFF_WEIGHT * change[id(u)]
+                              > per[key].evidence + DIFF_WEIGHT * change[id(per[key])]):
+            per[key] = u
+    others = sorted(per.values(), key=lambda u: -u.evidence)
     seen, out = set(), []
-    for u in sorted((u for u in tops if _restates(u, best, weights)),
-                    key=lambda u: (_date_key(u.note) or "9999", u.note["order"])):
+    for u in own + others:
         key = " ".join(tokenize(u.text))
         if key not in seen:
             seen.add(key)
             out.append(u)
-    if len(out) > MAX_SENTENCES:  # keep first and last, and the strongest in between
-        middle = sorted(out[1:-1], key=lambda u: -u.evidence)[:MAX_SENTENCES - 2]
-        out = [out[0]] + [u for u in out[1:-1] if u in middle] + [out[-1]]
-    return out
+    if len(out) > MAX_SENTENCES:
+        own = _span([u for u in out if u in own], MAX_SENTENCES)
+        out = own + _span([u for u in out if u not in own], MAX_SENTENCES - len(own))
+    return sorted(out, key=_history_order)
+
+
+def _span(lines: list[_Unit], n: int) -> list[_Unit]:
+    """At most n lines: the oldest and the newest, then the strongest in between."""
+    lines = sorted(lines, key=_history_order)
+    if len(lines) <= n or n < 2:
+        return lines[:n] if n < 2 else lines
+    middle = sorted(lines[1:-1], key=lambda u: -u.evidence)[:n - 2]
+    return [lines[0]] + [u for u in lines[1:-1] if u in middle] + [lines[-1]]
 
 
 def _clean(unit: str) -> str:
@@ -816,11 +1058,12 @@ def extract_answer(question: str, mode: str, notes: list[dict]) -> str:
     if not question.strip() or not answering:
         return ABSTAIN_SENTENCE
     if mode == "history":
-        picked = _select_history(answering, weights)
+        picked = _select_history(units, answering, weights)
         return " ".join(
             f"{'Undated' if u.note['date'] == UNDATED else 'On ' + u.note['date']}: "
             f"{_clean(u.text)} [{u.note['id']}]." for u in picked)
-    picked = _select_current(answering, [u for u in units if u.partial], weights, mode)
+    picked = _select_current(answering, [u for u in units if u.partial], weights, mode,
+                             question)
     return " ".join(f"{_clean(_present(u.text, mode))} [{u.note['id']}]." for u in picked)
 
 
@@ -1192,7 +1435,7 @@ JEV_KEY_FILE = "~/.config/typesafe/key"  # or $TYPESAFE_API_KEY; the file must b
 JEV_TIMEOUT = 30.0           # seconds per request
 JEV_STATE_BUDGET = 32_000    # bytes of JSON state per request; split only above it
 JEV_RETRIES = 4              # retries after 408 / 429 / 5xx / no answer
-JEV_RETRY_BUDGET = 60.0      # seconds of waiting, all retries of one request together
+JEV_RETRY_BUDGET = 60.0      # seconds for one request, all tries, timeouts and waits together
 JEV_BACKOFF = 0.5            # first wait when the server names none; doubles
 PRICE_PER_INPUT_TOKEN = 0.042 / 1e6  # dollars (Jev, at the time of writing)
 
@@ -1249,7 +1492,7 @@ class JevJudge:
     def _post(self, state, questions, stage, ledger) -> dict:
         import requests
         body = {"model": self.model, "state": state, "questions": questions}
-        started, waited = time.perf_counter(), 0.0
+        started = time.perf_counter()
         for attempt in range(self.retries + 1):
             try:
                 r = requests.post(self.url, json=body, timeout=self.timeout,
@@ -1267,11 +1510,11 @@ class JevJudge:
                     raise BackendError(f"Jev rejected the request ({why})")
             wait = _retry_after(r)
             wait = JEV_BACKOFF * 2 ** attempt if wait is None else wait
-            if attempt == self.retries or waited + wait > self.retry_budget:
+            spent = time.perf_counter() - started   # tries that timed out count too
+            if attempt == self.retries or spent + wait > self.retry_budget:
                 raise BackendError(f"Jev failed after {attempt + 1} tries ({why}): try "
                                    "later, or use --judge builtin")
             time.sleep(wait)
-            waited += wait
         try:
             data = r.json()
             answers, usage = data["answers"], data.get("usage") or {}

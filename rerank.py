@@ -6,7 +6,9 @@ Out: rerank(): every candidate with .relevance set, sorted best first (the first
      RELEVANCE_THRESHOLD, else None.
 Not: time-mode filtering (version.settle) or writing.
 
-All candidates of one query go to the judge in ONE call, keyed "p1".."pN". Each passage
+All candidates of one query go to the judge in ONE call, keyed "p1".."pN". A judge that
+also scores each part of a several-part question (relevance_by_part, the builtin one)
+lets each part's best passage from another note into the kept set. Each passage
 carries its `private` flag: the judge backend decides where private text may go (the
 builtin judge scores everything locally).
 """
@@ -41,14 +43,21 @@ def corpus_idf(index) -> dict[str, float]:
 def rerank(query: str, cands: list, judge, keep: int = KEEP, ledger=None,
            idf=None) -> list:
     """Judged copies of all candidates, sorted by relevance (ties: fused score, then
-    the incoming order). `keep` only documents the cut: callers take [:keep]. `idf`
+    the incoming order), except that for a several-part question each part's best
+    passage is moved into the first `keep` (_cover_parts). Callers take [:keep]. `idf`
     (corpus_idf) goes to judges that take it (the builtin one)."""
     if not cands:
         return []
     assert keep >= 1, "keep must be at least 1"
     passages = {f"p{i}": _passage(c) for i, c in enumerate(cands, 1)}
     extra = {"idf": idf} if idf is not None else {}
-    probs = judge.relevance(query, passages, stage="rerank", ledger=ledger, **extra)
+    by_part = getattr(judge, "relevance_by_part", None)
+    if by_part is not None:
+        table = by_part(query, passages, stage="rerank", ledger=ledger, **extra)
+        probs = {k: max(v) for k, v in table.items()}
+    else:
+        table, probs = {}, judge.relevance(query, passages, stage="rerank", ledger=ledger,
+                                           **extra)
     missing = [k for k in passages if k not in probs]
     if missing:
         raise models.BackendError(
@@ -57,7 +66,33 @@ def rerank(query: str, cands: list, judge, keep: int = KEEP, ledger=None,
     judged = [replace(c, relevance=float(probs[f"p{i}"])) for i, c in enumerate(cands, 1)]
     order = sorted(range(len(judged)),
                    key=lambda i: (-judged[i].relevance, -(judged[i].fused or 0.0), i))
+    parts = [table[f"p{i}"][1:] for i in range(1, len(cands) + 1)] if table else []
+    if parts and len(parts[0]) > 1:
+        order = _cover_parts(order, parts, [c.path for c in judged], keep)
     return [judged[i] for i in order]
+
+
+def _cover_parts(order: list[int], parts: list[list[float]], paths: list[str],
+                 keep: int) -> list[int]:
+    """A question of several parts: each part, in turn, names its best passage from a
+    note no earlier part named; one that passes the gate on its own is moved into the
+    first `keep` (the writer needs a sentence per part, often from a second note).
+    `parts[i][j]` is passage i's probability for part j; `order` is best first."""
+    named, must = set(), []
+    for j in range(len(parts[0])):
+        rest = [i for i in order if paths[i] not in named]
+        if not rest:
+            break
+        best = max(rest, key=lambda i: (parts[i][j], -order.index(i)))
+        named.add(paths[best])
+        if parts[best][j] >= RELEVANCE_THRESHOLD:
+            must.append(best)
+    head = set(must[:keep])
+    for i in order:
+        if len(head) >= keep:
+            break
+        head.add(i)
+    return [i for i in order if i in head] + [i for i in order if i not in head]
 
 
 def gate(kept: list, threshold: float = RELEVANCE_THRESHOLD) -> str | None:

@@ -18,9 +18,11 @@ Top-k everywhere by argpartition with ties broken by the lower chunk id.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -36,10 +38,13 @@ FUSE_DEPTH_MIN = 50      # each ranking contributes its top max(3k, FUSE_DEPTH_M
 LINK_SEEDS = 5           # distinct notes whose links and backlinks are followed
 LINK_MAX = 5             # extra candidates link expansion may add
 METHODS = ("hybrid", "bm25", "dense")
-BM25_FORMAT = 1
+BM25_FORMAT = 2          # 2: term frequencies, lengths and chunk keys kept (update_bm25)
 BM25_ARRAYS = "bm25.npz"
 BM25_VOCAB = "bm25_vocab.json"
+BM25_SAVED = ("indptr", "docs", "weights", "idf", "tf", "lens", "keys")
 SPARSE_RATIO = 8         # postings < n_docs / SPARSE_RATIO: sum via np.unique, not n-long
+STEM_MEMO_MAX = 200_000  # file stems remembered by _bm25_text
+_STEMS: dict[str, str] = {}
 
 
 @dataclass
@@ -107,30 +112,51 @@ def rrf(rankings: list, rrf_k: int = RRF_K) -> list[tuple[int, float]]:
 
 
 def _bm25_text(chunk: dict) -> str:
-    stem = PurePosixPath(chunk["path"]).stem
+    path = chunk["path"]
+    stem = _STEMS.get(path)
+    if stem is None:
+        if len(_STEMS) > STEM_MEMO_MAX:
+            _STEMS.clear()
+        stem = _STEMS[path] = PurePosixPath(path).stem
     return f"{chunk.get('heading') or ''} {stem} {chunk.get('text') or ''}"
 
 
-def build_bm25(chunks: list[dict]) -> dict:
-    """Okapi BM25 postings: CSC arrays, column = term, weights precomputed per (term, doc).
+def _chunk_keys(texts: list[str]) -> np.ndarray:
+    """uint64 [n]: blake2b of each BM25 text; equal keys, equal postings."""
+    return np.frombuffer(b"".join(hashlib.blake2b(t.encode("utf-8"), digest_size=8).digest()
+                                  for t in texts), dtype=np.uint64)
 
-    Returns {"indptr" int64 [V+1], "docs" int32 [P], "weights" float32 [P],
-    "idf" float32 [V], "vocab" {term: column}, "n_docs", "avgdl"}; the postings of
-    term column j are docs[indptr[j]:indptr[j+1]] (ascending doc ids).
-    """
-    n = len(chunks)
-    vocab: dict[str, int] = {}
-    lens = np.zeros(n, dtype=np.int64)
-    flat = []
-    for i, chunk in enumerate(chunks):
-        cols = [vocab.setdefault(t, len(vocab)) for t in models.terms(_bm25_text(chunk))]
-        lens[i] = len(cols)
-        flat.append(np.asarray(cols, dtype=np.int64))
-    cols = np.concatenate(flat) if flat else np.zeros(0, dtype=np.int64)
-    docs = np.repeat(np.arange(n, dtype=np.int64), lens)
-    keys, tf = np.unique(cols * max(n, 1) + docs, return_counts=True)  # sorted (term, doc)
+
+def _postings(texts: list[str], vocab: dict, doc_ids: np.ndarray, n: int):
+    """(keys, tf, lens) of texts placed at doc_ids among n docs: keys = term * n + doc,
+    ascending, one per (term, doc) with its term frequency. Terms new to vocab join it
+    in alphabetical order (a deterministic numbering; scores never depend on it)."""
+    ids, lens, names = models.term_occurrences(texts)
+    seen = np.zeros(len(names), dtype=bool)
+    seen[ids] = True
+    uids = sorted(np.flatnonzero(seen).tolist(), key=names.__getitem__)
+    col = np.zeros(len(names), dtype=np.int64)
+    col[uids] = [vocab.setdefault(names[u], len(vocab)) for u in uids]
+    docs = np.repeat(np.asarray(doc_ids, dtype=np.int64), lens)
+    keys = np.sort(col[ids] * max(n, 1) + docs)
+    if keys.size == 0:
+        return keys, np.zeros(0, dtype=np.int64), lens
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    return keys[starts], np.diff(np.r_[starts, keys.size]), lens
+
+
+def _assemble(keys, tf, lens, vocab: dict, chunk_keys) -> dict:
+    """The BM25 arrays from sorted (term * n + doc) keys, their tf and the doc lengths;
+    terms left without postings (an incremental update) leave the vocabulary."""
+    n = len(lens)
     term, doc = keys // max(n, 1), keys % max(n, 1)
-    df = np.bincount(term, minlength=len(vocab)).astype(np.float64)
+    df = np.bincount(term, minlength=len(vocab))
+    if not df.all():
+        keep = df > 0
+        remap = np.cumsum(keep) - 1
+        term, df = remap[term], df[keep]
+        vocab = {t: int(remap[c]) for t, c in vocab.items() if keep[c]}
+    df = df.astype(np.float64)
     idf = np.log1p((n - df + 0.5) / (df + 0.5))
     avgdl = float(lens.mean()) if n and lens.sum() else 1.0
     norm = K1 * (1.0 - B + B * lens[doc] / avgdl)
@@ -139,16 +165,81 @@ def build_bm25(chunks: list[dict]) -> dict:
     indptr[1:] = np.cumsum(df.astype(np.int64))
     return {"indptr": indptr, "docs": doc.astype(np.int32),
             "weights": weights.astype(np.float32), "idf": idf.astype(np.float32),
+            "tf": tf.astype(np.int32), "lens": lens.astype(np.int64),
+            "keys": np.asarray(chunk_keys, dtype=np.uint64),
             "vocab": vocab, "n_docs": n, "avgdl": avgdl}
+
+
+def build_bm25(chunks: list[dict]) -> dict:
+    """Okapi BM25 postings: CSC arrays, column = term, weights precomputed per (term, doc).
+
+    Returns {"indptr" int64 [V+1], "docs" int32 [P], "weights" float32 [P],
+    "idf" float32 [V], "tf" int32 [P], "lens" int64 [n], "keys" uint64 [n] (chunk text
+    digests, for update_bm25), "vocab" {term: column}, "n_docs", "avgdl"}; the postings
+    of term column j are docs[indptr[j]:indptr[j+1]] (ascending doc ids).
+    """
+    texts = [_bm25_text(c) for c in chunks]
+    vocab: dict[str, int] = {}
+    keys, tf, lens = _postings(texts, vocab, np.arange(len(texts)), len(texts))
+    return _assemble(keys, tf, lens, vocab, _chunk_keys(texts))
+
+
+def _match_keys(old: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """int64 [len(old)]: the new doc with the same key, else -1; the i-th copy of a key
+    among the new docs takes the i-th among the old ones."""
+    o2n = np.full(len(old), -1, dtype=np.int64)
+    if not (len(old) and len(new)):
+        return o2n
+    by_key = np.argsort(old, kind="stable")
+    sorted_old = old[by_key]
+    left = np.searchsorted(sorted_old, new, "left")
+    right = np.searchsorted(sorted_old, new, "right")
+    order = np.argsort(new, kind="stable")
+    run = np.flatnonzero(np.r_[True, new[order][1:] != new[order][:-1]])
+    rank = np.empty(len(new), dtype=np.int64)
+    rank[order] = np.arange(len(new)) - np.repeat(run, np.diff(np.r_[run, len(new)]))
+    ok = np.flatnonzero(left + rank < right)
+    o2n[by_key[left[ok] + rank[ok]]] = ok
+    return o2n
+
+
+def update_bm25(prev: dict, chunks: list[dict]) -> dict:
+    """build_bm25(chunks), reusing prev's postings for every chunk whose BM25 text is
+    unchanged (by key): only new or edited chunks are tokenized. Same weights and
+    scores as a full build; term columns may be numbered differently."""
+    texts = [_bm25_text(c) for c in chunks]
+    n, ck = len(texts), _chunk_keys(texts)
+    o2n = _match_keys(prev["keys"], ck)             # old doc -> the new doc reusing it
+    reused = o2n[o2n >= 0]
+    todo = np.setdiff1d(np.arange(n), reused)
+    vocab = dict(prev["vocab"])
+    new_doc = o2n[prev["docs"]]
+    keep = new_doc >= 0
+    old_term = np.repeat(np.arange(len(prev["indptr"]) - 1), np.diff(prev["indptr"]))
+    kept, kept_tf = old_term[keep] * max(n, 1) + new_doc[keep], prev["tf"][keep]
+    add, add_tf, add_lens = _postings([texts[i] for i in todo], vocab, todo, n)
+    lens = np.zeros(n, dtype=np.int64)
+    lens[reused] = prev["lens"][o2n >= 0]
+    lens[todo] = add_lens
+    if kept.size < 2 or np.all(kept[1:] > kept[:-1]):   # chunk order kept: one merge
+        at = np.searchsorted(kept, add)
+        keys, tf = np.insert(kept, at, add), np.insert(kept_tf, at, add_tf)
+    else:
+        order = np.argsort(np.r_[kept, add], kind="stable")
+        keys, tf = np.r_[kept, add][order], np.r_[kept_tf, add_tf][order]
+    return _assemble(keys, tf, lens, vocab, ck)
 
 
 def _bm25_scores(bm: dict, query: str) -> tuple[np.ndarray, np.ndarray]:
     """(matched doc ids ascending, BM25 scores float64); a repeated query term counts
     twice, as in the Okapi sum over query terms."""
-    cols = [bm["vocab"][t] for t in models.terms(query) if t in bm["vocab"]]
-    if not cols:
+    vocab = bm["vocab"]
+    found = Counter(t for t in models.terms(query) if t in vocab)
+    if not found:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
-    ucols, counts = np.unique(cols, return_counts=True)
+    # summed in term order, so the scores do not depend on how columns are numbered
+    ucols = [vocab[t] for t in sorted(found)]
+    counts = [found[t] for t in sorted(found)]
     indptr, docs, weights = bm["indptr"], bm["docs"], bm["weights"]
     d = np.concatenate([docs[indptr[c]:indptr[c + 1]] for c in ucols])
     w = np.concatenate([weights[indptr[c]:indptr[c + 1]].astype(np.float64) * m
@@ -164,23 +255,27 @@ def _bm25_scores(bm: dict, query: str) -> tuple[np.ndarray, np.ndarray]:
 # ----------------------------------------------------------------- BM25 cache on disk
 
 
-def _read_bm25(folder: Path, key: str, n: int) -> dict | None:
-    """The cached arrays if both files match this index (format, key, constants)."""
+def _read_bm25(folder: Path, key: str, n: int) -> tuple[dict | None, dict | None]:
+    """(the cached arrays if they match this index (format, key, constants), else None;
+    the cached arrays of an older index of this dir when readable, for update_bm25)."""
     try:
         meta = json.loads((folder / BM25_VOCAB).read_text(encoding="utf-8"))
         with np.load(folder / BM25_ARRAYS, allow_pickle=False) as z:
-            arrays = {name: z[name] for name in ("indptr", "docs", "weights", "idf", "key")}
-        fresh = (meta["format"] == BM25_FORMAT and meta["chunks_sha"] == key
-                 and str(arrays.pop("key")) == key and meta["k1"] == K1
-                 and meta["b"] == B and meta["n_docs"] == n
-                 and len(arrays["indptr"]) == len(meta["terms"]) + 1
-                 and arrays["indptr"][-1] == len(arrays["docs"]))
+            arrays = {name: z[name] for name in BM25_SAVED + ("key",)}
+        stored = str(arrays.pop("key"))
+        usable = (meta["format"] == BM25_FORMAT and meta["k1"] == K1 and meta["b"] == B
+                  and len(arrays["indptr"]) == len(meta["terms"]) + 1
+                  and arrays["indptr"][-1] == len(arrays["docs"]) == len(arrays["tf"])
+                  and len(arrays["keys"]) == len(arrays["lens"]) == meta["n_docs"])
     except (OSError, ValueError, KeyError, TypeError):
-        return None  # missing or damaged: rebuilt and rewritten by the caller
-    if not fresh:
-        return None
-    vocab = {t: i for i, t in enumerate(meta["terms"])}
-    return {**arrays, "vocab": vocab, "n_docs": n, "avgdl": meta["avgdl"]}
+        return None, None  # missing or damaged: rebuilt and rewritten by the caller
+    if not usable:
+        return None, None
+    bm = {**arrays, "lens": arrays["lens"].astype(np.int64),
+          "vocab": {t: i for i, t in enumerate(meta["terms"])},
+          "n_docs": meta["n_docs"], "avgdl": meta["avgdl"]}
+    fresh = meta["chunks_sha"] == key and stored == key and meta["n_docs"] == n
+    return (bm, None) if fresh else (None, bm)
 
 
 def _write_atomic(path: Path, write) -> None:
@@ -199,7 +294,7 @@ def _save_bm25(folder: Path, key: str, bm: dict) -> None:
     terms = sorted(bm["vocab"], key=bm["vocab"].get)
     meta = {"format": BM25_FORMAT, "chunks_sha": key, "k1": K1, "b": B,
             "n_docs": bm["n_docs"], "avgdl": bm["avgdl"], "terms": terms}
-    arrays = {k: bm[k] for k in ("indptr", "docs", "weights", "idf")}
+    arrays = {k: bm[k] for k in BM25_SAVED}
     _write_atomic(folder / BM25_ARRAYS,
                   lambda fh: np.savez(fh, key=np.array(key), **arrays))
     _write_atomic(folder / BM25_VOCAB,
@@ -208,15 +303,17 @@ def _save_bm25(folder: Path, key: str, bm: dict) -> None:
 
 def load_bm25(index) -> dict:
     """BM25 arrays for the index: memory cache, else bm25.npz if it was built from the
-    manifest's chunks_sha, else built now and saved atomically (memory only when the
-    index dir is not writable or the manifest has no chunks_sha)."""
+    manifest's chunks_sha, else built now (updated from the dir's previous arrays when
+    there are any: only changed chunks are tokenized) and saved atomically (memory only
+    when the index dir is not writable or the manifest has no chunks_sha)."""
     if "bm25" in index.cache:
         return index.cache["bm25"]
     key = str((getattr(index, "manifest", None) or {}).get("chunks_sha") or "")
     folder = Path(index.dir) if key and getattr(index, "dir", None) else None
-    bm = _read_bm25(folder, key, len(index.chunks)) if folder else None
+    bm, stale = _read_bm25(folder, key, len(index.chunks)) if folder else (None, None)
     if bm is None:
-        bm = build_bm25(index.chunks)
+        bm = (update_bm25(stale, index.chunks) if stale is not None
+              else build_bm25(index.chunks))
         if folder is not None:
             try:
                 _save_bm25(folder, key, bm)
@@ -368,6 +465,13 @@ def search(index, query: str, qvec, k: int = DEFAULT_K, method: str = "hybrid",
         lists["dense"] = dense_ranking(index, qvec, depth, mask)
     if method != "dense":
         lists["bm25"] = bm25_ranking(index, query, depth, mask)
+    return _fuse(index, lists, qvec, k, mask, expand_links)
+
+
+def _fuse(index, lists: dict, qvec, k: int, mask=None,
+          expand_links: bool = True) -> list[Candidate]:
+    """RRF of the rankings {"dense"|"bm25": (ids, scores)}, top k as Candidates, then
+    the link neighbours."""
     ranks = _ranks(lists)
     fused = rrf([ids for ids, _ in lists.values()])[:k]
     cands = [_candidate(index, cid, score, ranks) for cid, score in fused]

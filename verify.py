@@ -196,6 +196,32 @@ def _off_question(rows: list, notes: list, question: str) -> None:
     if kinds and cited and not kinds & held:
         cited[0]["reasons"].append(f"holds no value of the kind asked "
                                    f"({', '.join(sorted(kinds))})")
+    if cited:
+        cited[0]["reasons"] += _focus_passed_over(cited, by_id, question)
+
+
+def _focus_passed_over(cited: list, by_id: dict, question: str) -> list[str]:
+    """Per part of the question with a focus ("which BANK ..."): no answer sentence
+    names it in its own words, yet a sentence of a cited note names it and states
+    something: the answer cites the right note but passes over the line asked for."""
+    says = set().union(*(models.evidence_terms(r["claim"]) for r in cited))
+    notes = {i: by_id[i] for r in cited for i in r["citations"] if i in by_id}
+    known = set(models.query_terms(question))
+    out = []
+    for part in models.question_parts(question):
+        focus = models.question_focus(part)
+        if not focus or any(models._match(t, says) for t in focus):
+            continue
+        for cid, c in notes.items():
+            line = next((u for u in models.split_units(c.chunk.get("text", ""), keep_links=True)
+                         if models.states(u, known) and any(
+                             models._match(t, models.evidence_terms(models.plain(u)))
+                             for t in focus)), None)
+            if line:
+                out.append(f"names no {' '.join(focus)}, which {cid} states: "
+                           f"\"{models.plain(line)}\"")
+                break
+    return out
 
 
 def verify(text: str, notes: list, time_mode: str, judge, ledger=None,

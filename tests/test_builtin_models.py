@@ -293,3 +293,122 @@ def test_writer_present_cuts_the_contrast_clause():
     assert write(q, [note], "present") == (
         "Swapped race shoes: racing in the Pacewell Tempo X now [c1].")
     assert "Asterra" in write(q, [note], "any")
+
+
+# ------------------------------------------------------------------ history (round 2)
+
+def test_family_is_the_version_that_supersedes():
+    assert models._family({"path": "a/plan v1.md", "status":
+                           "older version, superseded by a/plan final.md"}) == "a/plan final.md"
+    assert models._family({"path": "log.md", "status":
+                           "older entry, superseded by log.md @ 2026-05-02"}) == "log.md"
+    assert models._family({"path": "a/plan final.md", "status": "latest"}) == "a/plan final.md"
+
+
+def _unit(text, note="c1"):
+    return models._Unit({"id": note}, text, 0.5, True, True, frozenset())
+
+
+def test_changed_line_hand_worked():
+    other = [_unit("Status: documents ready, booked for 16 June."),
+             _unit("Goal time: 3:58 for the race.")]
+    assert models._changed(_unit("Status: not started."), other) == 1.0   # same key, new value
+    assert models._changed(_unit("Goal time: 3:58 for the race."), other) == 0.0  # nothing new
+    # no shared key: Jaccard of the words {revising, goal} and {goal, time, race} = 1/4
+    assert models._changed(_unit("Revising the goal to 3:49."), other) == pytest.approx(0.25)
+    assert models._changed(_unit("Status: not started."), []) == 0.0
+
+
+V1 = cand(1, "move/plan v1.md", "Read up on the visa status rules.\nStatus: not started.",
+          date="2026-03-01", family="move/plan", latest=False,
+          superseded_by="move/plan final.md")
+V2 = cand(2, "move/plan v2.md", "Read up on the visa status rules.\n"
+          "Status: documents ready, appointment on 16 June.", date="2026-06-01",
+          family="move/plan", latest=False, superseded_by="move/plan final.md")
+V3 = cand(3, "move/plan final.md", "Visa status: approved on 27 August.", date="2026-09-01",
+          family="move/plan")
+
+
+def test_writer_history_gives_every_version_its_changed_line():
+    # v1's unchanged "Read up ..." line names more of the question, but its changed line
+    # is the one that says where the visa stood; another note joins only as a changed
+    # line of the document (same key), an unrelated mention sharing 2 of 11 words not.
+    email = cand(4, "inbox/visa centre.md", "Visa status: appointment moved to 18 June.",
+                 date="2026-06-10")
+    lunch = cand(5, "journal/2026-07-01.md", "Lunch with Ana and Tom, and a long talk "
+                 "about visa status politics and 3 other things.", date="2026-07-01")
+    text = write("How did my visa status change?", [V3, lunch, email, V2, V1], "history")
+    assert text == ("On 2026-03-01: Status: not started [c5]. "
+                    "On 2026-06-01: Status: documents ready, appointment on 16 June [c4]. "
+                    "On 2026-06-10: Visa status: appointment moved to 18 June [c3]. "
+                    "On 2026-09-01: Visa status: approved on 27 August [c1].")
+
+
+def test_states_a_specific_the_question_does_not_name():
+    unit = "Coaches a group at the Aire Valley Striders on Tuesday nights."
+    assert models.states(unit, known={"coach", "club"})        # where and when, no copula
+    assert not models.states("Coaches a group of friends and runs with them.")
+    assert not models.states("Ask Maren about her day rate.", known={"maren", "day", "rate"})
+    assert not models.states("Running coach, see [[Dev Okafor]].")   # a link is no value
+
+
+# -------------------------------------------------------------- several parts (round 2)
+
+def test_question_parts():
+    assert models.question_parts("Who signs off the milestones, and what's their phone?") == [
+        "Who signs off the milestones", "what's their phone"]
+    assert models.question_parts("Which invoice is unpaid and when is it due?") == [
+        "Which invoice is unpaid", "when is it due"]
+    # a piece that asks nothing is context of the next part, or of the last one
+    assert models.question_parts("For the test rounds, how many take part and what do "
+                                 "they get?") == ["how many take part For the test rounds",
+                                                  "what do they get"]
+    assert models.question_parts("My moving date keeps shifting. What were the dates?") == [
+        "What were the dates My moving date keeps shifting"]
+    assert models.question_parts("What is the rate and fee for Ana?") == [
+        "What is the rate and fee for Ana"]        # "and" joining nouns splits nothing
+    assert models.question_parts("What is my day-rate?") == ["What is my day-rate"]
+
+
+def test_part_weights_hand_worked():
+    w = {"sign": 3.0, "phone": 2.0, "number": 0.6}
+    # own terms phone and number, both the part's focus: 1.5x; "sign" is context: 0.5x
+    assert models.part_weights(w, "what's their phone number") == pytest.approx(
+        {"sign": 1.5, "phone": 3.0, "number": 0.9})
+
+
+def test_relevance_of_a_passage_answering_one_part():
+    passages = {"who": {"text": "Priya Reid signs off every milestone.", "path": "a.md"},
+                "phone": {"text": "Contacts: Priya Reid, phone 0113 496 0721.",
+                          "path": "b.md"}}
+    q = "Who signs off the milestones, and what's their phone number?"
+    judge = models.BuiltinJudge()
+    table = judge.relevance_by_part(q, passages)
+    assert all(len(v) == 3 for v in table.values())         # whole, part 1, part 2
+    assert table["phone"][2] > table["phone"][0]             # its part scores it higher
+    assert table["who"][1] > table["who"][2]
+    assert judge.relevance(q, passages) == {k: max(v) for k, v in table.items()}
+
+
+def test_writer_answers_each_part_with_a_new_value():
+    rounds = cand(1, "work/client.md", "One usability test round per quarter, 5 participants.")
+    again = cand(2, "work/client v2.md", "One usability test round per quarter, "
+                 "5 participants (remote is fine).")
+    voucher = cand(3, "work/about.md", "Quarterly test rounds recruit from the newsletter "
+                   "with a £30 voucher each.")
+    q = "For the quarterly test rounds, how many people take part and what do they get?"
+    text = write(q, [rounds, again, voucher], "any")
+    assert text == ("One usability test round per quarter, 5 participants [c1]. Quarterly "
+                    "test rounds recruit from the newsletter with a £30 voucher each [c3].")
+
+
+def test_writer_prefers_the_line_naming_the_focus_over_its_section_heading():
+    nif = cand(1, "move/NIF and bank.md", "NIF (Portuguese tax number) is done: issued "
+               "27 May, €95.\nBank: account opened remotely with Banco Norte.",
+               heading="NIF and bank account")
+    q = "Which bank is my Portuguese account with?"
+    assert write(q, [nif], "any") == "Bank: account opened remotely with Banco Norte [c1]."
+    # no line of the note names the focus itself: the heading still counts
+    hr = cand(2, "health/heart rate.md", "49 bpm, lowest ever.",
+              heading="Resting heart rate > Readings")
+    assert write("What's my resting heart rate?", [hr], "any") == "49 bpm, lowest ever [c1]."

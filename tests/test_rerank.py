@@ -103,3 +103,31 @@ def test_corpus_idf_is_the_bm25_idf_and_cached():
     assert idf["rate"] == pytest.approx(float(bm["idf"][bm["vocab"]["rate"]]))
     assert idf["rate"] > idf["day"]                 # df 1 against df 2
     assert corpus_idf(index) is idf
+
+
+class PartJudge(FakeJudge):
+    """A judge that also scores each part of a question (as the builtin one does)."""
+
+    def relevance_by_part(self, query, passages, stage="rerank", ledger=None):
+        self.calls.append((query, passages, stage))
+        return {k: self.probs[k] for k in passages}
+
+
+def test_several_parts_each_get_a_passage_from_another_note():
+    # [whole, part 1, part 2]: p1..p3 answer part 1 (two from note a); p4 (note c)
+    # answers part 2 but ranks last; keep=2 must hold p4, the best of part 2 outside a
+    cands = [cand(1, path="a.md", fused=0.4), cand(2, path="a.md", fused=0.3),
+             cand(3, path="b.md", fused=0.2), cand(4, path="c.md", fused=0.1)]
+    judge = PartJudge({"p1": [0.8, 0.9, 0.7], "p2": [0.7, 0.8, 0.6],
+                       "p3": [0.6, 0.7, 0.3], "p4": [0.3, 0.1, 0.55]})
+    out = rerank("Who signs off, and what's their phone?", cands, judge, keep=2)
+    assert len(judge.calls) == 1
+    assert [c.id for c in out] == [1, 4, 2, 3]
+    assert [c.relevance for c in out] == [0.9, 0.55, 0.8, 0.7]   # max over whole and parts
+
+
+def test_a_part_passage_below_the_gate_is_not_promoted():
+    cands = [cand(1, path="a.md"), cand(2, path="a.md"), cand(3, path="c.md")]
+    judge = PartJudge({"p1": [0.8, 0.9, 0.7], "p2": [0.7, 0.8, 0.6],
+                       "p3": [0.3, 0.1, RELEVANCE_THRESHOLD - 0.01]})
+    assert [c.id for c in rerank("q", cands, judge, keep=2)] == [1, 2, 3]

@@ -160,3 +160,24 @@ def test_question_aware_checks_escalate_off_topic_and_missing_value():
     v = verify("The flat has two bedrooms and a balcony [c2].", [RATES, flat], "any",
                FakeJudge())
     assert v.verdict == "SHIP"
+
+
+def test_answer_passing_over_the_focus_line_of_its_note_escalates():
+    nif = cand(4, "move/NIF and bank.md", "NIF is done: issued 27 May, fee €95.\n"
+               "Bank: account opened remotely with Banco Norte.")
+    nif.chunk["heading"] = "NIF and bank account"
+    q = "Which bank is my Portuguese account with?"
+    v = verify("NIF is done: issued 27 May, fee €95 [c1].", [nif], "any", FakeJudge(),
+               question=q)
+    assert v.verdict == "ESCALATE"
+    assert reasons(v) == ['names no bank, which c1 states: '
+                          '"Bank: account opened remotely with Banco Norte."']
+    v = verify("Bank: account opened remotely with Banco Norte [c1].", [nif], "any",
+               FakeJudge(), question=q)
+    assert v.verdict == "SHIP"
+    # a bare value under a heading naming the focus, no line of the note naming it: ships
+    hr = cand(5, "health/heart rate.md", "49 bpm. Taper, lowest ever.")
+    hr.chunk["heading"] = "Resting heart rate > Readings"
+    v = verify("49 bpm [c1].", [hr], "present", FakeJudge(),
+               question="What's my resting heart rate now?")
+    assert v.verdict == "SHIP"
