@@ -240,7 +240,8 @@ def settle(cands: list[Candidate], mode: str, threshold: float | None = None,
     section of x's own file. "Answers": relevance >= threshold; with threshold None (no
     rerank) being among the candidates, except that a log entry pulled in only by
     apply (added_by="version") is no evidence: a log's newest entry is often about
-    something else. Other modes drop nothing.
+    something else. Other modes drop nothing; history moves the versions of the
+    leading document to the front (needs `index`).
 
     Returns (kept, dropped), both in input order: the set-aside candidates are the
     input objects with .dropped set (ones arriving with .dropped already set go to
@@ -256,7 +257,24 @@ def settle(cands: list[Candidate], mode: str, threshold: float | None = None,
             by = _superseder(x, live, threshold, views)
             if by:
                 x.dropped = DROP_REASON.format(by)
-    return [c for c in cands if not c.dropped], [c for c in cands if c.dropped]
+    kept = [c for c in cands if not c.dropped]
+    if mode == "history" and index is not None:
+        kept = _lead_versions_first(index, kept, threshold)
+    return kept, [c for c in cands if c.dropped]
+
+
+def _lead_versions_first(index, cands, threshold) -> list[Candidate]:
+    """History: the versions of the best-ranked versioned document that answers move
+    to the front, in their ranked order, so the kept passages hold its whole history
+    rather than the one or two versions that happen to outrank unrelated notes."""
+    tables = _tables(index)
+    lead = next((c for c in cands if _answers(c, threshold)
+                 and _is_versioned(tables, c)), None)
+    if lead is None:
+        return cands
+    key = lead.chunk.get("family") or lead.path
+    group = [c for c in cands if (c.chunk.get("family") or c.path) == key]
+    return group + [c for c in cands if c not in group]
 
 
 def _settle_views(cands, index) -> dict:

@@ -313,3 +313,18 @@ def test_effective_mode_present_without_versions_is_any(index):
     assert version.effective_mode(index, both, "present", 0.5) == "present"
     # other modes are left alone
     assert version.effective_mode(index, [recipe], "history", 0.5) == "history"
+
+
+def test_history_settle_moves_the_lead_documents_versions_to_the_front(index):
+    recipe = cand(index, "misc/recipes.md", relevance=0.95)
+    lead = cand(index, H.format("2026-08"), relevance=0.9)
+    other = cand(index, SERVER_REAL, relevance=0.8)
+    older = cand(index, H.format("2026-06"), relevance=0.2)
+    kept, dropped = version.settle([recipe, lead, other, older], "history", 0.5, index=index)
+    # the recipe answers best but has no versions; the handover family leads the history
+    assert [c.path for c in kept] == [H.format("2026-08"), H.format("2026-06"),
+                                      "misc/recipes.md", SERVER_REAL]
+    assert dropped == []
+    # nothing versioned answers: order unchanged
+    kept, _ = version.settle([recipe, older], "history", 0.5, index=index)
+    assert [c.path for c in kept] == ["misc/recipes.md", H.format("2026-06")]
