@@ -33,6 +33,10 @@ CONFLICT_COVERAGE = 0.6    # newer unit naming this share of the sentence's term
 DATE_PREFIX_RE = re.compile(r"^(?:(?:on|as of)\s+(\d{4}-\d{2}-\d{2})|(undated))\s*[:,]\s*",
                             re.IGNORECASE)
 NUMBER_SHOWN_RE = re.compile(r"[\u00a3$\u20ac]?\d+(?:[.,]\d+)*(?:\s?%|/\w+)?")
+INSTRUCTION_RE = re.compile(  # text in a note that addresses the assistant, not the reader
+    r"\b(?:ignore|disregard|forget|override)\b[^.!?\n]{0,40}\b(?:instructions?|prompts?|"
+    r"rules|above|previous|everything)\b|\b(?:you are now|system prompt|new instructions|"
+    r"(?:reply|respond|answer) only with|as an ai)\b", re.IGNORECASE)
 MIN_TOPIC_SHARE = 0.2      # a sentence names at least this share of the question's topic
 META_TERMS = frozenset("""note according based here following summary found answer sure
 hope help let know notes say says said""".split())
@@ -118,6 +122,22 @@ def _newer_conflict(body: str, shown: list, cited: list, notes: list, ids: dict)
     return []
 
 
+def _injected(body: str, shown: list, cited: list, ids: dict) -> list[str]:
+    """A sentence that carries a number or the words of an instruction addressed to the
+    assistant inside a cited note (prompt injection) is not a fact the notes state."""
+    out = []
+    for c in cited:
+        for line in re.split(r"(?<=[.!?])\s+|\n+", c.chunk.get("text", "")):
+            if not INSTRUCTION_RE.search(line):
+                continue
+            keys = models.number_keys(line)
+            if INSTRUCTION_RE.search(body) or any(k in keys for _, k in shown):
+                out.append(f"repeats an instruction planted in {ids[id(c)]}: "
+                           f"'{line.strip()[:60]}'")
+                break
+    return out
+
+
 def _check_rules(index: int, sentence: str, cites: list, notes: list, mode: str) -> dict:
     ids = {id(c): f"c{i}" for i, c in enumerate(notes, 1)}
     by_id = {f"c{i}": c for i, c in enumerate(notes, 1)}
@@ -142,6 +162,7 @@ def _check_rules(index: int, sentence: str, cites: list, notes: list, mode: str)
         if date and date not in {c.date for c in cited}:
             reasons.append(f"dated {date} but {', '.join(cites)} is dated "
                            f"{', '.join(sorted({c.date for c in cited}))}")
+        reasons += _injected(body, shown, cited, ids)
         if mode == "present":
             reasons += _stale(cited, notes, ids)
             reasons += _newer_conflict(body, shown, cited, notes, ids)
