@@ -1002,13 +1002,15 @@ def main(argv=None) -> int:
     p.add_argument("--config", help="vault config (default VAULT/verso.toml)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--rebuild", action="store_true", help="re-fit and re-embed everything")
+    p.add_argument("--backend", choices=("builtin", "ollama"), default="builtin",
+                   help="embedder: builtin (offline) or ollama (nomic-embed-text)")
     a = p.parse_args(argv)
 
     def show(stage, done, total):
         print(f"\r{stage} {done}/{total} ", end="", file=sys.stderr, flush=True)
 
     try:
-        s = build_index(a.vault, a.index, a.config, a.rebuild,
+        s = build_index(a.vault, a.index, a.config, a.rebuild, backend=a.backend,
                         progress=show if sys.stderr.isatty() else None)
     except (ValueError, IndexProblem, IndexBusy, models.BackendError, OSError) as e:
         print(f"ingest: {e}", file=sys.stderr)

@@ -318,3 +318,20 @@ def test_an_index_brings_its_own_embedder(builtin_stubs):
         b = models.load_backend("auto", index=Index(), host=f.url)
         assert b.name == "ollama" and b.embedder is Index.embedder
         assert "vectors from the index (builtin-hash-v1" in b.note
+
+
+def test_ingest_cli_builds_an_ollama_index(fake, tmp_path, monkeypatch):
+    import ingest
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "rent.md").write_text("# Rent\nThe rent is 800 euros a month.\n")
+    monkeypatch.setenv("OLLAMA_HOST", fake.url)
+    idx_dir = tmp_path / "idx"
+    assert ingest.main([str(vault), "--index", str(idx_dir), "--backend", "ollama"]) == 0
+    idx = ingest.load_index(idx_dir, models.load_backend("ollama", host=fake.url))
+    assert idx.manifest["embedder"] == "ollama:nomic-embed-text"
+    assert idx.vectors.shape == (1, 768)
+    embeds = fake.bodies("/api/embed")
+    docs = [t for b in embeds for t in b["input"] if t.startswith("search_document: ")]
+    assert docs == ["search_document: Rent\nThe rent is 800 euros a month."] or (
+        len(docs) == 1 and "800 euros" in docs[0])
