@@ -91,9 +91,12 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     if k <= 0:
         return np.zeros(0, dtype=np.int64)
     if k < n:
-        part = np.argpartition(-scores, k - 1)[:k]
+        part = np.argpartition(scores, n - k)[n - k:]   # the k highest, any tie order
         kth = scores[part].min()
-        above = np.flatnonzero(scores > kth)
+        if kth != kth:                                  # NaN among them: slow path
+            part = np.argpartition(-scores, k - 1)[:k]
+            kth = scores[part].min()
+        above = part[scores[part] > kth]                # all of them lie in part
         ties = np.flatnonzero(scores == kth)[: k - above.size]  # lowest ids first
         idx = np.concatenate([above, ties])
     else:
@@ -137,8 +140,10 @@ def _postings(texts: list[str], vocab: dict, doc_ids: np.ndarray, n: int):
     uids = sorted(np.flatnonzero(seen).tolist(), key=names.__getitem__)
     col = np.zeros(len(names), dtype=np.int64)
     col[uids] = [vocab.setdefault(names[u], len(vocab)) for u in uids]
-    docs = np.repeat(np.asarray(doc_ids, dtype=np.int64), lens)
-    keys = np.sort(col[ids] * max(n, 1) + docs)
+    keys = col[ids]                          # in place below: fewer postings-long arrays
+    keys *= max(n, 1)
+    keys += np.repeat(np.asarray(doc_ids, dtype=np.int64), lens)
+    keys.sort()
     if keys.size == 0:
         return keys, np.zeros(0, dtype=np.int64), lens
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
@@ -149,7 +154,8 @@ def _assemble(keys, tf, lens, vocab: dict, chunk_keys) -> dict:
     """The BM25 arrays from sorted (term * n + doc) keys, their tf and the doc lengths;
     terms left without postings (an incremental update) leave the vocabulary."""
     n = len(lens)
-    term, doc = keys // max(n, 1), keys % max(n, 1)
+    term = keys // max(n, 1)
+    doc = np.remainder(keys, max(n, 1), out=keys)   # keys are ours: reused for doc
     df = np.bincount(term, minlength=len(vocab))
     if not df.all():
         keep = df > 0
@@ -159,13 +165,19 @@ def _assemble(keys, tf, lens, vocab: dict, chunk_keys) -> dict:
     df = df.astype(np.float64)
     idf = np.log1p((n - df + 0.5) / (df + 0.5))
     avgdl = float(lens.mean()) if n and lens.sum() else 1.0
-    norm = K1 * (1.0 - B + B * lens[doc] / avgdl)
-    weights = idf[term] * tf * (K1 + 1.0) / (tf + norm)
+    # idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * len / avgdl)), the same float64
+    # operations per posting as one expression, with fewer postings-long temporaries
+    weights = idf[term]
+    weights *= tf
+    weights *= K1 + 1.0
+    denom = (K1 * (1.0 - B + B * lens / avgdl))[doc]
+    denom += tf
+    weights /= denom
     indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
     indptr[1:] = np.cumsum(df.astype(np.int64))
     return {"indptr": indptr, "docs": doc.astype(np.int32),
             "weights": weights.astype(np.float32), "idf": idf.astype(np.float32),
-            "tf": tf.astype(np.int32), "lens": lens.astype(np.int64),
+            "tf": tf.astype(np.int32, copy=False), "lens": lens.astype(np.int64),
             "keys": np.asarray(chunk_keys, dtype=np.uint64),
             "vocab": vocab, "n_docs": n, "avgdl": avgdl}
 
@@ -211,12 +223,17 @@ def update_bm25(prev: dict, chunks: list[dict]) -> dict:
     n, ck = len(texts), _chunk_keys(texts)
     o2n = _match_keys(prev["keys"], ck)             # old doc -> the new doc reusing it
     reused = o2n[o2n >= 0]
-    todo = np.setdiff1d(np.arange(n), reused)
+    fresh = np.ones(n, dtype=bool)
+    fresh[reused] = False
+    todo = np.flatnonzero(fresh)                    # new or edited: tokenized now
     vocab = dict(prev["vocab"])
+    kept = np.repeat(np.arange(len(prev["indptr"]) - 1), np.diff(prev["indptr"]))
+    kept *= max(n, 1)                               # old term * n + new doc, in place
     new_doc = o2n[prev["docs"]]
+    kept += new_doc
     keep = new_doc >= 0
-    old_term = np.repeat(np.arange(len(prev["indptr"]) - 1), np.diff(prev["indptr"]))
-    kept, kept_tf = old_term[keep] * max(n, 1) + new_doc[keep], prev["tf"][keep]
+    del new_doc
+    kept, kept_tf = kept[keep], prev["tf"][keep]
     add, add_tf, add_lens = _postings([texts[i] for i in todo], vocab, todo, n)
     lens = np.zeros(n, dtype=np.int64)
     lens[reused] = prev["lens"][o2n >= 0]
@@ -342,6 +359,15 @@ def _meta(index) -> dict:
     return meta
 
 
+def _matrix(index) -> np.ndarray:
+    """index.vectors as a plain ndarray view (same memory: no copy, and none of
+    np.memmap's per-operation overhead), cached on the index."""
+    m = index.cache.get("retrieve_matrix")
+    if m is None:
+        m = index.cache["retrieve_matrix"] = np.asarray(index.vectors)
+    return m
+
+
 def chunk_ids_by_path(index) -> dict[str, np.ndarray]:
     """Vault-relative path -> its chunk ids (ascending), cached on the index."""
     return _meta(index)["ids"]
@@ -385,7 +411,7 @@ def _mask(index, folders, include_private) -> np.ndarray | None:
 
 def dense_ranking(index, qvec, n: int, mask=None) -> tuple[np.ndarray, np.ndarray]:
     """Top n chunk ids by cosine (one matmul), with their scores; mask restricts ids."""
-    scores = index.vectors @ qvec  # [n_chunks] float32
+    scores = _matrix(index) @ qvec  # [n_chunks] float32
     if mask is None:
         ids = top_k(scores, n)
     else:
@@ -406,10 +432,12 @@ def bm25_ranking(index, query: str, n: int, mask=None) -> tuple[np.ndarray, np.n
 
 def closest_chunk(index, qvec, chunk_ids) -> int:
     """The id among chunk_ids whose vector is closest to qvec (ties: lower id)."""
-    ids = np.unique(np.asarray(chunk_ids, dtype=np.int64))
+    ids = np.asarray(chunk_ids, dtype=np.int64).reshape(-1)
+    if ids.size > 1 and not (ids[1:] > ids[:-1]).all():
+        ids = np.unique(ids)                        # ascending: argmax ties -> lower id
     if ids.size == 0:
         raise ValueError("closest_chunk needs at least one chunk id")
-    return int(ids[int(np.argmax(index.vectors[ids] @ qvec))])
+    return int(ids[int(np.argmax(_matrix(index)[ids] @ qvec))])
 
 
 def _check_query(index, qvec, method, k, expand_links):
@@ -536,7 +564,7 @@ def _link_candidates(index, cands, qvec, mask, ranks) -> list[Candidate]:
         if ids is None or ids.size == 0:
             continue
         cid = closest_chunk(index, qvec, ids)
-        pool.append((-float(index.vectors[cid] @ qvec), len(pool), cid, seed))
+        pool.append((-float(_matrix(index)[cid] @ qvec), len(pool), cid, seed))
     out = []
     for neg_score, _, cid, seed in sorted(pool)[:LINK_MAX]:
         fused = sum(1.0 / (RRF_K + r[cid][0]) for r in ranks.values() if cid in r)
