@@ -411,3 +411,45 @@ def test_variants_table():
         "method": "hybrid", "use_version": False, "rerank": False, "expand_links": True}
     assert ev.VARIANTS["full"] == ("hybrid", True, True, True)
     assert ev.VARIANTS["no-links"][3] is False and math.isclose(ev.mcnemar(2, 2), 1.0)
+
+
+def test_main_end_to_end_on_a_vault_it_has_never_seen(tmp_path, capsys):
+    """The real harness, the builtin backend, a fresh vault and question file."""
+    vault = tmp_path / "notes"
+    (vault / "garden").mkdir(parents=True)
+    (vault / "garden" / "shed quote 2026-02.md").write_text(
+        "# Shed quote\n\nThe carpenter quoted 480 pounds for the new shed roof.\n")
+    (vault / "garden" / "shed quote 2026-05.md").write_text(
+        "# Shed quote\n\nThe carpenter now quotes 520 pounds for the new shed roof.\n")
+    (vault / "garden" / "tomatoes.md").write_text(
+        "# Tomatoes\n\nThe tomato variety this year is Sungold, sown on 12 March.\n")
+    questions = tmp_path / "q.jsonl"
+    rows = [
+        dict(id="a", question="What does the carpenter quote for the shed roof now?",
+             category="current", time_mode="present", answer="520 pounds",
+             key_facts=["520"], forbidden_facts=["480"],
+             gold_files=["garden/shed quote 2026-05.md"], answerable=True),
+        dict(id="b", question="Which tomato variety am I growing?", category="lookup",
+             time_mode="any", answer="Sungold", key_facts=["Sungold"], forbidden_facts=[],
+             gold_files=["garden/tomatoes.md"], answerable=True),
+        dict(id="c", question="What is the name of my plumber?", category="refuse",
+             time_mode="any", answer="", key_facts=[], forbidden_facts=[], gold_files=[],
+             answerable=False),
+    ]
+    questions.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    before = sorted(p for p in vault.rglob("*"))
+    assert ev.main(["--check", str(questions), "--vault", str(vault)]) == 0
+    capsys.readouterr()
+    out = tmp_path / "run"
+    code = ev.main(["--vault", str(vault), "--questions", str(questions), "--backend",
+                    "builtin", "--variant", "full", "hybrid", "--out", str(out), "--json"])
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out)
+    full = summary["variants"]["full"]["overall"]
+    for name in ("source_found_at5", "recall_all_at10", "mrr", "answer_correct",
+                 "stale_rate", "abstain_correct", "false_abstain", "citation_valid",
+                 "route_accuracy"):
+        assert name in full
+    assert full["answer_correct"]["k"] == 3 and full["stale_rate"]["k"] == 0
+    assert (out / "records.jsonl").exists() and (out / "summary.json").exists()
+    assert sorted(p for p in vault.rglob("*")) == before      # nothing written in the vault
