@@ -988,10 +988,12 @@ def _changed(u: _Unit, other: list[_Unit]) -> float:
     return best
 
 
-def _version_lines(units: list[_Unit], family: str) -> list[_Unit]:
+def _version_lines(units: list[_Unit], family: str, kinds=frozenset()) -> list[_Unit]:
     """One line per version (path, date) of `family`, oldest first: its unit naming
     something asked with the most evidence plus DIFF_WEIGHT times how much it reads as
-    the changed line against the previous version (the first: against the next)."""
+    the changed line against the previous version (the first: against the next); a
+    unit holding the kinds of value asked for (`kinds`: "date" for "what dates") first,
+    since a version's line that answers states such a value."""
     versions: dict = {}
     for u in units:
         if _family(u.note) == family:
@@ -1002,7 +1004,8 @@ def _version_lines(units: list[_Unit], family: str) -> list[_Unit]:
         near = versions[keys[i - 1]] if i else (versions[keys[1]] if len(keys) > 1 else [])
         named = [u for u in versions[k] if u.named]
         if named:
-            out.append(max(named, key=lambda u: u.evidence + DIFF_WEIGHT * _changed(u, near)))
+            out.append(max(named, key=lambda u: (kinds <= u.said,
+                                                 u.evidence + DIFF_WEIGHT * _changed(u, near))))
     return out
 
 
@@ -1014,7 +1017,7 @@ def _select_history(units: list[_Unit], answering: list[_Unit], weights: dict) -
     MAX_SENTENCES the document's own versions go first, then the others."""
     best = _strongest(_best_per_version(answering))
     family = _family(best.note)
-    own = _version_lines(units, family)
+    own = _version_lines(units, family, {t for t in weights if t in ANSWER_TYPES})
     mine = [u for u in units if _family(u.note) == family]
     change = {id(u): _changed(u, mine) for u in answering if _family(u.note) != family}
     fit = [u for u in answering if change.get(id(u), 0.0) >= OTHER_SIMILARITY

@@ -20,9 +20,10 @@ Modes
   the query; for each dated log, add its newest entry's closest chunk if missing
   (added_by="version"). Nothing is dropped by apply; settle drops an older version
   only when a newer one ALSO answers.
-- history: add the closest chunk of every missing version of each family present, and
-  of every dated section of each log present (at most HISTORY_MAX_ADDED, file versions
-  first, then sections by closeness). Order: candidates of versioned families and
+- history: add the closest chunk of every missing version of each family present,
+  each other version's chunk most like a candidate of the family (its parallel
+  section: versions share structure), and the closest chunk of every dated section of
+  each log present (at most HISTORY_MAX_ADDED, in that order). Order: candidates of versioned families and
   dated logs first, grouped by family in fused order of each family's best candidate,
   each group oldest to newest (undated = mtime last); then the others in fused order.
 - any: candidates unchanged (only marked).
@@ -184,6 +185,7 @@ def _history(index, cands, qvec) -> list[Candidate]:
                 if new is not None:
                     versions.append(new)
                     have.add(f["path"])
+    parallels = _parallels(index, tables, ids_of, cands + versions, qvec)
     have_sections = {_section_key(c) for c in cands + versions}
     entries = []
     for path in dict.fromkeys(c.path for c in cands + versions):
@@ -191,7 +193,9 @@ def _history(index, cands, qvec) -> list[Candidate]:
             if (path, day) not in have_sections:
                 entries.append(_pull(index, qvec, ids))
     entries.sort(key=lambda c: -c.dense_score)
-    everyone = cands + (versions + entries)[:HISTORY_MAX_ADDED]
+    have_ids = {c.id for c in parallels}
+    added = versions + parallels + [c for c in entries if c.id not in have_ids]
+    everyone = cands + added[:HISTORY_MAX_ADDED]
     order = {id(c): i for i, c in enumerate(everyone)}
     group: dict[str, int] = {}     # family -> position of its best candidate
     for c in everyone:
@@ -200,6 +204,29 @@ def _history(index, cands, qvec) -> list[Candidate]:
         group[c.chunk.get("family") or c.path], c.chunk.get("date_source") == WEAK_SOURCE,
         c.chunk.get("date") or "", c.is_latest, c.path, order[id(c)]))
     return dated + [c for c in everyone if not _is_versioned(tables, c)]
+
+
+def _parallels(index, tables, ids_of, cands, qvec) -> list[Candidate]:
+    """History: for each candidate of a versioned family, the chunk of every other
+    version file most similar to it (versions of one document share their structure,
+    so "When" of v2 finds "When" of v1), when not yet present; most similar first.
+    The chunk closest to the query alone may be the wrong part of an old version."""
+    have = {c.id for c in cands}
+    found: dict[int, float] = {}
+    for c in cands:
+        if c.chunk.get("section_date"):
+            continue               # log entries are pulled by date, not by likeness
+        for f in _versions(tables, c.chunk.get("family") or c.path):
+            ids = ids_of.get(f["path"])
+            if f["path"] == c.path or ids is None or len(ids) == 0:
+                continue
+            cid = retrieve.closest_chunk(index, index.vectors[c.id], ids)
+            sim = float(index.vectors[cid] @ index.vectors[c.id])
+            if cid not in have and sim > found.get(cid, -2.0):
+                found[cid] = sim
+    return [Candidate(index.chunks[cid], dense_score=float(index.vectors[cid] @ qvec),
+                      added_by="version")
+            for cid in sorted(found, key=lambda i: (-found[i], i))]
 
 
 def _display_key(f: dict) -> tuple:

@@ -412,3 +412,16 @@ def test_writer_prefers_the_line_naming_the_focus_over_its_section_heading():
     hr = cand(2, "health/heart rate.md", "49 bpm, lowest ever.",
               heading="Resting heart rate > Readings")
     assert write("What's my resting heart rate?", [hr], "any") == "49 bpm, lowest ever [c1]."
+
+
+def test_writer_history_line_holds_the_kind_of_value_asked():
+    # "what dates": v1's money line names "moving" and has a number, but only the
+    # line holding a date answers; the date kind comes from the line, not the note date
+    v1 = cand(1, "move/plan v1.md", "Savings before moving: £15,000.\n"
+              "Target: around 26 September.", date="2026-03-01", family="move/plan",
+              latest=False, superseded_by="move/plan v2.md")
+    v2 = cand(2, "move/plan v2.md", "New target: move on 31 October.", date="2026-06-01",
+              family="move/plan")
+    text = write("What have all the moving dates been?", [v2, v1], "history")
+    assert text == ("On 2026-03-01: Target: around 26 September [c2]. "
+                    "On 2026-06-01: New target: move on 31 October [c1].")

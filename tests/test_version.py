@@ -328,3 +328,23 @@ def test_history_settle_moves_the_lead_documents_versions_to_the_front(index):
     # nothing versioned answers: order unchanged
     kept, _ = version.settle([recipe, older], "history", 0.5, index=index)
     assert [c.path for c in kept] == ["misc/recipes.md", H.format("2026-06")]
+
+
+def test_history_pulls_each_versions_chunk_parallel_to_a_candidate():
+    # both versions are present, each through its other section: the query-closest
+    # pull adds nothing, the parallel pull adds v1's "move date" and v2's "rent" chunks
+    specs = [dict(path="move/plan v1.md", family="plan", date="2026-03-01",
+                  texts=["Move date: 26 September, before the race.",
+                         "Rent budget: 1150 per month, central one-bed."]),
+             dict(path="move/plan v2.md", family="plan", date="2026-06-01", latest=True,
+                  texts=["Move date: 31 October, after the race.",
+                         "Rent budget: 1300 per month, central one-bed."])]
+    idx = make_index(specs)
+    q = idx.embedder.embed_query("plan")
+    before = [cand(idx, "move/plan v2.md", "Move"), cand(idx, "move/plan v1.md", "Rent")]
+    out = version.apply(idx, before, "history", q)
+    added = sorted((c.path, c.chunk["text"][:4]) for c in out if c.added_by == "version")
+    assert added == [("move/plan v1.md", "Move"), ("move/plan v2.md", "Rent")]
+    assert all(c.dense_score is not None for c in out if c.added_by)
+    assert [c.path for c in out] == ["move/plan v1.md"] * 2 + ["move/plan v2.md"] * 2
+    assert [c.id for c in version.apply(idx, before, "any", q)] == [c.id for c in before]
