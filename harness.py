@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import shlex
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -95,7 +96,12 @@ def _trace(cands) -> list[dict]:
     keys = ("dense_rank", "dense_score", "bm25_rank", "bm25_score", "fused", "via",
             "added_by", "relevance", "superseded_by", "dropped")
     return [dict(id=c.id, path=c.path, heading=c.chunk.get("heading", ""), date=c.date,
-                 is_latest=c.is_latest, **{k: getattr(c, k) for k in keys}) for c in cands]
+                 is_latest=_current(c), **{k: getattr(c, k) for k in keys}) for c in cands]
+
+
+def _current(c) -> bool:
+    """Latest version of its file, and not an older dated entry of a log."""
+    return c.is_latest and c.chunk.get("entry_latest") is not False
 
 
 def _score(c) -> float:
@@ -113,13 +119,26 @@ def load(index=None, vault=None, backend="auto", judge=None, rebuild=False):
         idx = index
     else:
         if vault is not None:
+            if not rebuild:
+                _same_vault(Path(index) if index else ingest.default_index_dir(), vault)
             ingest.build_index(vault, index_dir=index, rebuild=rebuild, backend=be)
         idx = ingest.load_index(index, None if be.name == "builtin" else be)
-        if vault is not None and Path(idx.manifest["vault"]) != Path(vault).resolve():
-            raise ValueError(f"index {idx.dir} was built from {idx.manifest['vault']}, "
-                             f"not {vault}: pass --index DIR for a separate index")
     be.embedder = idx.embedder
     return idx, be
+
+
+def _same_vault(index_dir: Path, vault) -> None:
+    """An index answers for the vault it was built from; another vault never replaces
+    it silently (ingest.py --rebuild, or another --index, does that on purpose)."""
+    try:
+        built = json.loads((index_dir / "manifest.json").read_text())["vault"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return      # no index yet, or a damaged one: ingest decides and says why
+    if Path(built) != Path(vault).resolve():
+        raise ValueError(f"index {index_dir} was built from {built}, not {vault}: pass "
+                         f"--index DIR for a separate index, or replace it with: python "
+                         f"ingest.py {shlex.quote(str(vault))} --index "
+                         f"{shlex.quote(str(index_dir))} --rebuild")
 
 
 def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid",
@@ -163,7 +182,7 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     if use_version and not mode and out.route.get("time_confidence", 1.0) <= route_stage.DEFAULT:
         out.time_mode = version.effective_mode(idx, kept, out.time_mode, threshold)
     out.sources = [{"id": c.id, "path": c.path, "heading": c.chunk.get("heading", ""),
-                    "date": c.date, "is_latest": c.is_latest,
+                    "date": c.date, "is_latest": _current(c),
                     "score": round(float(_score(c)), 4)} for c in kept]
     reason = rerank_stage.gate(kept) if rerank else (None if kept else "nothing retrieved")
     if reason:
