@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import time
 import zlib
+from array import array
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -191,6 +192,7 @@ def _bucket(feature: str) -> tuple[int, float]:
 # order and sums them with one bincount, which adds in that order, exactly as the first
 # version's per-text dict did (tests/test_bench_equivalence.py checks it bit for bit).
 _CODE_VALUE = np.array([1.0, -1.0, NGRAM_WEIGHT, -NGRAM_WEIGHT])
+SMALL_BATCH_TERMS = 64   # fewer term occurrences than this: summed in a Python loop
 
 
 def _term_codes(term: str) -> bytes:
@@ -221,6 +223,17 @@ def _counts(texts: list[str]) -> np.ndarray:
     occ, lens, _ = term_occurrences(texts)
     if not occ.size:
         return np.zeros((n, EMBED_DIM), dtype=np.float32)
+    if occ.size <= SMALL_BATCH_TERMS:                       # a query: plain Python is faster
+        m = np.zeros((n, EMBED_DIM), dtype=np.float32)
+        values, at = _CODE_VALUE.tolist(), 0
+        for row, k in enumerate(lens.tolist()):
+            acc = [0.0] * EMBED_DIM
+            for i in occ[at:at + k].tolist():
+                for code in array("h", _codes(i)):
+                    acc[code >> 2] += values[code & 3]
+            m[row] = acc
+            at += k
+        return m
     uniq, occ = np.unique(occ, return_inverse=True)
     blobs = [_codes(i) for i in uniq.tolist()]
     table = np.frombuffer(b"".join(blobs), dtype=np.int16)  # codes of the batch's terms
@@ -1578,8 +1591,25 @@ class Backend:
     note: str = ""
 
 
+def _listening(host: str, timeout) -> bool:
+    """A bare TCP connect: tells "nothing runs there" without importing the client,
+    whose import alone costs about half a second of every offline run."""
+    import socket
+    import urllib.parse
+    u = urllib.parse.urlsplit(host if "://" in host else "http://" + host)
+    try:
+        with socket.create_connection((u.hostname or "127.0.0.1", u.port or 11434),
+                                      timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
 def _ollama_unready(host, needs: list, timeout) -> str | None:
     """None when Ollama answers and has each (model, capability), else why not."""
+    where = host or os.environ.get("OLLAMA_HOST") or OLLAMA_DEFAULT_HOST
+    if not _listening(where, timeout):
+        return f"Ollama is not answering at {where}: start it with `ollama serve`"
     api = _Ollama(host, timeout)
     try:
         have = {m.model for m in api.call("list", "list models").models}

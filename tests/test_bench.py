@@ -1,0 +1,88 @@
+"""bench/: the synthetic vault generator and the benchmark machinery, at a tiny size.
+
+Timings are not asserted (benchmarks are scripts that print figures); what is checked
+is that every figure is produced, is the right kind of number, and that the generator
+is deterministic, so `python bench/run.py` cannot rot unnoticed.
+"""
+
+import functools
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+sys.path.insert(0, str(BENCH))
+import alternatives as alt  # noqa: E402
+import report  # noqa: E402
+import synth  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("verso_bench_run", BENCH / "run.py")
+bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench)
+
+
+def _files(root: Path) -> dict:
+    return {p.relative_to(root).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_synth_is_seeded_and_shaped_like_a_vault(tmp_path):
+    a = synth.make_vault(tmp_path / "a", 200, seed=6, questions=12)
+    b = synth.make_vault(tmp_path / "b", 200, seed=6, questions=12)
+    c = synth.make_vault(tmp_path / "c", 50, seed=5, questions=12)
+    assert _files(a.root) == _files(b.root) and a.questions == b.questions
+    assert _files(a.root) != _files(c.root)
+    assert a.est_chunks >= 200 and all(n > 0 for n in a.counts.values())
+    text = "\n".join(t.decode() for t in _files(a.root).values())
+    for shape in ("\n## ", "[[", "|---|", "updated: ", "Updated: ", "£", "[folders.journal]"):
+        assert shape in text
+    assert any(p.startswith("journal/") for p in _files(a.root))
+    assert any(p.endswith((" (1).md", " copy.md")) for p in _files(a.root))
+    assert len(a.questions) == 12 and all(q["question"].endswith("?") for q in a.questions)
+    assert all((a.root / q["path"]).is_file() for q in a.questions)
+    with pytest.raises(ValueError):
+        synth.make_vault(a.root, 10)                # never writes into a non-empty folder
+
+
+def test_overlap_and_reference_agreement():
+    import numpy as np
+    assert alt.overlap([1, 2, 3], [3, 2, 9]) == pytest.approx(2 / 3)
+    assert alt.overlap([], []) is None
+    ref = np.array([0.0, 5.0, 3.0, 3.0, 1.0])
+    assert alt.agreement([1, 2], ref, k=2) == 1.0
+    assert alt.agreement([1, 3], ref, k=2) == 1.0    # a tie at the k-th score agrees
+    assert alt.agreement([1, 4], ref, k=2) == 0.5
+    assert alt.FTS5.or_query(['a"b', "c", "c"]) == '"a""b" OR "c"'
+
+
+def test_run_all_end_to_end_at_a_tiny_size(tmp_path, monkeypatch):
+    small = functools.partial(alt.bandwidth, 2**20, 1)
+    monkeypatch.setattr(alt, "bandwidth", lambda **_: small())
+    run = bench.run_all([60], seed=1, n_queries=4, work=tmp_path / "work",
+                        out_dir=tmp_path / "out", cold_runs=1, cli=False, log=lambda m: None)
+    (size,) = run["sizes"]
+    assert size["chunks"] > 30 and size["notes"] > 3
+    ing = size["ingest"]
+    assert ing["scratch"]["total_s"] > 0 and ing["scratch"]["rss_mb"] > 10
+    assert ing["incremental"]["embedded"] <= 3 and ing["incremental"]["reused"] > 0
+    assert ing["cold"]["runs"] == 1 and ing["disk_bytes"] > 0
+    for key in ("embed", "dense", "matmul_floor", "bm25", "fusion", "version",
+                "fusion_version", "retrieve", "search", "ask"):
+        assert size["verso"][key]["n"] >= 1 and size["verso"][key]["p50"] > 0, key
+    fts = size["alt"]["fts5"]
+    if "skipped" not in fts:
+        assert fts["insert_s"] > 0 and 0 <= fts["overlap"] <= 1
+    ratios = run["ratios"][60]
+    assert ratios["dense_vs_floor"] > 0 and ratios["dense_vs_bandwidth"] > 0
+    assert {t["target"] for t in run["targets"]} == set(bench.TARGETS)
+    saved = json.loads((tmp_path / "out" / "latest.json").read_text())
+    text = report.render(saved)                         # the JSON renders the same table
+    assert "dense / plain matmul" in text and "target (issue 6)" in text
+
+
+def test_size_argument():
+    assert bench._size("10k") == 10_000 and bench._size("2500") == 2_500
+    assert bench._size("0.5k") == 500

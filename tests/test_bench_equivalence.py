@@ -1,0 +1,268 @@
+"""The fast text and builtin-embedder code gives exactly what the first version gave.
+
+_Ref below is a frozen copy of models.py's tokenize / terms / _features / _counts /
+fit / _vectors as first written (commit 9afe9d6): readable, slow, the reference.
+"""
+
+import sys
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import models
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+import synth  # noqa: E402
+
+
+class _Ref:
+    @staticmethod
+    def norm_number(tok):
+        if models.THOUSANDS_RE.match(tok):
+            tok = tok.replace(",", "")
+        return tok.rstrip(".,")
+
+    @classmethod
+    def tokenize(cls, text):
+        out = []
+        for tok in models.TOKEN_RE.findall(text.lower()):
+            if tok[0].isdigit():
+                tok = cls.norm_number(tok)
+                if "," in tok:
+                    out.extend(t for t in tok.split(",") if t)
+                    continue
+            out.append(tok)
+        return out
+
+    @staticmethod
+    def stem(tok):
+        if tok[0].isdigit() or len(tok) <= 3:
+            return tok
+        if tok.endswith("ies") and len(tok) > 4:
+            return tok[:-3] + "y"
+        if tok.endswith("s") and not tok.endswith(("ss", "us", "is")):
+            return tok[:-1]
+        return tok
+
+    @classmethod
+    def terms(cls, text):
+        return [cls.stem(t) for t in cls.tokenize(text) if t not in models.STOPWORDS]
+
+    @staticmethod
+    def bucket(feature):
+        h = zlib.crc32(feature.encode("utf-8"))
+        return h % models.EMBED_DIM, (1.0 if (h >> 31) & 1 else -1.0)
+
+    @classmethod
+    def features(cls, text):
+        feats = {}
+        for term in cls.terms(text):
+            b, s = cls.bucket("w:" + term)
+            feats[b] = feats.get(b, 0.0) + s
+            marked = f"<{term}>"
+            for n in range(3, 6):
+                for i in range(len(marked) - n + 1):
+                    b, s = cls.bucket(marked[i:i + n])
+                    feats[b] = feats.get(b, 0.0) + s * models.NGRAM_WEIGHT
+        return feats
+
+    @classmethod
+    def counts(cls, texts):
+        m = np.zeros((len(texts), models.EMBED_DIM), dtype=np.float32)
+        for i, t in enumerate(texts):
+            f = cls.features(t)
+            if f:
+                m[i, list(f.keys())] = list(f.values())
+        return m
+
+    @classmethod
+    def idf(cls, texts):
+        df = np.zeros(models.EMBED_DIM, dtype=np.float64)
+        for start in range(0, len(texts), 2048):
+            df += (cls.counts(texts[start:start + 2048]) != 0).sum(axis=0)
+        return (np.log((len(texts) + 1) / (df + 1)) + 1.0).astype(np.float32)
+
+    @classmethod
+    def vectors(cls, texts, idf):
+        m = cls.counts(texts)
+        m = np.sign(m) * np.log1p(np.abs(m)) * idf
+        norms = np.linalg.norm(m, axis=1, keepdims=True)
+        return (m / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def texts(tmp_path_factory) -> list[str]:
+    """Every note of the sample vault and of a small synthetic vault, plus edge cases."""
+    tmp = tmp_path_factory.mktemp("equiv")
+    synth.make_vault(tmp / "v", 150, seed=3)
+    notes = [p.read_text(encoding="utf-8") for base in (ROOT / "sample-vault", tmp / "v")
+             for p in sorted(base.rglob("*.md"))]
+    edge = ["", "   ", "the and of", "£1,550/day", "3,4 and 1,550.50 and 12,34,567",
+            "Ünïcödé café naïve ½ ² ٣٤,٥ 10,000,000", "ponies cats ss us is",
+            "a1,2b x_1,2"]
+    return notes + [line for n in notes[:20] for line in n.split("\n")] + edge
+
+
+def test_tokens_terms_numbers_match_reference(texts):
+    for text in texts:
+        assert models.tokenize(text) == _Ref.tokenize(text)
+        assert models.terms(text) == _Ref.terms(text)
+        assert models.numbers(text) == [t for t in _Ref.tokenize(text) if t[0].isdigit()]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab Z9,.;1£-ßİ٣²s\n")) | st.characters(),
+               max_size=60))
+def test_tokenize_and_terms_match_reference_on_any_text(text):
+    assert models.tokenize(text) == _Ref.tokenize(text)
+    assert models.terms(text) == _Ref.terms(text)
+    assert models.terms(text) == _Ref.terms(text)   # second call: from the memo
+
+
+def test_counts_are_bit_identical(texts):
+    np.testing.assert_array_equal(models._counts(texts), _Ref.counts(texts))
+    np.testing.assert_array_equal(models._counts(texts[:1]), _Ref.counts(texts[:1]))
+    assert models._counts([]).shape == (0, models.EMBED_DIM)
+    short = [t for t in texts if 0 < len(_Ref.terms(t)) <= models.SMALL_BATCH_TERMS][:300]
+    assert len(short) > 50                   # queries: the small-batch Python path
+    for t in short:
+        np.testing.assert_array_equal(models._counts([t]), _Ref.counts([t]))
+    np.testing.assert_array_equal(models._counts(short[:3]), _Ref.counts(short[:3]))
+
+
+def test_embedder_fit_and_vectors_match_reference(texts):
+    emb = models.BuiltinEmbedder.fit(texts)
+    idf = _Ref.idf(texts)
+    np.testing.assert_array_equal(emb.idf, idf)      # same idf -> same embedder id
+    assert emb.id == models.BuiltinEmbedder(idf).id
+    np.testing.assert_allclose(emb.embed_documents(texts), _Ref.vectors(texts, idf),
+                               rtol=0, atol=1e-7)
+    np.testing.assert_allclose(emb.embed_query(texts[5]), _Ref.vectors(texts[5:6], idf)[0],
+                               rtol=0, atol=1e-7)
+    fresh = models.BuiltinEmbedder.fit(texts[:40] + texts[:2])   # counts kept by fit ...
+    mixed = ["never fitted text", texts[1], texts[1], texts[1], texts[0]]   # ... and not
+    np.testing.assert_allclose(fresh.embed_documents(mixed),
+                               _Ref.vectors(mixed, _Ref.idf(texts[:40] + texts[:2])),
+                               rtol=0, atol=1e-7)
+
+
+# ------------------------------------------------------------------- BM25 arrays
+
+def _chunks(texts):
+    """Chunk records whose path and heading follow from their text."""
+    return [{"id": i, "path": f"notes/n{len(t) % 7}.md", "heading": f"H{len(t) % 3}",
+             "text": t} for i, t in enumerate(texts)]
+
+
+def _ref_bm25(chunks):
+    """The first build_bm25 (commit 935d2ca): per-chunk vocab.setdefault, np.unique."""
+    import retrieve
+    n, vocab, flat = len(chunks), {}, []
+    lens = np.zeros(n, dtype=np.int64)
+    for i, c in enumerate(chunks):
+        cols = [vocab.setdefault(t, len(vocab)) for t in models.terms(retrieve._bm25_text(c))]
+        lens[i] = len(cols)
+        flat.append(np.asarray(cols, dtype=np.int64))
+    cols = np.concatenate(flat)
+    docs = np.repeat(np.arange(n, dtype=np.int64), lens)
+    keys, tf = np.unique(cols * n + docs, return_counts=True)
+    term, doc = keys // n, keys % n
+    df = np.bincount(term, minlength=len(vocab)).astype(np.float64)
+    idf = np.log1p((n - df + 0.5) / (df + 0.5))
+    avgdl = float(lens.mean())
+    norm = retrieve.K1 * (1.0 - retrieve.B + retrieve.B * lens[doc] / avgdl)
+    weights = idf[term] * tf * (retrieve.K1 + 1.0) / (tf + norm)
+    indptr = np.r_[0, np.cumsum(df.astype(np.int64))]
+    return (vocab, indptr, doc.astype(np.int32), weights.astype(np.float32),
+            idf.astype(np.float32))
+
+
+def _synthetic_texts(tmp_path, chunks=120, seed=5):
+    synth.make_vault(tmp_path / f"v{seed}", chunks, seed=seed)
+    out = []
+    for p in sorted((tmp_path / f"v{seed}").rglob("*.md")):
+        out += [s for s in p.read_text(encoding="utf-8").split("\n## ") if s.strip()]
+    return out
+
+
+def _scores(bm, queries):
+    import retrieve
+    return [retrieve._bm25_scores(bm, q) for q in queries]
+
+
+def test_build_bm25_arrays_equal_first_version(tmp_path):
+    import retrieve
+    chunks = _chunks(_synthetic_texts(tmp_path))
+    bm = retrieve.build_bm25(chunks)
+    vocab, indptr, docs, weights, idf = _ref_bm25(chunks)
+    assert list(bm["vocab"]) == sorted(vocab)           # columns numbered alphabetically
+    for t, c in vocab.items():                          # same postings, term by term
+        j = bm["vocab"][t]
+        got, ref = slice(*bm["indptr"][j:j + 2]), slice(*indptr[c:c + 2])
+        np.testing.assert_array_equal(bm["docs"][got], docs[ref])
+        np.testing.assert_array_equal(bm["weights"][got], weights[ref])
+        assert bm["idf"][j] == idf[c]
+
+
+def test_update_bm25_equals_full_build(tmp_path):
+    """Edit, insert, delete and duplicate chunks: the updated arrays score every query
+    exactly like a full build of the new chunks, and tokenize only what changed."""
+    import retrieve
+    texts = _synthetic_texts(tmp_path)
+    before = _chunks(texts)
+    prev = retrieve.build_bm25(before)
+    after_texts = texts[:10] + ["a brand new riniguki note about 1,550 rates"] + texts[10:40] \
+        + [texts[41] + " edited"] + texts[45:] + [texts[3]]          # dup of a kept chunk
+    after = _chunks(after_texts)
+    seen = []
+    real = models.term_occurrences
+    try:
+        models.term_occurrences = lambda ts: seen.extend(ts) or real(ts)
+        updated = retrieve.update_bm25(prev, after)
+    finally:
+        models.term_occurrences = real
+    full = retrieve.build_bm25(after)
+    assert len(seen) == 3            # the new, the edited and the duplicated chunk
+    assert set(updated["vocab"]) == set(full["vocab"])
+    assert updated["avgdl"] == full["avgdl"] and updated["n_docs"] == full["n_docs"]
+    np.testing.assert_array_equal(updated["lens"], full["lens"])
+    for t, c in full["vocab"].items():
+        u = updated["vocab"][t]
+        sl_f = slice(full["indptr"][c], full["indptr"][c + 1])
+        sl_u = slice(updated["indptr"][u], updated["indptr"][u + 1])
+        np.testing.assert_array_equal(updated["docs"][sl_u], full["docs"][sl_f])
+        np.testing.assert_array_equal(updated["weights"][sl_u], full["weights"][sl_f])
+        assert updated["idf"][u] == full["idf"][c]
+    words = sorted({w for t in after_texts[:30] for w in models.terms(t)})
+    rng = np.random.default_rng(0)
+    queries = [" ".join(rng.choice(words, 3)) for _ in range(50)] + ["riniguki rates 1550"]
+    for (ia, sa), (ib, sb) in zip(_scores(updated, queries), _scores(full, queries)):
+        np.testing.assert_array_equal(ia, ib)
+        np.testing.assert_array_equal(sa, sb)   # bit for bit: summed in term order
+
+
+def test_load_bm25_updates_a_stale_cache(tmp_path):
+    import retrieve
+    from types import SimpleNamespace
+    texts = _synthetic_texts(tmp_path, 60, seed=2)
+
+    def index(ts, sha):
+        return SimpleNamespace(dir=tmp_path, manifest={"chunks_sha": sha},
+                               chunks=_chunks(ts), cache={})
+    retrieve.load_bm25(index(texts, "one"))
+    real = retrieve.build_bm25
+    retrieve.build_bm25 = lambda chunks: (_ for _ in ()).throw(AssertionError("rebuilt"))
+    try:
+        got = retrieve.load_bm25(index(texts[:-1] + ["changed text"], "two"))
+    finally:
+        retrieve.build_bm25 = real
+    want = retrieve.build_bm25(_chunks(texts[:-1] + ["changed text"]))
+    np.testing.assert_array_equal(got["lens"], want["lens"])
+    assert set(got["vocab"]) == set(want["vocab"])
+    again = retrieve.load_bm25(index(texts[:-1] + ["changed text"], "two"))  # from disk
+    assert again["vocab"] == got["vocab"]
