@@ -935,6 +935,52 @@ def _load_embedder(d: Path, manifest: dict, backend, fix: str):
 
 # --------------------------------------------------------------------------- API
 
+def _backend_name(backend) -> str:
+    if backend in (None, "builtin") or isinstance(getattr(backend, "embedder", None),
+                                                  models.BuiltinEmbedder):
+        return "builtin"
+    return backend if isinstance(backend, str) else backend.name
+
+
+def _stamp(vault: Path, paths: list, passed_over: list, cfg_path, backend) -> str:
+    """What the index was built from, cheaply: every note's size and mtime, what was
+    passed over, the config file and the embedder backend. Equal stamps: nothing to do."""
+    def stat(p: Path):
+        try:
+            st = p.stat()
+            return [st.st_size, st.st_mtime_ns]
+        except OSError:
+            return None
+    parts = [FORMAT, str(vault), _backend_name(backend), passed_over,
+             [str(cfg_path), stat(Path(cfg_path))] if cfg_path else None,
+             [[p, stat(vault / p)] for p in paths]]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+def _unchanged(index_dir: Path, vault: Path, stamp: str, backend) -> dict | None:
+    """The summary of an index whose vault has not changed since it was built (and which
+    still loads cleanly), or None: then the full ingest runs and repairs or refreshes."""
+    if not (index_dir / "manifest.json").exists():
+        return None
+    try:
+        idx = load_index(index_dir, None if _backend_name(backend) == "builtin"
+                         else backend)
+    except (IndexProblem, models.BackendError):
+        return None
+    m = idx.manifest
+    if m.get("stamp") != stamp or m.get("vault") != str(vault):
+        return None
+    counts = m.get("counts", {})
+    live = [f for f in idx.files if not f.get("duplicate_of")]
+    return {"files_seen": counts.get("files_seen", len(idx.files)), "indexed": len(live),
+            "duplicates": len(idx.files) - len(live),
+            "families": len({f["family"] for f in live}), "chunks": len(idx.chunks),
+            "embedded": 0, "reused": len(idx.chunks),
+            "dated": dict(Counter(f["date_source"] for f in idx.files)),
+            "skipped": m.get("skipped", []), "seconds": 0.0, "index": str(index_dir),
+            "embedder": m["embedder"], "note": "nothing changed since the last ingest"}
+
+
 def build_index(vault, index_dir=None, config=None, rebuild=False, backend=None,
                 progress=None) -> dict:
     """Index the vault into index_dir; returns the summary (also printed by --json).
@@ -950,11 +996,15 @@ def build_index(vault, index_dir=None, config=None, rebuild=False, backend=None,
                          f"there: pass --index DIR outside it or set VERSO_HOME")
     cfg, cfg_path = _load_config(vault, config)
     paths, passed_over = _scan(vault, cfg)
-    recs, skipped = _catalogue(vault, paths, cfg, progress)
-    skipped = passed_over + skipped
-    chunks = _chunk_all(recs)
+    stamp = _stamp(vault, paths, passed_over, cfg_path, backend)
     with _lock(index_dir):
         recovered = _recover(index_dir)
+        if not rebuild and (same := _unchanged(index_dir, vault, stamp, backend)):
+            same["seconds"] = round(time.perf_counter() - started, 3)
+            return same
+        recs, skipped = _catalogue(vault, paths, cfg, progress)
+        skipped = passed_over + skipped
+        chunks = _chunk_all(recs)
         emb, prev, note, name = _embedder_for(index_dir, vault, backend, rebuild,
                                               [c["_embed"] for c in chunks])
         note = "; ".join(filter(None, (recovered, note)))
@@ -974,11 +1024,12 @@ def build_index(vault, index_dir=None, config=None, rebuild=False, backend=None,
             "dated": dict(Counter(f["date_source"] for f in files)), "skipped": skipped,
             "seconds": 0.0, "index": str(index_dir), "embedder": emb.id, "note": note}
         manifest = {"format": FORMAT, "embedder": emb.id, "dim": int(emb.dim),
-                    "backend": name, "vault": str(vault),
+                    "backend": name, "vault": str(vault), "stamp": stamp,
                     "config": str(cfg_path) if cfg_path else None,
                     "counts": {**{k: summary[k] for k in ("files_seen", "indexed", "duplicates",
                                                           "families", "chunks")},
                                "skipped": len(skipped)},
+                    "skipped": skipped,
                     "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         _save(index_dir, manifest, files, chunks, vectors, emb)
     summary["seconds"] = round(time.perf_counter() - started, 3)

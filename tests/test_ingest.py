@@ -568,3 +568,26 @@ def test_main_json_and_human(vault, tmp_path, capsys):
     out = capsys.readouterr()
     assert "indexed 1 of 3 files" in out.out and "skipped e.md: empty file" in out.out
     assert out.err == ""                                 # no progress line off a terminal
+
+
+def test_unchanged_vault_is_not_reingested_and_a_touched_note_is(vault, tmp_path):
+    write(vault, "a.md", "# A\nThe boat is moored at pier 4.\n", mtime=1_780_000_000)
+    write(vault, "b.md", "# B\nThe shed roof costs 520 pounds.\n", mtime=1_780_000_000)
+    first, _ = build(vault, tmp_path)
+    manifest = tmp_path / "idx" / "manifest.json"
+    written = manifest.stat().st_mtime_ns
+    again, idx = build(vault, tmp_path)
+    assert again["note"] == "nothing changed since the last ingest"
+    assert (again["embedded"], again["reused"], again["chunks"]) == (0, 2, 2)
+    assert {k: again[k] for k in ("indexed", "duplicates", "families", "dated")} == \
+        {k: first[k] for k in ("indexed", "duplicates", "families", "dated")}
+    assert manifest.stat().st_mtime_ns == written          # nothing rewritten
+    # same text, new mtime: the stamp differs, so the full (incremental) path runs
+    write(vault, "b.md", "# B\nThe shed roof costs 520 pounds.\n", mtime=1_790_000_000)
+    third, _ = build(vault, tmp_path)
+    assert third["note"] != again["note"] and third["reused"] == 2
+    assert manifest.stat().st_mtime_ns != written
+    # a damaged index under an unchanged vault is rebuilt, not trusted
+    (tmp_path / "idx" / "chunks.json").write_text('{"format": 1, "chunks": []}')
+    fourth, idx = build(vault, tmp_path)
+    assert "unusable" in fourth["note"] and len(idx.chunks) == 2
