@@ -334,3 +334,30 @@ def test_ingest_cli_builds_an_ollama_index(fake, tmp_path, monkeypatch):
     embeds = fake.bodies("/api/embed")
     docs = [t for b in embeds for t in b["input"] if t.startswith("search_document: ")]
     assert len(docs) == 1 and "The rent is 800 euros a month." in docs[0]
+
+
+def test_evaluate_runs_end_to_end_on_the_ollama_backend(fake, tmp_path, monkeypatch,
+                                                       capsys):
+    import json
+
+    import evaluate
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "rent 2026-03.md").write_text("# Rent\nThe rent is 800 euros a month.\n")
+    (vault / "rent 2026-09.md").write_text("# Rent\nThe rent is 850 euros a month.\n")
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps(dict(
+        id="r1", question="What is the rent now?", category="current",
+        time_mode="present", answer="850 euros", key_facts=["850"],
+        forbidden_facts=["800"], gold_files=["rent 2026-09.md"], answerable=True)) + "\n")
+    monkeypatch.setenv("OLLAMA_HOST", fake.url)
+    code = evaluate.main(["--vault", str(vault), "--questions", str(questions),
+                          "--backend", "ollama", "--variant", "full", "no-rerank",
+                          "--out", str(tmp_path / "run"), "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["backend"] == "ollama" and set(out["variants"]) == {"full", "no-rerank"}
+    paths = [r["path"] for r in fake.requests]
+    assert "/api/embed" in paths and "/api/chat" in paths     # ollama embedded and wrote
+    manifest = json.loads((tmp_path / "run" / "index" / "manifest.json").read_text())
+    assert manifest["embedder"] == "ollama:nomic-embed-text"
