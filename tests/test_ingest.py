@@ -4,7 +4,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,20 +11,9 @@ from hypothesis import given, settings, strategies as st
 
 import ingest
 import models
+from vaults import write
 
 OLD = 1_600_000_000  # an mtime in 2020, so mtime dates are recognisable
-
-
-def write(vault: Path, rel: str, text, mtime=None):
-    p = vault / rel
-    p.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(text, bytes):
-        p.write_bytes(text)
-    else:
-        p.write_text(text, encoding="utf-8")
-    if mtime is not None:
-        os.utime(p, (mtime, mtime))
-    return p
 
 
 def build(vault, tmp_path, **kw):

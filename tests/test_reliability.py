@@ -23,23 +23,12 @@ import harness
 import ingest
 import models
 from fakes import FakeJev, FakeOllama, closed_port_url
+from vaults import write
 
 ROOT = Path(__file__).resolve().parent.parent
 OLD = 1_600_000_000                     # an mtime in 2020: mtime dates are recognisable
 T = 0.5                                 # seconds: client timeouts against the fakes
 POSIX = pytest.mark.skipif(os.name == "nt", reason="POSIX file semantics")
-
-
-def write(vault: Path, rel: str, data, mtime=None) -> Path:
-    p = vault / rel
-    p.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(data, bytes):
-        p.write_bytes(data)
-    else:
-        p.write_text(data, encoding="utf-8")
-    if mtime is not None:
-        os.utime(p, (mtime, mtime))
-    return p
 
 
 def tree(root: Path) -> dict:
