@@ -179,7 +179,8 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
         out.candidates["version"] = _trace(cands + dropped)
     out.ranking = [c.path for c in cands]
     kept = cands[:keep]
-    if use_version and not mode and out.route.get("time_confidence", 1.0) <= route_stage.DEFAULT:
+    by_default = out.route.get("time_confidence", 1.0) <= route_stage.DEFAULT
+    if use_version and not mode and by_default:   # the router's default, not a cue word
         out.time_mode = version.effective_mode(idx, kept, out.time_mode, threshold)
     out.sources = [{"id": c.id, "path": c.path, "heading": c.chunk.get("heading", ""),
                     "date": c.date, "is_latest": _current(c),
