@@ -11,6 +11,7 @@ Backends are chosen by name with load_backend(): `builtin` (offline, numpy only)
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 import zlib
@@ -479,6 +480,7 @@ def query_terms(query: str) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _base(t: str) -> str:
     """Verb forms folded: "paying" -> "pay", "getting" -> "get", "agreed" -> "agre"
     (_match also ignores a final silent e: "moving" ~ "move")."""
@@ -493,13 +495,16 @@ def _match(term: str, tset) -> float:
     """1 for the term itself, PARTIAL_CREDIT for a shared stem or verb form, else 0."""
     if term in tset:
         return 1.0
+    return PARTIAL_CREDIT if any(_related(term, p) for p in tset) else 0.0
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def _related(term: str, p: str) -> bool:
+    """A shared 5-letter prefix, one word the other's prefix, or one verb form."""
     base = _base(term)
-    for p in tset:
-        if (len(term) >= PREFIX_LEN and p[:PREFIX_LEN] == term[:PREFIX_LEN]) or (
-                min(len(p), len(term)) >= 4 and (p.startswith(term) or term.startswith(p))
-                ) or (len(base) >= 3 and _base(p).rstrip("e") == base.rstrip("e")):
-            return PARTIAL_CREDIT
-    return 0.0
+    return ((len(term) >= PREFIX_LEN and p[:PREFIX_LEN] == term[:PREFIX_LEN])
+            or (min(len(p), len(term)) >= 4 and (p.startswith(term) or term.startswith(p)))
+            or (len(base) >= 3 and _base(p).rstrip("e") == base.rstrip("e")))
 
 
 def query_entities(query: str) -> set[str]:
