@@ -228,6 +228,9 @@ def render(a: Answer) -> str:
         tag = "latest" if s["is_latest"] else "older"
         head = f" / {s['heading']}" if s["heading"] else ""
         lines.append(f"  [c{i}] {s['score']:.3f}  {s['date']}  {tag:<6} {s['path']}{head}")
+    for c in a.candidates.get("version", []):
+        if c.get("dropped"):
+            lines.append(f"  set aside: {c['date']}  {c['path']} ({c['dropped']})")
     lines.append(f"verdict: {a.verdict}")
     for s in a.checks.get("sentences", []):
         if not s.get("ok", True):

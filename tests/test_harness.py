@@ -34,6 +34,8 @@ def test_current_value_is_the_newest_and_cites_the_newest_file(loaded):
     assert "760" in a.answer and "640" not in a.answer and "720" not in a.answer
     assert [c["path"] for c in a.citations] == ["work/rates card 2026-10-05.md"]
     assert a.sources[0]["is_latest"] is True
+    assert "set aside: 2026-07-01  work/rates card_2026-07.md (superseded by work/rates " \
+        "card 2026-10-05.md)" in harness.render(a)
 
 
 def test_change_question_lists_every_value_in_date_order(loaded):
