@@ -386,6 +386,7 @@ VALUE_RES = {
     "person": re.compile(r"(?<=[\w:,;(]\s)(?!(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day\b)"
                          r"(?!(?i:" + _MONTH + r")\b)[A-Z][a-z]{2,}"),
 }
+NO_DIGIT_KINDS = ("percent", "person")   # the kinds a text without a digit may hold
 # Answer-type words and the kinds of value that answer them.
 ANSWER_TYPES = {"much": ("money", "measure"), "price": ("money",), "cost": ("money",),
                 "fee": ("money",), "many": ("number",), "number": ("number",),
@@ -438,6 +439,7 @@ def number_keys(text: str) -> set[str]:
     return {number_key(n) for n in numbers(text)}
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def plain(text: str) -> str:
     """Markdown emphasis and wikilink brackets removed: [[a|b]] -> b, **x** -> x."""
     return EMPHASIS_RE.sub("", WIKILINK_RE.sub(lambda m: m.group(2) or m.group(1), text))
@@ -446,6 +448,11 @@ def plain(text: str) -> str:
 def split_units(text: str, keep_links: bool = False) -> list[str]:
     """Sentences and table rows of a chunk, as plain text (wikilinks kept with
     keep_links, for states()); markdown headings and fragments dropped."""
+    return list(_split_units(text, keep_links))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _split_units(text: str, keep_links: bool) -> tuple[str, ...]:
     out = []
     for line in text.splitlines():
         line = line.strip()
@@ -457,14 +464,22 @@ def split_units(text: str, keep_links: bool = False) -> list[str]:
             s = " ".join(s.split())
             if len(tokenize(s)) >= 2:
                 out.append(s)
-    return out
+    return tuple(out)
 
 
 def evidence_terms(text: str) -> set[str]:
     """Terms (numbers canonical) plus the answer-type words its values answer."""
+    return set(_evidence_terms(text))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _evidence_terms(text: str) -> frozenset:
     out = {number_key(t) if t[0].isdigit() else t for t in terms(text)}
-    kinds = {k for k, rx in VALUE_RES.items() if rx.search(text)}
-    return out | {w for w, ks in ANSWER_TYPES.items() if kinds.intersection(ks)}
+    if VALUE_RES["number"].search(text):
+        kinds = {k for k, rx in VALUE_RES.items() if rx.search(text)}
+    else:  # every other kind needs a digit
+        kinds = {k for k in NO_DIGIT_KINDS if VALUE_RES[k].search(text)}
+    return frozenset(out | {w for w, ks in ANSWER_TYPES.items() if kinds.intersection(ks)})
 
 
 def query_terms(query: str) -> list[str]:
@@ -495,7 +510,32 @@ def _match(term: str, tset) -> float:
     """1 for the term itself, PARTIAL_CREDIT for a shared stem or verb form, else 0."""
     if term in tset:
         return 1.0
-    return PARTIAL_CREDIT if any(_related(term, p) for p in tset) else 0.0
+    return PARTIAL_CREDIT if not _related_words(term, tset).isdisjoint(tset) else 0.0
+
+
+# term -> (words tried against it, the ones _related pairs with it): _match then costs
+# set operations; a word is tried once per term. Starts over past RELATED_MEMO_MAX words.
+_RELATED_SEEN: dict[str, tuple[set, set]] = {}
+_RELATED_SIZE = [0]
+RELATED_MEMO_MAX = 2_000_000
+
+
+def _related_words(term: str, words) -> set[str]:
+    """A superset of the words of `words` that _related pairs with term, every one of
+    them so paired (words tried for this term before, in other calls, may be in it)."""
+    seen = _RELATED_SEEN.get(term)
+    if seen is None:
+        if _RELATED_SIZE[0] > RELATED_MEMO_MAX:
+            _RELATED_SEEN.clear()
+            _RELATED_SIZE[0] = 0
+        seen = _RELATED_SEEN[term] = (set(), set())
+    tried, related = seen
+    new = (words if isinstance(words, (set, frozenset)) else set(words)) - tried
+    if new:
+        tried |= new
+        _RELATED_SIZE[0] += len(new)
+        related.update(p for p in new if _related(term, p))
+    return related
 
 
 @functools.lru_cache(maxsize=1 << 18)
@@ -562,7 +602,8 @@ def _corpus_idf(t: str, docs, idf: dict, rare: float) -> float:
     """IDF of a term's word family in the corpus table: the lowest idf among the term
     and the candidates' words it matches ("paying" weighs as "pay" does: the family is
     at least as common as its most common form); no form anywhere: the rarest idf."""
-    family = {p for d in docs for p in d if p in idf and _match(t, {p}) > 0}
+    words = set().union(*docs)
+    family = {p for p in _related_words(t, words) & words if p in idf}
     family |= {t} & idf.keys()
     return min((float(idf[p]) for p in family), default=rare)
 
@@ -611,11 +652,17 @@ def states(unit: str, known=frozenset()) -> bool:
     """The unit states a value (number, copula, "key: value") or names a specific
     whose terms are not all `known` (the question's terms), and is no question.
     A link to another note, or a bare date or year, is no value."""
+    stated, names = _state_parts(unit)
+    return stated or any(not ts <= known for ts in names)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _state_parts(unit: str) -> tuple[bool, tuple[frozenset, ...]]:
+    """(states a value, the term sets of its names) for states(); (False, ()) for a question."""
     if unit.rstrip().endswith("?"):
-        return False
+        return False, ()
     text = NOT_A_VALUE_RE.sub(" ", WIKILINK_RE.sub(" ", unit))
-    return bool(STATE_RE.search(text)) or any(
-        not set(terms(m)) <= known for m in NAME_RE.findall(text))
+    return bool(STATE_RE.search(text)), tuple(frozenset(terms(m)) for m in NAME_RE.findall(text))
 
 
 def _sigmoid(z: float) -> float:
