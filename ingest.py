@@ -79,6 +79,8 @@ FOLDER_KEYS = {"versioned": bool, "privacy": str}
 LOCK_NAME = "lock"                 # index_dir/lock: the writing ingest's pid, flock'ed
 COMMIT_WAIT = 5.0                  # seconds load_index waits for an ingest finishing its commit
 PRIVACY = ("private", "shareable")
+REUSE_RULES = 1                    # bump when reading/dating/chunking rules change: an
+                                   # index made under other rules is not reused per file
 
 MONTHS = dict(jan=1, feb=2, mar=3, apr=4, may=5, jun=6, jul=7, aug=8, sep=9, oct=10,
               nov=11, dec=12)
@@ -260,8 +262,8 @@ def _scan(vault: Path, cfg: dict) -> tuple[list[str], list[dict]]:
     return sorted(notes), skipped
 
 
-def _read(path: Path) -> tuple[str | None, float, str]:
-    """(text, mtime, "") or (None, 0, reason). Opened once (no blocking on a pipe) and
+def _read(path: Path) -> tuple[str | None, os.stat_result | int, str]:
+    """(text, its fstat, "") or (None, 0, reason). Opened once (no blocking on a pipe) and
     read up to MAX_FILE_BYTES, so a file that grows or vanishes meanwhile is still one
     answer. Decoding: UTF-16 with a BOM; NUL bytes otherwise mean binary; then UTF-8 (BOM
     ok), cp1252, and last UTF-8 with U+FFFD for the bad bytes."""
@@ -293,7 +295,7 @@ def _read(path: Path) -> tuple[str | None, float, str]:
         text = raw.decode("utf-8", errors="replace") if text is None else text
     if not text.strip():
         return None, 0, "empty file"
-    return text.replace("\r\n", "\n").replace("\r", "\n"), st.st_mtime, ""
+    return text.replace("\r\n", "\n").replace("\r", "\n"), st, ""
 
 
 # ----------------------------------------------------------------------- dating
@@ -377,11 +379,15 @@ def _keeper_key(rec: dict):
 
 
 def _shingles(words: list[str]) -> set:
-    return {tuple(words[i:i + SHINGLE]) for i in range(max(1, len(words) - SHINGLE + 1))}
+    if len(words) < SHINGLE:
+        return {tuple(words)}
+    return set(zip(*(words[i:] for i in range(SHINGLE))))
 
 
-def _mark_duplicates(recs: list[dict]) -> None:
-    """Exact copies by hash; near-copies only among files with the same real date."""
+def _mark_duplicates(recs: list[dict], norm_of) -> None:
+    """Exact copies by hash; near-copies only among files with the same real date.
+    norm_of(rec) gives a record's whitespace-collapsed text (a reused record's note is
+    read only when its shingle count leaves a near-copy possible)."""
     groups = defaultdict(list)
     for r in recs:
         groups[("sha", r["sha256"])].append(r)
@@ -389,21 +395,29 @@ def _mark_duplicates(recs: list[dict]) -> None:
         if r["date_source"] != "mtime":
             groups[("date", r["date"])].append(r)
     for (kind, _), members in groups.items():
+        if len(members) < 2:
+            continue
         members = sorted((m for m in members if not m["duplicate_of"]), key=_keeper_key)
-        sets = [_shingles(m["_norm"].lower().split()) for m in members] if kind == "date" else []
+        sets = {}
         for i, keep in enumerate(members):
             for j in range(i + 1, len(members)):
                 other = members[j]
                 if keep["duplicate_of"] or other["duplicate_of"]:
                     continue
-                if kind == "sha" or _jaccard(sets[i], sets[j]) >= NEAR_COPY_JACCARD:
+                if kind == "sha" or _near_copy(keep, other, sets, norm_of):
                     other["duplicate_of"] = keep["path"]
 
 
-def _jaccard(a: set, b: set) -> float:
-    if min(len(a), len(b)) < NEAR_COPY_JACCARD * max(len(a), len(b)):
-        return 0.0
-    return len(a & b) / len(a | b)
+def _near_copy(a: dict, b: dict, sets: dict, norm_of) -> bool:
+    """Word-shingle Jaccard >= NEAR_COPY_JACCARD; the shingle counts rule most pairs out."""
+    if min(a["shingles"], b["shingles"]) < NEAR_COPY_JACCARD * max(a["shingles"],
+                                                                   b["shingles"]):
+        return False
+    for r in (a, b):
+        if r["path"] not in sets:
+            sets[r["path"]] = _shingles(norm_of(r).lower().split())
+    x, y = sets[a["path"]], sets[b["path"]]
+    return len(x & y) / len(x | y) >= NEAR_COPY_JACCARD
 
 
 def _mark_families(recs: list[dict]) -> None:
@@ -430,7 +444,7 @@ def _resolve_links(recs: list[dict]) -> None:
         by_key[no_ext.rsplit("/", 1)[-1]].append(r)
     for r in recs:
         links, folder = [], r["path"].rpartition("/")[0]
-        for raw in r.pop("_links"):
+        for raw in r["wikilinks"]:
             key = raw.strip().lower().removesuffix(".md").removesuffix(".txt")
             ext = os.path.splitext(key)[1]
             if not key or (ext and ext[1:].isalpha()):
@@ -443,33 +457,78 @@ def _resolve_links(recs: list[dict]) -> None:
         r["links"] = links
 
 
-def _catalogue(vault: Path, paths: list[str], cfg: dict, progress=None):
-    """File records (files.json entries plus _body/_norm) and skipped [{path, reason}]."""
-    recs, skipped = [], []
+class _Stale(Exception):
+    """A reused note changed between its stat and a later read: catalogue it afresh."""
+
+
+def _record(rel: str, text: str, st, cfg: dict) -> dict:
+    """A files.json record (plus _body/_norm) for a note read now."""
+    meta, body = _frontmatter(text)
+    norm = " ".join(text.split())
+    day, source = _date_of(Path(rel).stem, meta, body, st.st_mtime)
+    h1 = next((m.group(2) for m in map(HEADING_RE.match, body.split("\n"))
+               if m and m.group(1) == "#"), None)
+    tags = meta.get("tags") or []
+    tags = tags.replace(",", " ").split() if isinstance(tags, str) else tags
+    return {
+        "path": rel, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+        "sha256": hashlib.sha256(norm.encode()).hexdigest(),
+        "date": day, "date_source": source, "family": rel, "is_latest": False,
+        "duplicate_of": None,
+        "private": _folder_setting(rel, cfg, "privacy", "private") == "private",
+        "versioned": _folder_setting(rel, cfg, "versioned", True),
+        "tags": sorted({t.lstrip("#") for t in tags} | set(TAG_RE.findall(body))),
+        "title": str(meta.get("title") or h1 or Path(rel).stem),
+        "wikilinks": WIKILINK_RE.findall(text),
+        "shingles": len(_shingles(norm.lower().split())), "_body": body, "_norm": norm}
+
+
+def _reused(old: dict, chunks, cfg: dict) -> dict:
+    """A previous record of an unchanged note, with everything that depends on other
+    notes or on the config reset, and its previous chunks (None: it had none, being a
+    duplicate) under _chunks."""
+    rel = old["path"]
+    rec = {**old, "family": rel, "is_latest": False, "duplicate_of": None,
+           "private": _folder_setting(rel, cfg, "privacy", "private") == "private",
+           "versioned": _folder_setting(rel, cfg, "versioned", True), "_reused": True}
+    if chunks is not None:
+        rec["_chunks"] = chunks
+    return rec
+
+
+def _text_of(vault: Path, rec: dict) -> str:
+    """A record's collapsed text; a reused note is read now (_Stale if it changed)."""
+    if "_norm" not in rec:
+        text, st, _ = _read(vault / rec["path"])
+        if text is None or [st.st_size, st.st_mtime_ns] != [rec["size"], rec["mtime_ns"]]:
+            raise _Stale(rec["path"])
+        rec["_body"], rec["_norm"] = _frontmatter(text)[1], " ".join(text.split())
+        rec["_reread"] = True
+    return rec["_norm"]
+
+
+def _catalogue(vault: Path, paths: list[str], cfg: dict, progress=None, stats=None,
+               old=None):
+    """File records (files.json entries plus _body/_norm, or _chunks when reused) and
+    skipped [{path, reason}]. old: path -> (previous record, its chunks or None), reused
+    when stats (path -> [size, mtime_ns]) match the record; {} reads every note."""
+    recs, skipped, old, stats = [], [], old or {}, stats or {}
     for n, rel in enumerate(paths):
         if progress and n % 50 == 0:
             progress("reading", n, len(paths))
-        text, mtime, reason = _read(vault / rel)
+        prev = old.get(rel)
+        if prev and stats.get(rel) == [prev[0].get("size"), prev[0].get("mtime_ns")]:
+            recs.append(_reused(prev[0], prev[1], cfg))
+            continue
+        text, st, reason = _read(vault / rel)
         if text is None:
             skipped.append({"path": rel, "reason": reason})
             continue
-        meta, body = _frontmatter(text)
-        norm = " ".join(text.split())
-        day, source = _date_of(Path(rel).stem, meta, body, mtime)
-        h1 = next((m.group(2) for m in map(HEADING_RE.match, body.split("\n"))
-                   if m and m.group(1) == "#"), None)
-        tags = meta.get("tags") or []
-        tags = tags.replace(",", " ").split() if isinstance(tags, str) else tags
-        recs.append({
-            "path": rel, "sha256": hashlib.sha256(norm.encode()).hexdigest(),
-            "date": day, "date_source": source, "family": rel, "is_latest": False,
-            "duplicate_of": None,
-            "private": _folder_setting(rel, cfg, "privacy", "private") == "private",
-            "versioned": _folder_setting(rel, cfg, "versioned", True),
-            "tags": sorted({t.lstrip("#") for t in tags} | set(TAG_RE.findall(body))),
-            "title": str(meta.get("title") or h1 or Path(rel).stem),
-            "_links": WIKILINK_RE.findall(text), "_body": body, "_norm": norm})
-    _mark_duplicates(recs)
+        recs.append(_record(rel, text, st, cfg))
+    _mark_duplicates(recs, lambda r: _text_of(vault, r))
+    for r in recs:                      # a former duplicate needs chunks of its own now
+        if not r["duplicate_of"] and "_body" not in r and "_chunks" not in r:
+            _text_of(vault, r)
     _mark_families(recs)
     _resolve_links(recs)
     return recs, skipped
@@ -579,42 +638,58 @@ def _pieces(body: str) -> list[tuple[str, str | None, str]]:
     return out or ([("", None, body.strip())] if body.strip() else [])
 
 
+def _rows(r: dict) -> list[tuple]:
+    """(heading, section_date, text, entry_latest, hash) per chunk of one record: its
+    previous chunks if reused (hash "" when not), else chunked from its body now."""
+    if "_chunks" in r:
+        return [(c["heading"], c["section_date"], c["text"], c["entry_latest"], c["hash"])
+                for c in r["_chunks"]]
+    pieces = _pieces(r["_body"])
+    newest = max((d for _, d, _ in pieces if d), default=None)
+    return [(h, d, t, None if d is None else d == newest, "") for h, d, t in pieces]
+
+
 def _chunk_all(recs: list[dict]) -> list[dict]:
     chunks = []
     for r in recs:
         if r["duplicate_of"]:
             continue
-        pieces = _pieces(r["_body"])
-        newest = max((d for _, d, _ in pieces if d), default=None)
-        for heading, sdate, text in pieces:
+        for heading, sdate, text, entry_latest, digest in _rows(r):
             chunks.append({
                 "id": len(chunks), "path": r["path"], "heading": heading,
                 "section_date": sdate, "date": sdate or r["date"],
                 "date_source": "section" if sdate else r["date_source"],
                 "family": r["family"], "is_latest": r["is_latest"],
-                "entry_latest": None if sdate is None else sdate == newest,
-                "private": r["private"], "text": text, "hash": "",
+                "entry_latest": entry_latest,
+                "private": r["private"], "text": text, "hash": digest,
                 "_embed": f"{r['title']}\n{heading}\n{text}"})
     return chunks
 
 
 # ------------------------------------------------------------------------- vectors
 
-def _embedder_for(index_dir: Path, vault: Path, backend, rebuild: bool, texts: list[str]):
-    """(embedder, previous Index to reuse vectors from or None, note, backend name)."""
+def _previous(index_dir: Path, vault: Path, backend, rebuild: bool, loaded=None):
+    """(backend, is builtin, previous Index or None, note). loaded: the index already
+    loaded for a builtin backend by _unchanged, so it is not parsed twice."""
     builtin = backend in (None, "builtin") or isinstance(
         getattr(backend, "embedder", None), models.BuiltinEmbedder)
     if isinstance(backend, str) and not builtin:
         backend = models.load_backend(backend)
-    name = "builtin" if builtin else backend.name
     prev, note = None, ""
     if not rebuild and (index_dir / "manifest.json").exists():
         try:
-            prev = load_index(index_dir, None if builtin else backend)
+            prev = loaded if loaded is not None and builtin else load_index(
+                index_dir, None if builtin else backend)
         except (IndexProblem, models.BackendError) as e:
             note = f"previous index unusable ({e}); rebuilt"
         if prev and prev.manifest.get("vault") != str(vault):
             prev, note = None, "previous index was for another vault; rebuilt"
+    return backend, builtin, prev, note
+
+
+def _embedder_for(backend, builtin: bool, prev, note: str, texts: list[str]):
+    """(embedder, previous Index to reuse vectors from or None, note, backend name)."""
+    name = "builtin" if builtin else backend.name
     if not builtin:
         emb = backend.embedder
     elif prev and isinstance(prev.embedder, models.BuiltinEmbedder):
@@ -624,6 +699,26 @@ def _embedder_for(index_dir: Path, vault: Path, backend, rebuild: bool, texts: l
     if prev and prev.embedder.id != emb.id:
         prev, note = None, f"embedder changed to {emb.id}; everything re-embedded"
     return emb, prev, note, name
+
+
+def _reuse_key(cfg_path) -> list:
+    """What per-file reuse depends on besides the note itself: the rules and the config
+    file (its stat). A previous index with another key is not reused per file."""
+    return [REUSE_RULES, MAX_FILE_BYTES, CHUNK_WORDS, MAX_WORD_CHARS, OVERLAP,
+            MIN_CHUNK_WORDS, SHINGLE, HEADER_LINES,
+            str(cfg_path) if cfg_path else None, _stat(Path(cfg_path)) if cfg_path else None]
+
+
+def _old_records(prev, key: list) -> dict:
+    """path -> (previous record, its chunks or None) when prev was built under the same
+    reuse key, else {}."""
+    if prev is None or prev.manifest.get("reuse") != key:
+        return {}
+    by_path = defaultdict(list)
+    for c in prev.chunks:
+        by_path[c["path"]].append(c)
+    return {f["path"]: (f, None if f["duplicate_of"] else by_path.get(f["path"], []))
+            for f in prev.files}
 
 
 def _embed(chunks: list[dict], emb, prev, progress=None) -> tuple[np.ndarray, int]:
@@ -942,50 +1037,81 @@ def _backend_name(backend) -> str:
     return backend if isinstance(backend, str) else backend.name
 
 
-def _stamp(vault: Path, paths: list, passed_over: list, cfg_path, backend) -> str:
-    """What the index was built from, cheaply: every note's size and mtime, what was
-    passed over, the config file and the embedder backend. Equal stamps: nothing to do."""
-    def stat(p: Path):
-        try:
-            st = p.stat()
-            return [st.st_size, st.st_mtime_ns]
-        except OSError:
-            return None
+def _stat(p: Path) -> list | None:
+    """[size, mtime_ns] of a file (symlinks followed), or None if it cannot be stat'ed."""
+    try:
+        st = p.stat()
+        return [st.st_size, st.st_mtime_ns]
+    except OSError:
+        return None
+
+
+def _stamp(vault: Path, stats: dict, passed_over: list, cfg_path, backend) -> str:
+    """What the index was built from, cheaply: every note's size and mtime (stats: path
+    -> _stat), what was passed over, the config file and the embedder backend. Equal
+    stamps: nothing to do."""
     parts = [FORMAT, str(vault), _backend_name(backend), passed_over,
-             [str(cfg_path), stat(Path(cfg_path))] if cfg_path else None,
-             [[p, stat(vault / p)] for p in paths]]
+             [str(cfg_path), _stat(Path(cfg_path))] if cfg_path else None,
+             [[p, s] for p, s in stats.items()]]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
-def _unchanged(index_dir: Path, vault: Path, stamp: str, backend) -> dict | None:
-    """The summary of an index whose vault has not changed since it was built (and which
-    still loads cleanly), or None: then the full ingest runs and repairs or refreshes."""
+def _unchanged(index_dir: Path, vault: Path, stamp: str, backend):
+    """(summary, index) for an index whose vault has not changed since it was built (and
+    which still loads cleanly); (None, the index or None) otherwise: then the full ingest
+    runs and repairs or refreshes, reusing what it can of that index."""
     if not (index_dir / "manifest.json").exists():
-        return None
+        return None, None
     try:
         idx = load_index(index_dir, None if _backend_name(backend) == "builtin"
                          else backend)
     except (IndexProblem, models.BackendError):
-        return None
+        return None, None
     m = idx.manifest
     if m.get("stamp") != stamp or m.get("vault") != str(vault):
-        return None
+        return None, idx
     counts = m.get("counts", {})
     live = [f for f in idx.files if not f.get("duplicate_of")]
     return {"files_seen": counts.get("files_seen", len(idx.files)), "indexed": len(live),
             "duplicates": len(idx.files) - len(live),
             "families": len({f["family"] for f in live}), "chunks": len(idx.chunks),
-            "embedded": 0, "reused": len(idx.chunks),
+            "embedded": 0, "reused": len(idx.chunks), "files_read": 0,
+            "files_reused": len(idx.files), "files_reread": 0,
             "dated": dict(Counter(f["date_source"] for f in idx.files)),
             "skipped": m.get("skipped", []), "seconds": 0.0, "index": str(index_dir),
-            "embedder": m["embedder"], "note": "nothing changed since the last ingest"}
+            "embedder": m["embedder"], "note": "nothing changed since the last ingest"}, idx
+
+
+def _files_and_chunks(vault: Path, paths: list, cfg: dict, progress, stats: dict,
+                      old: dict):
+    """(records, skipped, chunks, {files_read, files_reused, files_reread}); a reused
+    note that changed while this ran means the whole catalogue is read afresh."""
+    try:
+        recs, skipped = _catalogue(vault, paths, cfg, progress, stats, old)
+    except _Stale:
+        recs, skipped = _catalogue(vault, paths, cfg, progress)
+    reused = sum(1 for r in recs if r.get("_reused"))
+    counts = {"files_read": len(paths) - reused, "files_reused": reused,
+              "files_reread": sum(1 for r in recs if r.get("_reread"))}
+    return recs, skipped, _chunk_all(recs), counts
+
+
+def _summary(paths, passed_over, files, chunks, embedded, skipped, counts) -> dict:
+    live = [f for f in files if not f["duplicate_of"]]
+    return {"files_seen": len(paths) + len(passed_over), "indexed": len(live),
+            "duplicates": len(files) - len(live),
+            "families": len({f["family"] for f in live}), "chunks": len(chunks),
+            "embedded": embedded, "reused": len(chunks) - embedded, **counts,
+            "dated": dict(Counter(f["date_source"] for f in files)), "skipped": skipped}
 
 
 def build_index(vault, index_dir=None, config=None, rebuild=False, backend=None,
                 progress=None) -> dict:
     """Index the vault into index_dir; returns the summary (also printed by --json).
     backend: None/"builtin", a backend name, or a models.Backend; progress(stage, done,
-    total) is called while reading and embedding."""
+    total) is called while reading and embedding. Notes whose size and mtime match their
+    previous record (same vault, embedder, rules and config) are not read or chunked
+    again; everything that depends on other notes is recomputed for every note."""
     started = time.perf_counter()
     vault = Path(vault).expanduser().resolve()
     if not vault.is_dir():
@@ -996,40 +1122,41 @@ def build_index(vault, index_dir=None, config=None, rebuild=False, backend=None,
                          f"there: pass --index DIR outside it or set VERSO_HOME")
     cfg, cfg_path = _load_config(vault, config)
     paths, passed_over = _scan(vault, cfg)
-    stamp = _stamp(vault, paths, passed_over, cfg_path, backend)
+    stats = {p: _stat(vault / p) for p in paths}
+    stamp = _stamp(vault, stats, passed_over, cfg_path, backend)
     with _lock(index_dir):
         recovered = _recover(index_dir)
-        if not rebuild and (same := _unchanged(index_dir, vault, stamp, backend)):
+        same, loaded = (None, None) if rebuild else _unchanged(index_dir, vault, stamp,
+                                                               backend)
+        if same:
             same["seconds"] = round(time.perf_counter() - started, 3)
             return same
-        recs, skipped = _catalogue(vault, paths, cfg, progress)
-        skipped = passed_over + skipped
-        chunks = _chunk_all(recs)
-        emb, prev, note, name = _embedder_for(index_dir, vault, backend, rebuild,
+        backend, builtin, prev, note = _previous(index_dir, vault, backend, rebuild, loaded)
+        del loaded
+        key = _reuse_key(cfg_path)
+        recs, skipped, chunks, counts = _files_and_chunks(vault, paths, cfg, progress, stats,
+                                                          _old_records(prev, key))
+        emb, prev, note, name = _embedder_for(backend, builtin, prev, note,
                                               [c["_embed"] for c in chunks])
         note = "; ".join(filter(None, (recovered, note)))
-        for c in chunks:
-            c["hash"] = hashlib.sha256(f"{c['_embed']}\n{emb.id}".encode()).hexdigest()
+        for c in chunks:               # a reused hash stands only under the same embedder
+            if prev is None or not c["hash"]:
+                c["hash"] = hashlib.sha256(f"{c['_embed']}\n{emb.id}".encode()).hexdigest()
         vectors, embedded = _embed(chunks, emb, prev, progress)
         del prev                        # release the old memory map before replacing it
-        files = [{k: v for k, v in r.items() if not k.startswith("_")} for r in recs]
         for c in chunks:
             del c["_embed"]
-        live = [f for f in files if not f["duplicate_of"]]
-        summary = {
-            "files_seen": len(paths) + len(passed_over), "indexed": len(live),
-            "duplicates": len(files) - len(live),
-            "families": len({f["family"] for f in live}), "chunks": len(chunks),
-            "embedded": embedded, "reused": len(chunks) - embedded,
-            "dated": dict(Counter(f["date_source"] for f in files)), "skipped": skipped,
-            "seconds": 0.0, "index": str(index_dir), "embedder": emb.id, "note": note}
+        files = [{k: v for k, v in r.items() if not k.startswith("_")} for r in recs]
+        summary = {**_summary(paths, passed_over, files, chunks, embedded,
+                              passed_over + skipped, counts),
+                   "seconds": 0.0, "index": str(index_dir), "embedder": emb.id, "note": note}
         manifest = {"format": FORMAT, "embedder": emb.id, "dim": int(emb.dim),
                     "backend": name, "vault": str(vault), "stamp": stamp,
-                    "config": str(cfg_path) if cfg_path else None,
+                    "config": str(cfg_path) if cfg_path else None, "reuse": key,
                     "counts": {**{k: summary[k] for k in ("files_seen", "indexed", "duplicates",
                                                           "families", "chunks")},
-                               "skipped": len(skipped)},
-                    "skipped": skipped,
+                               "skipped": len(summary["skipped"])},
+                    "skipped": summary["skipped"],
                     "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         _save(index_dir, manifest, files, chunks, vectors, emb)
     summary["seconds"] = round(time.perf_counter() - started, 3)
@@ -1040,7 +1167,9 @@ def _human(s: dict) -> str:
     dated = ", ".join(f"{k} {v}" for k, v in sorted(s["dated"].items()))
     lines = [f"indexed {s['indexed']} of {s['files_seen']} files ({s['duplicates']} duplicates,"
              f" {len(s['skipped'])} skipped): {s['families']} families, {s['chunks']} chunks",
-             f"embedded {s['embedded']}, reused {s['reused']} in {s['seconds']:.2f} s; "
+             f"notes read {s['files_read']}, reused {s['files_reused']} (re-read for checks "
+             f"{s['files_reread']}); chunks embedded {s['embedded']}, reused {s['reused']} "
+             f"in {s['seconds']:.2f} s; "
              f"dated by {dated or 'nothing'}", f"index: {s['index']}"]
     lines += [f"skipped {x['path']}: {x['reason']}" for x in s["skipped"]]
     return "\n".join(lines + ([s["note"]] if s["note"] else []))

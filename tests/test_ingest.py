@@ -579,3 +579,129 @@ def test_unchanged_vault_is_not_reingested_and_a_touched_note_is(vault, tmp_path
     (tmp_path / "idx" / "chunks.json").write_text('{"format": 1, "chunks": []}')
     fourth, idx = build(vault, tmp_path)
     assert "unusable" in fourth["note"] and len(idx.chunks) == 2
+
+
+# ------------------------------------------------------- per-file reuse (incremental)
+
+T0 = 1_780_000_000   # mtimes of the first state; every later write gets its own
+
+
+class FixedEmbedder:
+    """A builtin embedder with a frozen IDF behind another id, so --rebuild does not
+    re-fit it and the hashes and vectors of two builds can be compared exactly."""
+
+    def __init__(self):
+        self.inner = models.BuiltinEmbedder.fit(["alpha beta gamma", "rate plan run"])
+        self.id, self.dim = "fixed-" + self.inner.id, self.inner.dim
+
+    def embed_documents(self, texts, ledger=None, stage="ingest"):
+        return self.inner.embed_documents(texts)
+
+
+def _first_state(vault):
+    n = iter(range(100))
+
+    def put(rel, text):
+        write(vault, rel, text, mtime=T0 + next(n))
+    put("verso.toml", '[folders.shared]\nprivacy = "shareable"\n')
+    put("w/plan v1.md", "---\ndate: 2026-04-01\n---\n# Plan\nfirst plan, rate 1400")
+    put("w/plan v2.md", "---\ndate: 2026-05-01\n---\n# Plan\nsecond plan, rate 1500")
+    put("x/rates.md", "# Rates\nDay rate is 1550.")
+    put("x/rates (1).md", "# Rates\nDay rate is 1550.")
+    put("y/source.md", "# Source\nThe source text of y.")
+    put("y/other.md", "# Other\nSomething else entirely.")
+    put("a/plan.md", f"---\ndate: 2026-05-01\n---\n{WORDS} rate 1500")
+    put("b/plan copy.md", f"---\ndate: 2026-05-01\n---\n{WORDS} rate 1550")
+    put("b/same day.md", "---\ndate: 2026-05-01\n---\nshort note, same day")
+    put("log/runs.md", "---\ndate: 2026-04-01\n---\n# Runs\nIntro.\n## 2026-05-02\n"
+        "Ran 20k.\n## 2026-06-14\nRan 25k.\n## Gear\nShoes.")
+    put("shared/links.md", "See [[target]], [[plan v2]] and [[rates]].")
+    put("sub/target.md", "# Target\nThe target note.")
+    put("gone.md", "to be deleted")
+    put("u/undated.md", "no date here")
+
+
+def _second_state(vault):
+    n = iter(range(100))
+
+    def put(rel, text):
+        write(vault, rel, text, mtime=T0 + 1000 + next(n))
+    put("w/plan v1.md", "---\ndate: 2026-07-01\n---\n# Plan\nfirst plan, now the newest")
+    put("y/other.md", "# Source\nThe source text of y.")         # exact copy of source
+    (vault / "x/rates.md").unlink()                               # (1) is no longer a copy
+    (vault / "gone.md").unlink()
+    (vault / "sub/target.md").rename(vault / "sub/target2.md")     # links.md resolves anew
+    put("log/new log.md", "# New\n## 2026-08-01\nNew entry.")
+
+
+@pytest.mark.parametrize("backend", ["builtin", "fixed"])
+def test_incremental_equals_full_rebuild(vault, tmp_path, backend):
+    be = None if backend == "builtin" else models.Backend("fixed", FixedEmbedder(), None,
+                                                           None)
+    _first_state(vault)
+    ingest.build_index(vault, tmp_path / "inc", backend=be)
+    _second_state(vault)
+    inc = ingest.build_index(vault, tmp_path / "inc", backend=be)
+    full = ingest.build_index(vault, tmp_path / "full", backend=be, rebuild=True)
+    assert (inc["files_read"], inc["files_reused"]) == (4, 9)  # v1, other, target2, new log
+    assert inc["files_reread"] >= 3      # plan.md, plan copy.md (near copy), rates (1).md
+    assert (full["files_read"], full["files_reused"]) == (13, 0)
+    a, b = (json.loads((tmp_path / d / "files.json").read_text()) for d in ("inc", "full"))
+    assert a == b
+    f = {x["path"]: x for x in a["files"]}
+    assert f["w/plan v1.md"]["is_latest"] and not f["w/plan v2.md"]["is_latest"]
+    assert f["y/source.md"]["duplicate_of"] == "y/other.md"
+    assert f["x/rates (1).md"]["duplicate_of"] is None
+    assert f["b/plan copy.md"]["duplicate_of"] == "a/plan.md"
+    assert f["shared/links.md"]["links"] == ["target", "w/plan v2.md", "rates"]
+    ca, cb = (json.loads((tmp_path / d / "chunks.json").read_text())["chunks"]
+              for d in ("inc", "full"))
+    if backend == "builtin":             # --rebuild re-fits the IDF: other hashes, vectors
+        ca, cb = ([{k: v for k, v in c.items() if k != "hash"} for c in x] for x in (ca, cb))
+    assert ca == cb and any(c["path"] == "x/rates (1).md" for c in ca)
+    assert not any(c["path"] == "y/source.md" for c in ca)
+    ma, mb = (json.loads((tmp_path / d / "manifest.json").read_text()) for d in ("inc", "full"))
+    skip = {"created"} | ({"embedder", "chunks_sha"} if backend == "builtin" else set())
+    assert {k: v for k, v in ma.items() if k not in skip} == \
+        {k: v for k, v in mb.items() if k not in skip}
+    if backend == "fixed":
+        va, vb = (np.load(tmp_path / d / "vectors.npy") for d in ("inc", "full"))
+        assert va.shape == vb.shape and np.allclose(va, vb, atol=1e-6, rtol=0)
+
+
+def test_summary_counts_read_and_reused_notes_and_config_change_reuses_nothing(
+        vault, tmp_path, capsys):
+    for i in range(3):
+        write(vault, f"n{i}.md", f"# Note {i}\nbody {i}", mtime=T0 + i)
+    first, _ = build(vault, tmp_path)
+    assert (first["files_read"], first["files_reused"]) == (3, 0)
+    write(vault, "n1.md", "# Note 1\nbody one, edited", mtime=T0 + 100)
+    second, idx = build(vault, tmp_path)
+    assert (second["files_read"], second["files_reused"], second["files_reread"]) == (1, 2, 0)
+    assert idx.by_path["n0.md"]["size"] == (vault / "n0.md").stat().st_size
+    assert idx.by_path["n1.md"]["mtime_ns"] == (vault / "n1.md").stat().st_mtime_ns
+    write(vault, "verso.toml", '[folders.x]\nprivacy = "shareable"\n')
+    third, _ = build(vault, tmp_path)
+    assert (third["files_read"], third["files_reused"]) == (3, 0)
+    write(vault, "n2.md", "# Note 2\nbody two, edited", mtime=T0 + 200)
+    assert ingest.main([str(vault), "--index", str(tmp_path / "idx")]) == 0
+    assert "notes read 1, reused 2" in capsys.readouterr().out
+
+
+def test_a_reused_note_changing_mid_run_means_a_fresh_catalogue(vault, tmp_path, monkeypatch):
+    write(vault, "a/plan.md", f"---\ndate: 2026-05-01\n---\n{WORDS} rate 1500", mtime=T0)
+    write(vault, "b/plan copy.md", f"---\ndate: 2026-05-01\n---\n{WORDS} rate 1550", mtime=T0)
+    write(vault, "c.md", "changed", mtime=T0)
+    build(vault, tmp_path)
+    write(vault, "c.md", "changed again", mtime=T0 + 5)
+    real_read = ingest._read
+
+    def meddling(path):              # the near-copy check reads a/plan.md: edit it first
+        if path.name == "plan.md" and "rate 1500" in path.read_text():
+            write(vault, "a/plan.md", f"---\ndate: 2026-05-01\n---\n{WORDS} other", mtime=T0 + 9)
+        return real_read(path)
+
+    monkeypatch.setattr(ingest, "_read", meddling)
+    s, idx = build(vault, tmp_path)
+    assert s["files_reused"] == 0 and s["files_read"] == 3
+    assert "other" in next(c["text"] for c in idx.chunks if c["path"] == "a/plan.md")
