@@ -121,8 +121,9 @@ def load(index=None, vault=None, backend="auto", judge=None, rebuild=False):
         if vault is not None:
             if not rebuild:
                 _same_vault(Path(index) if index else ingest.default_index_dir(), vault)
-            ingest.build_index(vault, index_dir=index, rebuild=rebuild, backend=be)
-        idx = ingest.load_index(index, None if be.name == "builtin" else be)
+            idx = ingest.refresh(vault, index_dir=index, rebuild=rebuild, backend=be)
+        else:
+            idx = ingest.load_index(index, None if be.name == "builtin" else be)
     be.embedder = idx.embedder
     return idx, be
 

@@ -1108,6 +1108,22 @@ def _summary(paths, passed_over, files, chunks, embedded, skipped, counts) -> di
 def build_index(vault, index_dir=None, config=None, rebuild=False, backend=None,
                 progress=None) -> dict:
     """Index the vault into index_dir; returns the summary (also printed by --json).
+    See _build for the arguments."""
+    return _build(vault, index_dir, config, rebuild, backend, progress)[0]
+
+
+def refresh(vault, index_dir=None, config=None, rebuild=False, backend=None) -> Index:
+    """The vault's index, brought up to date and loaded: the index build_index already
+    loaded to find the vault unchanged is returned as is, not parsed a second time."""
+    summary, idx = _build(vault, index_dir, config, rebuild, backend, None)
+    if idx is None:
+        idx = load_index(summary["index"], None if _backend_name(backend) == "builtin"
+                         else backend)
+    return idx
+
+
+def _build(vault, index_dir, config, rebuild, backend, progress):
+    """(summary, the loaded Index when nothing changed, else None).
     backend: None/"builtin", a backend name, or a models.Backend; progress(stage, done,
     total) is called while reading and embedding. Notes whose size and mtime match their
     previous record (same vault, embedder, rules and config) are not read or chunked
@@ -1130,7 +1146,7 @@ def build_index(vault, index_dir=None, config=None, rebuild=False, backend=None,
                                                                backend)
         if same:
             same["seconds"] = round(time.perf_counter() - started, 3)
-            return same
+            return same, loaded
         backend, builtin, prev, note = _previous(index_dir, vault, backend, rebuild, loaded)
         del loaded
         key = _reuse_key(cfg_path)
@@ -1160,7 +1176,7 @@ def build_index(vault, index_dir=None, config=None, rebuild=False, backend=None,
                     "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         _save(index_dir, manifest, files, chunks, vectors, emb)
     summary["seconds"] = round(time.perf_counter() - started, 3)
-    return summary
+    return summary, None
 
 
 def _human(s: dict) -> str:

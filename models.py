@@ -538,7 +538,6 @@ def _related_words(term: str, words) -> set[str]:
     return related
 
 
-@functools.lru_cache(maxsize=1 << 18)
 def _related(term: str, p: str) -> bool:
     """A shared 5-letter prefix, one word the other's prefix, or one verb form."""
     base = _base(term)

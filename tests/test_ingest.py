@@ -705,3 +705,18 @@ def test_a_reused_note_changing_mid_run_means_a_fresh_catalogue(vault, tmp_path,
     s, idx = build(vault, tmp_path)
     assert s["files_reused"] == 0 and s["files_read"] == 3
     assert "other" in next(c["text"] for c in idx.chunks if c["path"] == "a/plan.md")
+
+
+def test_refresh_loads_an_unchanged_index_once(vault, tmp_path, monkeypatch):
+    write(vault, "a.md", "# A\nThe boat is moored at pier 4.\n")
+    first = ingest.refresh(vault, tmp_path / "idx")
+    assert [c["path"] for c in first.chunks] == ["a.md"]
+    loads = []
+    real = ingest.load_index
+    monkeypatch.setattr(ingest, "load_index", lambda *a, **k: loads.append(a) or real(*a, **k))
+    again = ingest.refresh(vault, tmp_path / "idx")
+    assert len(loads) == 1 and again.manifest["stamp"] == first.manifest["stamp"]
+    write(vault, "b.md", "# B\nThe shed roof costs 520 pounds.\n")
+    loads.clear()
+    changed = ingest.refresh(vault, tmp_path / "idx")
+    assert {c["path"] for c in changed.chunks} == {"a.md", "b.md"}
