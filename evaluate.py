@@ -439,7 +439,8 @@ def render_compare(flips: dict) -> str:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="evaluate.py", description=__doc__.split("\n")[0])
-    p.add_argument("--vault", help="the notes folder the questions are about")
+    p.add_argument("--vault", help="the notes folder the questions are about (default: "
+                   "the vault the --index was built from)")
     p.add_argument("--questions", help="question set (JSONL)")
     p.add_argument("--check", metavar="FILE", help="validate a question file and stop")
     p.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"),
@@ -452,6 +453,18 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--pairs", nargs="+", metavar="A:B", default=None)
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     return p
+
+
+def _vault_of(index_dir) -> str:
+    """The vault an existing index was built from (for a run given --index alone)."""
+    import ingest
+    try:
+        built = ingest.built_from(index_dir)
+    except ingest.IndexProblem as e:
+        raise EvalError(str(e)) from None
+    if built is None:
+        raise EvalError(f"no index in {index_dir}: pass --vault DIR")
+    return built[0]
 
 
 def _index_dir(args, vault: Path) -> Path:
@@ -533,6 +546,8 @@ def main(argv=None) -> int:
             print(json.dumps(flips, indent=1) if args.json else render_compare(flips))
             return 0
         path = args.check or args.questions
+        if not args.vault and args.index:
+            args.vault = _vault_of(args.index)
         if not args.vault or not path:
             raise EvalError("pass --vault DIR and --questions FILE (or --check FILE)")
         if not Path(args.vault).is_dir():

@@ -32,6 +32,9 @@ import version
 SAMPLE_VAULT = Path(__file__).resolve().parent / "sample-vault"
 STAGES = ("route", "retrieve", "version-filter", "rerank", "generate", "verify")
 MAX_QUESTION_CHARS = 4000   # longer questions are cut here (embedding and prompts stay bounded)
+WHERE_FROM = ("The vault: --vault, else the vault the index was built from, else (no index "
+              "yet) the bundled sample vault. The index: --index, else $VERSO_HOME, else "
+              "./.verso in the current folder. Verso never writes inside the vault.")
 NO_RETRIEVAL = {
     "small_talk": "this reads as small talk, not a question about the notes",
     "live_data": "this needs live data (weather, prices, news) that notes cannot hold",
@@ -108,8 +111,24 @@ def _score(c) -> float:
     return c.relevance if c.relevance is not None else c.fused
 
 
+def resolve_vault(index=None, vault=None) -> tuple[Path | None, str | None]:
+    """(the vault to refresh the index from, or None to answer from the index as it is;
+    a one-line warning or None). The vault given; else the one the index was built
+    from; else, when no index exists there yet, the sample vault."""
+    if vault is not None:
+        return Path(vault), None
+    built = ingest.built_from(index)
+    if built is None:
+        return SAMPLE_VAULT, None
+    folder, created = built
+    if Path(folder).is_dir():
+        return Path(folder), None
+    return None, f"vault {folder} not found: answering from the index built on {created[:10]}"
+
+
 def load(index=None, vault=None, backend="auto", judge=None, rebuild=False):
-    """(Index, Backend) for a question; (re)builds the index when a vault is given.
+    """(Index, Backend) for a question; the index is brought up to date from its vault
+    first (see resolve_vault for which vault).
 
     The backend is chosen first, so the index is built with its embedder; queries are
     then always embedded by the embedder the index was built with."""
@@ -118,12 +137,15 @@ def load(index=None, vault=None, backend="auto", judge=None, rebuild=False):
     if isinstance(index, ingest.Index):
         idx = index
     else:
-        if vault is not None:
-            if not rebuild:
-                _same_vault(Path(index) if index else ingest.default_index_dir(), vault)
-            idx = ingest.refresh(vault, index_dir=index, rebuild=rebuild, backend=be)
-        else:
+        folder, warning = resolve_vault(index, vault)
+        if warning:
+            print(warning, file=sys.stderr)
+        if folder is None:
             idx = ingest.load_index(index, None if be.name == "builtin" else be)
+        else:
+            if not rebuild:
+                _same_vault(Path(index) if index else ingest.default_index_dir(), folder)
+            idx = ingest.refresh(folder, index_dir=index, rebuild=rebuild, backend=be)
     be.embedder = idx.embedder
     return idx, be
 
@@ -132,14 +154,13 @@ def _same_vault(index_dir: Path, vault) -> None:
     """An index answers for the vault it was built from; another vault never replaces
     it silently (ingest.py --rebuild, or another --index, does that on purpose)."""
     try:
-        built = json.loads((index_dir / "manifest.json").read_text())["vault"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return      # no index yet, or a damaged one: ingest decides and says why
-    if Path(built) != Path(vault).resolve():
-        raise ValueError(f"index {index_dir} was built from {built}, not {vault}: pass "
-                         f"--index DIR for a separate index, or replace it with: python "
-                         f"ingest.py {shlex.quote(str(vault))} --index "
-                         f"{shlex.quote(str(index_dir))} --rebuild")
+        built = ingest.built_from(index_dir)
+    except ingest.IndexProblem:
+        return      # a damaged index: ingest decides and says why
+    if built and Path(built[0]) != Path(vault).resolve():
+        raise ValueError(f"index {index_dir} was built from {built[0]}, not {vault}: give "
+                         f"this vault an index of its own with --index DIR (or VERSO_HOME="
+                         f"DIR), or leave out --vault to ask {built[0]}")
 
 
 def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid",
@@ -235,14 +256,17 @@ def render(a: Answer) -> str:
     lines.append(f"verdict: {a.verdict}")
     for s in a.checks.get("sentences", []):
         if not s.get("ok", True):
-            lines.append(f"  failing: {s.get('sentence', '')[:90]}  ({s.get('reason', '')})")
+            why = "; ".join(s.get("reasons", [])) or "the judge found it unsupported"
+            lines.append(f"  failing: {s.get('sentence', '')[:90]}  ({why})")
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="harness.py", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="harness.py", description=__doc__.split("\n")[0],
+                                epilog=WHERE_FROM)
     p.add_argument("question", nargs="+")
-    p.add_argument("--vault", default=None, help="notes folder (default: the sample vault)")
+    p.add_argument("--vault", default=None,
+                   help="notes folder (default: the vault the index was built from)")
     p.add_argument("--index", default=None, help="index dir (default $VERSO_HOME or .verso)")
     p.add_argument("--no-rerank", action="store_true", help="fused order, top 5, no gate")
     p.add_argument("--mode", choices=("present", "history", "any"), default=None)
@@ -250,12 +274,12 @@ def main(argv=None) -> int:
     p.add_argument("--judge", choices=("jev", "builtin", "ollama"), default=None)
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     args = p.parse_args(argv)
-    vault = Path(args.vault) if args.vault else SAMPLE_VAULT
     try:
-        idx, be = load(args.index, vault, args.backend, args.judge)
+        idx, be = load(args.index, args.vault, args.backend, args.judge)
         a = ask(" ".join(args.question), index=idx, backend=be,
                 rerank=not args.no_rerank, mode=args.mode)
-    except (ValueError, OSError, ingest.IndexProblem, models.BackendError) as e:
+    except (ValueError, OSError, ingest.IndexProblem, ingest.IndexBusy,
+            models.BackendError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(json.dumps(a.to_dict(), indent=1) if args.json else render(a))

@@ -17,7 +17,11 @@ Rules, decided by code:
 - Date, first hit wins: filename; frontmatter `updated:` > `date:` > `created:`; a header
   line in the first HEADER_LINES body lines (`Updated: 2 July 2026`, `Last edited
   2026-07-02`, `Date: ...`, `# Title - October 10, 2026`); else mtime (date_source
-  "mtime", weak). Year-month alone means day 01. Impossible dates are not dates.
+  "mtime", weak). A month, ISO week (2026-W40) or quarter (Q3 2026) alone means its
+  first day, unless the note's frontmatter or header gives a day inside it. 03.10.2026
+  and 3/10/2026 are read only as verso.toml's date_order ("dmy"/"mdy") says; the default
+  "ymd" reads only unambiguous dates. Impossible dates are not dates. Names are compared
+  NFKC-folded, case-folded, with every Unicode dash as "-".
 - Exact duplicates: same sha256 (files.json "sha256") of the whole text, frontmatter
   included, whitespace collapsed. Near-copies (word 5-shingle Jaccard >=
   NEAR_COPY_JACCARD) are duplicates only when both have the same real (non-mtime) date.
@@ -34,12 +38,13 @@ Rules, decided by code:
   of that text plus the embedder id. The builtin IDF is fitted on the first build and on
   --rebuild and reused by incremental runs (rebuild after large changes).
 
-    python ingest.py VAULT [--index DIR] [--config FILE] [--json] [--rebuild]
+    python ingest.py VAULT [--index DIR] [--config FILE] [--json] [--rebuild] [--quiet]
 """
 
 from __future__ import annotations
 
 import argparse
+import calendar
 import codecs
 import fnmatch
 import hashlib
@@ -52,10 +57,11 @@ import stat
 import sys
 import time
 import tomllib
+import unicodedata
 from collections import Counter, defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
@@ -79,7 +85,7 @@ FOLDER_KEYS = {"versioned": bool, "privacy": str}
 LOCK_NAME = "lock"                 # index_dir/lock: the writing ingest's pid, flock'ed
 COMMIT_WAIT = 5.0                  # seconds load_index waits for an ingest finishing its commit
 PRIVACY = ("private", "shareable")
-REUSE_RULES = 1                    # bump when reading/dating/chunking rules change: an
+REUSE_RULES = 2                    # bump when reading/dating/chunking rules change: an
                                    # index made under other rules is not reused per file
 
 MONTHS = dict(jan=1, feb=2, mar=3, apr=4, may=5, jun=6, jul=7, aug=8, sep=9, oct=10,
@@ -93,9 +99,15 @@ DATE_PATTERNS = [  # most specific first; group order in the second field
     (re.compile(_MON + r"[\s_-]+(\d{1,2})(?:st|nd|rd|th)?,?[\s_-]+" + _YEAR, re.I), "mdy"),
     (re.compile(r"(?<![\da-z])(\d{1,2})(?:st|nd|rd|th)?[\s_-]+" + _MON + r",?[\s_-]+" + _YEAR,
                 re.I), "dmy"),
+    # 03.10.2026 or 3/10/2026: day-first or month-first only as the config's date_order says
+    (re.compile(r"(?<![\d.])(\d{1,2})([./-])(\d{1,2})\2((?:19|20)\d\d)(?!\d)"), "num"),
+    (re.compile(r"(?<![\da-z])((?:19|20)\d\d)[-_\s]?w(\d{1,2})(?![\da-z])", re.I), "yw"),
+    (re.compile(r"(?<![\da-z])q([1-4])[\s_-]*((?:19|20)\d\d)(?!\d)", re.I), "qy"),
+    (re.compile(r"(?<![\da-z])((?:19|20)\d\d)[\s_-]*q([1-4])(?![\da-z])", re.I), "yq"),
     (re.compile(r"(?<!\d)((?:19|20)\d\d)[-_](\d{1,2})(?!\d|[-_.]\d)"), "ym"),
     (re.compile(_MON + r"[\s_,-]*" + _YEAR, re.I), "my"),
 ]
+DATE_ORDERS = ("ymd", "dmy", "mdy")   # config date_order; "ymd" reads no d/m/y digits
 HEADER_RE = re.compile(r"^[\s>*_#-]*(?:last[\s_-]+)?(?:updated|edited|modified|revised|"
                        r"date|dated|created|written)\b", re.I)
 FRONT_KEYS = ("updated", "date", "created")    # frontmatter date keys, in preference order
@@ -103,7 +115,7 @@ COPY_RE = re.compile(r"\(\d+\)|(?<![a-z])(copy|backup|bak|old)(?![a-z])", re.I)
 COPY_N_RE = re.compile(r"\(\d+\)|(?<![a-z])copy[\s_-]+\d+(?!\d)")  # (1), macOS "copy 2"
 VERSION_RE = re.compile(r"(?<![a-z0-9])v\d+(?:\.\d+)*(?![a-z0-9])")
 MARKER_WORDS = {"final", "draft", "copy", "backup", "bak", "old"}
-SEPARATORS_RE = re.compile(r"[\s_\-.,()\[\]]+")
+SEPARATORS_RE = re.compile(r"[\s_\-.,()\[\]]+")   # after _fold: every dash is "-"
 HEADING_RE = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 FENCE_RE = re.compile(r"^\s*(```|~~~)")
 TABLE_SEP_RE = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
@@ -144,14 +156,19 @@ def _load_config(vault: Path, config=None) -> tuple[dict, Path | None]:
     if not path.is_file():
         if config:
             raise ValueError(f"config file {path} not found")
-        return {"ignore": [], "folders": {}}, None
+        return {"ignore": [], "folders": {}, "date_order": "ymd"}, None
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"{path} is not valid TOML: {e}") from None
     for key in data:
-        if key not in ("ignore", "folders"):
-            raise ValueError(f"{path}: unknown key {key!r} (known: ignore, folders)")
+        if key not in ("ignore", "folders", "date_order"):
+            raise ValueError(f"{path}: unknown key {key!r} (known: ignore, folders, "
+                             f"date_order)")
+    date_order = data.get("date_order", "ymd")
+    if date_order not in DATE_ORDERS:
+        raise ValueError(f"{path}: date_order = {date_order!r} is invalid (ymd: only "
+                         f"unambiguous dates; dmy: 03.10.2026 is 3 October; mdy: March 10)")
     ignore = data.get("ignore", [])
     if not isinstance(ignore, list) or not all(isinstance(g, str) for g in ignore):
         raise ValueError(f"{path}: ignore must be a list of glob strings")
@@ -168,7 +185,7 @@ def _load_config(vault: Path, config=None) -> tuple[dict, Path | None]:
                 raise ValueError(f"{path}: folders.{name}.{key} = {value!r} is invalid "
                                  f"(versioned: true/false; privacy: private/shareable)")
         folders[name.strip("/")] = table
-    return {"ignore": ignore, "folders": folders}, path.resolve()
+    return {"ignore": ignore, "folders": folders, "date_order": date_order}, path.resolve()
 
 
 def _folder_setting(rel: str, cfg: dict, key: str, default):
@@ -300,29 +317,61 @@ def _read(path: Path) -> tuple[str | None, os.stat_result | int, str]:
 
 # ----------------------------------------------------------------------- dating
 
-def _to_date(groups, order) -> str | None:
+def _fold(name: str) -> str:
+    """A name as it is compared: NFKC, case folded, every Unicode dash or hyphen "-"
+    ("Shop stats – April 2026" and "shop-stats-2026-04" then read alike)."""
+    name = unicodedata.normalize("NFKC", name).casefold()
+    return "".join("-" if unicodedata.category(ch) == "Pd" or ch == "\u2212" else ch
+                   for ch in name)
+
+
+def _span(groups, order: str, date_order: str = "ymd") -> tuple[date, date] | None:
+    """(first day, last day) of what a date match names (a day, week, month or
+    quarter), or None when it is no real date or its digit order is not known."""
+    if order == "num":
+        if date_order == "ymd":
+            return None
+        groups, order = (groups[0], groups[2], groups[3]), date_order
     parts = {}
     for key, value in zip(order, groups):    # casefold: re.I lets "ſep" match "sep"
         parts[key] = int(value) if value.isdigit() else MONTHS.get(value.casefold()[:3])
     if None in parts.values():
         return None
+    y = parts["y"]
     try:
-        return date(parts["y"], parts["m"], parts.get("d", 1)).isoformat()
+        if "w" in parts:
+            first = date.fromisocalendar(y, parts["w"], 1)
+            return first, first + timedelta(days=6)
+        if "q" in parts:
+            m = 3 * parts["q"] - 2
+            return date(y, m, 1), date(y, m + 2, calendar.monthrange(y, m + 2)[1])
+        if "d" in parts:
+            day = date(y, parts["m"], parts["d"])
+            return day, day
+        return date(y, parts["m"], 1), date(y, parts["m"],
+                                            calendar.monthrange(y, parts["m"])[1])
     except ValueError:
         return None
 
 
-def _find_date(text: str, at_start: bool = False) -> str | None:
-    """First valid date in text, most specific form first; impossible ones are masked
-    out so "31 Feb 2026" does not fall back to "Feb 2026"."""
+def _find_span(text: str, at_start: bool = False,
+               date_order: str = "ymd") -> tuple[date, date] | None:
+    """First valid date in text as (first day, last day), most specific form first;
+    impossible ones are masked out so "31 Feb 2026" does not fall back to "Feb 2026"."""
     for rx, order in DATE_PATTERNS:
         for m in rx.finditer(text):
-            found = _to_date(m.groups(), order)
+            found = _span(m.groups(), order, date_order)
             if found is None:
                 text = text[:m.start()] + " " * (m.end() - m.start()) + text[m.end():]
             elif not at_start or m.start() == 0:
                 return found
     return None
+
+
+def _find_date(text: str, at_start: bool = False, date_order: str = "ymd") -> str | None:
+    """The first day of the first valid date in text, ISO; None if there is none."""
+    found = _find_span(text, at_start, date_order)
+    return found[0].isoformat() if found else None
 
 
 def _frontmatter(text: str) -> tuple[dict, str]:
@@ -347,28 +396,44 @@ def _frontmatter(text: str) -> tuple[dict, str]:
     return meta, "\n".join(lines[end + 1:])
 
 
-def _date_of(stem: str, meta: dict, body: str, mtime: float) -> tuple[str, str]:
-    found = _find_date(stem)
-    if found:
-        return found, "filename"
+def _inner_date(meta: dict, body: str, date_order: str):
+    """(span, source) of the note's own date: frontmatter, else a header line; or None."""
     for key in FRONT_KEYS:
-        found = _find_date(meta[key]) if isinstance(meta.get(key), str) else None
+        value = meta.get(key)
+        found = _find_span(value, date_order=date_order) if isinstance(value, str) else None
         if found:
             return found, "frontmatter"
     for line in body.split("\n")[:HEADER_LINES]:
         if HEADER_RE.match(line) or line.startswith("# "):
-            found = _find_date(line)
+            found = _find_span(line, date_order=date_order)
             if found:
                 return found, "header"
+    return None
+
+
+def _date_of(stem: str, meta: dict, body: str, mtime: float,
+             date_order: str = "ymd") -> tuple[str, str]:
+    """(ISO date, date_source). The file name wins; when it names only a period (a
+    month, week or quarter) and the note itself gives a day inside it, that day
+    ("filename+header" / "filename+frontmatter"); a day outside it does not count."""
+    named = _find_span(_fold(stem), date_order=date_order)
+    inner = _inner_date(meta, body, date_order)
+    if named:
+        if named[0] != named[1] and inner and inner[0][0] == inner[0][1] \
+                and named[0] <= inner[0][0] <= named[1]:
+            return inner[0][0].isoformat(), f"filename+{inner[1]}"
+        return named[0].isoformat(), "filename"
+    if inner:
+        return inner[0][0].isoformat(), inner[1]
     return datetime.fromtimestamp(mtime).date().isoformat(), "mtime"
 
 
 # ------------------------------------------------------------ duplicates, families
 
 def _family_name(stem: str) -> str:
-    """"Rates v2 (1)", "rates_2026-06", "Rates (Sept 2026)", "Rates copy 2" -> "rates"."""
-    s = stem.lower()
-    for rx, _ in DATE_PATTERNS:
+    """"Rates v2 (1)", "rates_2026-06", "Rates – Sept 2026", "Rates copy 2" -> "rates"."""
+    s = _fold(stem)
+    for rx, _ in DATE_PATTERNS:     # every date form, d/m/y digits too, whatever the order
         s = rx.sub(" ", s)
     s = VERSION_RE.sub(" ", COPY_N_RE.sub(" ", s))
     return " ".join(w for w in SEPARATORS_RE.sub(" ", s).split() if w not in MARKER_WORDS)
@@ -465,7 +530,7 @@ def _record(rel: str, text: str, st, cfg: dict) -> dict:
     """A files.json record (plus _body/_norm) for a note read now."""
     meta, body = _frontmatter(text)
     norm = " ".join(text.split())
-    day, source = _date_of(Path(rel).stem, meta, body, st.st_mtime)
+    day, source = _date_of(Path(rel).stem, meta, body, st.st_mtime, cfg["date_order"])
     h1 = next((m.group(2) for m in map(HEADING_RE.match, body.split("\n"))
                if m and m.group(1) == "#"), None)
     tags = meta.get("tags") or []
@@ -480,7 +545,8 @@ def _record(rel: str, text: str, st, cfg: dict) -> dict:
         "tags": sorted({t.lstrip("#") for t in tags} | set(TAG_RE.findall(body))),
         "title": str(meta.get("title") or h1 or Path(rel).stem),
         "wikilinks": WIKILINK_RE.findall(text),
-        "shingles": len(_shingles(norm.lower().split())), "_body": body, "_norm": norm}
+        "shingles": len(_shingles(norm.lower().split())), "_body": body, "_norm": norm,
+        "_date_order": cfg["date_order"]}
 
 
 def _reused(old: dict, chunks, cfg: dict) -> dict:
@@ -490,7 +556,8 @@ def _reused(old: dict, chunks, cfg: dict) -> dict:
     rel = old["path"]
     rec = {**old, "family": rel, "is_latest": False, "duplicate_of": None,
            "private": _folder_setting(rel, cfg, "privacy", "private") == "private",
-           "versioned": _folder_setting(rel, cfg, "versioned", True), "_reused": True}
+           "versioned": _folder_setting(rel, cfg, "versioned", True), "_reused": True,
+           "_date_order": cfg["date_order"]}
     if chunks is not None:
         rec["_chunks"] = chunks
     return rec
@@ -559,7 +626,8 @@ def _tables(text: str) -> str:
     return "\n".join(out)
 
 
-def _sections(body: str) -> list[tuple[str, str | None, str, str]]:
+def _sections(body: str, date_order: str = "ymd") -> list[tuple[str, str | None, str,
+                                                               str]]:
     """(heading trail, section date, last heading, text) per heading outside code."""
     out, trail, lines, sdate, slevel, fence = [], [], [], None, 0, False
 
@@ -578,7 +646,8 @@ def _sections(body: str) -> list[tuple[str, str | None, str, str]]:
         trail = [(lv, t) for lv, t in trail if lv < level] + [(level, title)]
         if sdate and level <= slevel:
             sdate = None
-        found = _find_date(title.lstrip("*_ "), at_start=True) if level in (2, 3) else None
+        found = (_find_date(title.lstrip("*_ "), True, date_order) if level in (2, 3)
+                 else None)
         if found:
             sdate, slevel = found, level
     flush()
@@ -621,10 +690,10 @@ def _windows(text: str) -> list[str]:
     return [w for w in out if w]
 
 
-def _pieces(body: str) -> list[tuple[str, str | None, str]]:
+def _pieces(body: str, date_order: str = "ymd") -> list[tuple[str, str | None, str]]:
     """(heading, section_date, text) chunks of one file."""
     merged = []
-    for heading, sdate, last, text in _sections(body):
+    for heading, sdate, last, text in _sections(body, date_order):
         prev = merged[-1] if merged else None
         prev_words = len(prev[2].split()) if prev else 0
         if prev and prev[1] == sdate and not prev[2]:
@@ -644,7 +713,7 @@ def _rows(r: dict) -> list[tuple]:
     if "_chunks" in r:
         return [(c["heading"], c["section_date"], c["text"], c["entry_latest"], c["hash"])
                 for c in r["_chunks"]]
-    pieces = _pieces(r["_body"])
+    pieces = _pieces(r["_body"], r.get("_date_order", "ymd"))
     newest = max((d for _, d, _ in pieces if d), default=None)
     return [(h, d, t, None if d is None else d == newest, "") for h, d, t in pieces]
 
@@ -943,6 +1012,22 @@ def _read_json(index_dir: Path, name: str, key: str, vault=None):
     return data, raw
 
 
+def built_from(index_dir=None) -> tuple[str, str] | None:
+    """(vault folder, creation time) recorded by the index in index_dir (default
+    default_index_dir()); None when no index is there. Read from the manifest alone, so
+    an index of another format still says where it came from."""
+    d = Path(index_dir or default_index_dir()).expanduser().resolve()
+    if not (d / "manifest.json").exists():
+        return None
+    try:
+        manifest = json.loads((d / "manifest.json").read_bytes())
+        return str(manifest["vault"]), str(manifest.get("created") or "an unknown date")
+    except (OSError, ValueError, KeyError, TypeError):
+        raise IndexProblem(f"the index in {d} is damaged and does not say which vault it "
+                           f"was built from: run python ingest.py YOUR_NOTES --index {d} "
+                           f"--rebuild") from None
+
+
 def load_index(index_dir=None, backend=None) -> Index:
     """The index in index_dir (default_index_dir()), checked: format, the chunks and
     files the manifest was written with, vector rows and dim, and the embedder.
@@ -1191,6 +1276,28 @@ def _human(s: dict) -> str:
     return "\n".join(lines + ([s["note"]] if s["note"] else []))
 
 
+class _Meter:
+    """progress(stage, done, total) for a terminal: one line rewritten in place with the
+    count, the rate and the time left."""
+
+    def __init__(self, out):
+        self.out, self.stage, self.start = out, None, 0.0
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if stage != self.stage:
+            self.stage, self.start = stage, now
+        rate = done / (now - self.start) if done and now > self.start else 0.0
+        left = f", about {(total - done) / rate:.0f} s left" if rate else ""
+        noun = "notes" if stage == "reading" else "chunks"
+        print(f"\r{stage} {done}/{total} {noun} ({rate:.0f}/s{left})    ", end="",
+              file=self.out, flush=True)
+
+    def clear(self) -> None:
+        if self.stage:
+            print("\r" + " " * 72 + "\r", end="", file=self.out, flush=True)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="ingest.py", description="Index a folder of notes.")
     p.add_argument("vault", help="folder of .md/.txt notes")
@@ -1200,22 +1307,21 @@ def main(argv=None) -> int:
     p.add_argument("--rebuild", action="store_true", help="re-fit and re-embed everything")
     p.add_argument("--backend", choices=("builtin", "ollama"), default="builtin",
                    help="embedder: builtin (offline) or ollama (nomic-embed-text)")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress line (it is shown only on a terminal anyway)")
     a = p.parse_args(argv)
-
-    def show(stage, done, total):
-        print(f"\r{stage} {done}/{total} ", end="", file=sys.stderr, flush=True)
-
+    meter = None if a.quiet or not sys.stderr.isatty() else _Meter(sys.stderr)
     try:
         s = build_index(a.vault, a.index, a.config, a.rebuild, backend=a.backend,
-                        progress=show if sys.stderr.isatty() else None)
+                        progress=meter)
     except (ValueError, IndexProblem, IndexBusy, models.BackendError, OSError) as e:
-        print(f"ingest: {e}", file=sys.stderr)
+        print(f"{chr(10) if meter and meter.stage else ''}ingest: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("\ningest: interrupted; the index is as it was before this run", file=sys.stderr)
         return 130
-    if sys.stderr.isatty():
-        print("\r" + " " * 40 + "\r", end="", file=sys.stderr)
+    if meter:
+        meter.clear()
     print(json.dumps(s, indent=2) if a.json else _human(s))
     return 0
 

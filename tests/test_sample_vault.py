@@ -52,6 +52,7 @@ FAMILIES = {
     ], "training/race goals (September 2026).md"),
     "training plan": ([
         "training/training plan (April 2026).md",
+        "training/training plan – February 2026.md",   # an en dash before the date
         "training/training plan (July 2026).md",
     ], "training/training plan (July 2026).md"),
     "move plan": ([
@@ -86,6 +87,7 @@ DATES = {
     "work/rates card 2026-10-05.md": ("2026-10-05", "filename"),
     "training/race goals (September 2026).md": ("2026-09", "filename"),
     "training/training plan (April 2026).md": ("2026-04", "filename"),
+    "training/training plan – February 2026.md": ("2026-02", "filename"),
     "move/flat shortlist 2026-08-30.md": ("2026-08-30", "filename"),
     "work/Aireside tenant portal.md": ("2026-05-06", "frontmatter"),   # date:
     "move/move plan v1.md": ("2026-03-22", "frontmatter"),             # date:
@@ -140,10 +142,10 @@ def _family_of(files, path):
 def test_every_note_is_listed_and_nothing_else(built, files):
     summary, _ = built
     assert set(files) == _notes_on_disk()
-    assert len(files) == 51
-    assert summary["files_seen"] == 51
+    assert len(files) == 52
+    assert summary["files_seen"] == 52
     assert summary["duplicates"] == 2
-    assert summary["indexed"] == 49
+    assert summary["indexed"] == 50
 
 
 def test_hidden_attachment_and_ignored_files_absent(files):

@@ -1,0 +1,131 @@
+"""ingest: family names and dates as people write them (Unicode dashes and spaces,
+month-only file names with a day in the note, d/m/y digits by config, weeks, quarters,
+timestamps)."""
+
+import json
+from datetime import date
+
+import pytest
+
+import harness
+import ingest
+from vaults import write
+
+OLD = 1_600_000_000   # an mtime in 2020, far from every date written in the notes
+
+
+def files_of(index_dir):
+    return {f["path"]: f for f in json.loads((index_dir / "files.json").read_text())["files"]}
+
+
+def build(vault, tmp_path):
+    ingest.build_index(vault, tmp_path / "idx")
+    return files_of(tmp_path / "idx")
+
+
+@pytest.mark.parametrize("stem", [
+    "Shop stats – April 2026",            # en dash
+    "Shop stats — 2026-05",               # em dash
+    "shop-stats-2026-07",                 # hyphen-minus
+    "shop stats Oct 2026",
+    "shop_stats_2026_08_02",
+    "Shop\u2010stats\u20122026-09",       # Unicode hyphen and figure dash
+    "shop\u00a0stats\u2009Nov 2026",      # non-breaking and thin spaces
+    "shop.stats.2026-12",
+    "ＳＨＯＰ ＳＴＡＴＳ 2026-03",          # full-width letters (NFKC)
+    "SHOP   STATS – – Q3 2026",           # runs of separators, a quarter
+])
+def test_family_name_folds_dashes_spaces_case_and_width(stem):
+    assert ingest._family_name(stem) == "shop stats"
+
+
+def test_en_dash_file_joins_its_family_and_is_not_latest(tmp_path):
+    vault = tmp_path / "v"
+    write(vault, "shop/Shop stats – April 2026.md", "# Shop stats\nOrders: 120 in April")
+    write(vault, "shop/shop-stats-2026-07.md", "# Shop stats\nOrders: 180 in July")
+    write(vault, "shop/shop stats Oct 2026.md", "# Shop stats\nUpdated: 3 October 2026\n"
+                                                "Orders: 240 in October")
+    files = build(vault, tmp_path)
+    assert {f["family"] for f in files.values()} == {"shop/shop stats"}
+    latest = [p for p, f in files.items() if f["is_latest"]]
+    assert latest == ["shop/shop stats Oct 2026.md"]
+    october = files["shop/shop stats Oct 2026.md"]
+    assert (october["date"], october["date_source"]) == ("2026-10-03", "filename+header")
+    assert files["shop/Shop stats – April 2026.md"]["date"] == "2026-04-01"
+
+
+def test_a_day_in_another_month_does_not_override_the_file_name(tmp_path):
+    vault = tmp_path / "v"
+    write(vault, "shop stats Oct 2026.md", "Updated: 28 September 2026\nOrders: 240")
+    write(vault, "shop stats 2026-W40.md", "---\ndate: 2026-10-01\n---\nOrders: 250")
+    write(vault, "shop stats Q4 2026.md", "---\nupdated: 2026-12-24T10:00\n---\nOrders: 260")
+    files = build(vault, tmp_path)
+    got = {p: (f["date"], f["date_source"]) for p, f in files.items()}
+    assert got["shop stats Oct 2026.md"] == ("2026-10-01", "filename")
+    # ISO week 40 of 2026 runs Monday 28 September to Sunday 4 October: 1 October is inside
+    assert got["shop stats 2026-W40.md"] == ("2026-10-01", "filename+frontmatter")
+    assert got["shop stats Q4 2026.md"] == ("2026-12-24", "filename+frontmatter")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("2026-W40", "2026-09-28"),
+    ("report 2026w01", "2025-12-29"),     # ISO week 1 of 2026 starts in 2025
+    ("Q3 2026", "2026-07-01"),
+    ("plan 2026-Q4", "2026-10-01"),
+    ("2026-10-03T09:12", "2026-10-03"),
+    ("2026-10-03 09:12:00+02:00", "2026-10-03"),
+    ("2026-W54", None),                   # no such week
+    ("Q5 2026", None),
+])
+def test_weeks_quarters_and_timestamps(text, expected):
+    assert ingest._find_date(text) == expected
+
+
+@pytest.mark.parametrize("order, expected", [
+    ("ymd", None), ("dmy", "2026-10-03"), ("mdy", "2026-03-10")])
+def test_digit_dates_follow_the_configured_order_only(order, expected):
+    for text in ("03.10.2026", "3/10/2026", "Updated 03-10-2026"):
+        assert ingest._find_date(text, date_order=order) == expected
+    assert ingest._find_date("3/10.2026", date_order="dmy") is None   # mixed separators
+    assert ingest._find_date("31/12/2026", date_order="mdy") is None  # no month 31
+
+
+def test_date_order_from_the_vault_config(tmp_path):
+    vault = tmp_path / "v"
+    write(vault, "verso.toml", 'date_order = "dmy"\n')
+    write(vault, "minutes 03.10.2026.md", "Budget agreed: 400", mtime=OLD)
+    write(vault, "log.md", "# Log\n## 04.10.2026\nfirst entry words\n## 05.11.2026\nsecond")
+    files = build(vault, tmp_path)
+    assert files["minutes 03.10.2026.md"]["date"] == "2026-10-03"
+    chunks = json.loads((tmp_path / "idx" / "chunks.json").read_text())["chunks"]
+    assert {c["section_date"] for c in chunks if c["path"] == "log.md"} >= {
+        "2026-10-04", "2026-11-05"}
+
+
+def test_ambiguous_digits_are_never_guessed_by_default(tmp_path):
+    vault = tmp_path / "v"
+    write(vault, "minutes 03.10.2026.md", "Budget agreed: 400", mtime=OLD)
+    write(vault, "minutes 04.11.2026.md", "Budget agreed: 450", mtime=OLD + 10)
+    files = build(vault, tmp_path)
+    assert {f["date_source"] for f in files.values()} == {"mtime"}
+    assert {f["family"] for f in files.values()} == {"minutes"}   # still one family
+
+
+def test_a_bad_date_order_is_one_clear_error(tmp_path):
+    vault = tmp_path / "v"
+    write(vault, "verso.toml", 'date_order = "dym"\n')
+    write(vault, "a.md", "text")
+    with pytest.raises(ValueError, match="date_order"):
+        ingest.build_index(vault, tmp_path / "idx")
+
+
+def test_sample_vault_en_dash_version_joins_the_training_plan_family(tmp_path):
+    idx, _ = harness.load(tmp_path / "idx", harness.SAMPLE_VAULT, "builtin")
+    sketch = idx.by_path["training/training plan – February 2026.md"]
+    assert sketch["family"] == "training/training plan" and not sketch["is_latest"]
+    members = [f for f in idx.files if f["family"] == "training/training plan"]
+    assert len(members) == 3
+    assert [f["path"] for f in members if f["is_latest"]] == [
+        "training/training plan (July 2026).md"]
+    assert date.fromisoformat(sketch["date"]) < date.fromisoformat(
+        idx.by_path["training/training plan (April 2026).md"]["date"])

@@ -1,0 +1,172 @@
+"""A new user's first steps on their own notes: the index remembers its vault, so the
+harness, evaluate and the notebook API answer from it without --vault."""
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+import evaluate
+import harness
+import ingest
+from vaults import write
+
+QUESTION = "How much is the studio rent now?"
+
+
+@pytest.fixture
+def notes(tmp_path):
+    v = tmp_path / "notes"
+    write(v, "studio/studio rent 2026-03.md", "# Studio rent\nThe studio rent is £610 a month.")
+    write(v, "studio/studio rent 2026-09.md", "# Studio rent\nFrom September the studio "
+                                                "rent is £655 a month, paid on the 1st.")
+    write(v, "garden/seeds.md", "# Seeds\nSow the broad beans in November.")
+    return v
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A fresh working folder with no VERSO_HOME: the default index is ./.verso there."""
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    monkeypatch.delenv("VERSO_HOME", raising=False)
+    return cwd
+
+
+def test_default_index_answers_from_the_vault_it_was_built_from(notes, home, capsys):
+    assert ingest.main([str(notes), "--quiet"]) == 0
+    assert (home / ".verso" / "manifest.json").exists()
+    capsys.readouterr()
+    assert harness.main([QUESTION, "--backend", "builtin"]) == 0
+    out = capsys.readouterr()
+    assert "655" in out.out and "610" not in out.out.split("\n\n")[0]
+    assert "studio/studio rent 2026-09.md" in out.out
+    assert "sample-vault" not in out.out + out.err
+
+
+def test_index_flag_without_vault_uses_that_index_vault(notes, home, tmp_path, capsys):
+    idx = tmp_path / "my-index"
+    assert ingest.main([str(notes), "--index", str(idx), "--quiet"]) == 0
+    capsys.readouterr()
+    assert harness.main([QUESTION, "--index", str(idx), "--backend", "builtin", "--json"]) == 0
+    a = json.loads(capsys.readouterr().out)
+    assert [c["path"] for c in a["citations"]] == ["studio/studio rent 2026-09.md"]
+    assert not (home / ".verso").exists()          # the other index was never touched
+
+
+def test_notebook_load_and_ask_follow_the_index(notes, home, tmp_path):
+    idx_dir = tmp_path / "nb-index"
+    ingest.build_index(notes, idx_dir)
+    a = harness.ask(QUESTION, index=str(idx_dir), backend="builtin")
+    assert "655" in a.answer
+    write(notes, "studio/studio rent 2026-11.md", "# Studio rent\nFrom November the "
+                                                  "studio rent is £680 a month.")
+    a = harness.ask(QUESTION, index=str(idx_dir), backend="builtin")
+    assert "680" in a.answer                      # refreshed from the recorded vault
+
+
+def test_a_moved_vault_answers_from_the_index_with_one_warning(notes, home, tmp_path,
+                                                               capsys):
+    idx = tmp_path / "idx"
+    assert ingest.main([str(notes), "--index", str(idx), "--quiet"]) == 0
+    notes.rename(tmp_path / "moved")
+    capsys.readouterr()
+    assert harness.main([QUESTION, "--index", str(idx), "--backend", "builtin"]) == 0
+    out = capsys.readouterr()
+    warning = [line for line in out.err.splitlines() if line]
+    assert len(warning) == 1
+    assert warning[0].startswith(f"vault {notes} not found: answering from the index built on 20")
+    assert "655" in out.out
+
+
+def test_another_vault_is_refused_without_advice_to_overwrite(notes, home, tmp_path,
+                                                               capsys):
+    idx = tmp_path / "idx"
+    assert ingest.main([str(notes), "--index", str(idx), "--quiet"]) == 0
+    capsys.readouterr()
+    code = harness.main([QUESTION, "--index", str(idx), "--vault", str(harness.SAMPLE_VAULT),
+                         "--backend", "builtin"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert "--index DIR" in err and "--rebuild" not in err
+    assert json.loads((idx / "manifest.json").read_text())["vault"] == str(notes.resolve())
+
+
+def test_no_index_yet_means_the_sample_vault(home, capsys):
+    assert harness.main(["What is Maren's current day rate?", "--backend", "builtin"]) == 0
+    assert "760" in capsys.readouterr().out
+    assert ingest.built_from()[0] == str(harness.SAMPLE_VAULT)
+
+
+def test_a_damaged_manifest_is_not_replaced_by_the_sample(home, capsys):
+    (home / ".verso").mkdir()
+    (home / ".verso" / "manifest.json").write_text("{not json")
+    assert harness.main(["anything at all?", "--backend", "builtin"]) == 2
+    err = capsys.readouterr().err
+    assert "damaged" in err and "--rebuild" in err
+    assert (home / ".verso" / "manifest.json").read_text() == "{not json"
+
+
+def test_evaluate_takes_the_vault_from_the_index(notes, home, tmp_path, capsys):
+    idx = tmp_path / "idx"
+    ingest.build_index(notes, idx)
+    qs = tmp_path / "q.jsonl"
+    qs.write_text(json.dumps({"id": "r1", "question": QUESTION, "category": "current",
+                              "time_mode": "present", "answer": "£655", "key_facts": ["655"],
+                              "forbidden_facts": ["610"], "answerable": True,
+                              "gold_files": ["studio/studio rent 2026-09.md"]}) + "\n")
+    code = evaluate.main(["--index", str(idx), "--questions", str(qs), "--variant", "full",
+                          "--backend", "builtin", "--json"])
+    assert code == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["vault"] == str(notes.resolve())
+    assert evaluate.main(["--index", str(tmp_path / "none"), "--questions", str(qs)]) == 2
+
+
+def test_render_prints_the_reason_of_each_failing_sentence():
+    a = harness.Answer(question="q", answer="It is 5 [c1].", verdict="ESCALATE",
+                       checks={"sentences": [{"sentence": "It is 5 [c1].", "ok": False,
+                                              "reasons": ["5 not in the cited c1"]}]})
+    assert "failing: It is 5 [c1].  (5 not in the cited c1)" in harness.render(a)
+
+
+def test_help_says_where_the_vault_and_index_come_from(capsys):
+    with pytest.raises(SystemExit):
+        harness.main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert text.index("The vault:") < text.index("The index:")
+    assert "the vault the index was built from" in text
+
+
+def test_ingest_progress_only_on_a_terminal_and_never_with_quiet(notes, tmp_path, capsys):
+    assert ingest.main([str(notes), "--index", str(tmp_path / "i"), "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+
+    class Tty:
+        text = ""
+
+        def write(self, s):
+            Tty.text += s
+
+        def flush(self):
+            pass
+
+    meter = ingest._Meter(Tty())
+    ingest.build_index(notes, tmp_path / "j", progress=meter)
+    assert "reading 0/3 notes" in Tty.text and "chunks" in Tty.text
+    meter("embedding", 128, 256)
+    assert "s left" in Tty.text.rsplit("\r", 1)[-1]
+
+
+@pytest.mark.skipif(shutil.which("verso") is None, reason="the verso console script is "
+                    "installed by pip install -e . (CI does)")
+def test_console_script_is_the_same_program(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "VERSO_HOME"}
+    run = subprocess.run(["verso", "What is Maren's current day rate?", "--backend",
+                          "builtin"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "760" in run.stdout and (tmp_path / ".verso" / "manifest.json").exists()
