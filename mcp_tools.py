@@ -179,6 +179,13 @@ def search_notes(srv, args: dict) -> dict:
             "is_latest": s["is_latest"], "superseded_by": c.get("superseded_by"),
             "found_by": c.get("added_by") or "search", "relevance": s["score"],
             "text": idx.chunks[s["id"]]["text"]})
+    if a.time_mode == "history":     # each document's versions oldest first (undated last)
+        family = {s["path"]: idx.chunks[s["id"]]["family"] for s in a.sources}
+        rank = {}
+        for p in out["passages"]:
+            rank.setdefault(family[p["path"]], len(rank))
+        out["passages"].sort(key=lambda p: (rank[family[p["path"]]], p["date"] == "undated",
+                                            p["date"]))
     for c in trace.values():
         if c.get("dropped"):
             out["set_aside"].append({
