@@ -207,8 +207,10 @@ def _scan(vault: Path, cfg: dict) -> tuple[list[str], list[dict]]:
     notes, skipped, seen, reals = [], [], set(), set()
     link_dirs, link_files = [], []
 
-    def rel(path: str) -> str:
-        return Path(path).relative_to(vault).as_posix()
+    prefix = os.path.join(str(vault), "")     # every path below is a join onto it
+
+    def rel(path: str) -> str:                # Path.relative_to, without its parsing cost
+        return path[len(prefix):].replace(os.sep, "/") or "."
 
     def walk(top: str) -> None:
         stack = [top]
@@ -1045,10 +1047,10 @@ def _backend_name(backend) -> str:
     return backend if isinstance(backend, str) else backend.name
 
 
-def _stat(p: Path) -> list | None:
+def _stat(p) -> list | None:
     """[size, mtime_ns] of a file (symlinks followed), or None if it cannot be stat'ed."""
     try:
-        st = p.stat()
+        st = os.stat(p)
         return [st.st_size, st.st_mtime_ns]
     except OSError:
         return None
@@ -1155,7 +1157,8 @@ def _build(vault, index_dir, config, rebuild, backend, progress, current=None):
                          f"there: pass --index DIR outside it or set VERSO_HOME")
     cfg, cfg_path = _load_config(vault, config)
     paths, passed_over = _scan(vault, cfg)
-    stats = {p: _stat(vault / p) for p in paths}
+    root = os.path.join(str(vault), "")
+    stats = {p: _stat(root + p) for p in paths}
     stamp = _stamp(vault, stats, passed_over, cfg_path, backend)
     with _lock(index_dir):
         recovered = _recover(index_dir)

@@ -26,7 +26,7 @@ EXIT_TIMEOUT = 10.0      # seconds the server may take to exit once stdin closes
 TOOLS = ("search_notes", "note_history", "ask", "list_folders")
 
 
-class _Client:
+class Client:
     """A server subprocess and one JSON-RPC request at a time over its pipes."""
 
     def __init__(self, cmd: list[str]):
@@ -78,7 +78,7 @@ class _Client:
             return None
 
 
-def _tool(client: _Client, name: str, args: dict) -> dict:
+def _tool(client: Client, name: str, args: dict) -> dict:
     reply = client.send("tools/call", {"name": name, "arguments": args})
     if "error" in reply:
         raise RuntimeError(f"JSON-RPC error {reply['error']['code']}: "
@@ -89,7 +89,7 @@ def _tool(client: _Client, name: str, args: dict) -> dict:
     return result["structuredContent"]
 
 
-def _steps(client: _Client):
+def _steps(client: Client):
     """(name, function -> detail) in order; a later step may use an earlier result."""
     seen: dict = {}
 
@@ -129,7 +129,8 @@ def _steps(client: _Client):
         if not seen.get("notes"):
             return "skipped: no shareable note (list_folders says how to open a folder)"
         r = _tool(client, "note_history", {"path": seen["notes"][0]["name"]})
-        return f"{len(r['versions'])} versions of {r['path']}"
+        n = len(r['versions'])
+        return f"{n} version{'' if n == 1 else 's'} of {r['path']}"
 
     def ask():
         r = _tool(client, "ask", {"question": "What do my notes say about "
@@ -157,7 +158,7 @@ def run(vault: Path, args) -> int:
     cmd += ["--index", str(Path(args.index).expanduser().resolve())] if args.index else []
     cmd += ["--judge", args.judge] if args.judge else []
     print(f"starting: {shlex.join(cmd)}")
-    client, failed = _Client(cmd), 0
+    client, failed = Client(cmd), 0
     for name, step in _steps(client):
         started = time.perf_counter()
         try:
