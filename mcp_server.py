@@ -84,7 +84,8 @@ class Server:
         """The index brought up to date, as the harness does before each question; the
         copy in memory is kept while neither the vault nor the index files change."""
         if self.idx is None:
-            self.idx, self.be = harness.load(self.index_arg, self.vault, self.be, self.judge)
+            self.idx, self.be = harness.load(self.index_arg, self.vault, self.be,
+                                             self.judge)
         else:
             self.idx = ingest.refresh(self.vault, self.idx.dir, backend=self.be,
                                       current=self.idx)
@@ -94,8 +95,8 @@ class Server:
     def handle(self, msg) -> dict | None:
         """One decoded message -> its response (None for notifications and responses)."""
         if isinstance(msg, list):
-            return _error(None, INVALID_REQUEST, "batches are not supported (JSON-RPC "
-                          "batching was removed in MCP 2025-06-18): send one message a line")
+            return _error(None, INVALID_REQUEST, "batches are not supported (MCP dropped "
+                          "JSON-RPC batching in 2025-06-18): send one message a line")
         rid = msg.get("id") if isinstance(msg, dict) else None
         rid = rid if _valid_id(rid) else None
         if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0" or not (
@@ -211,12 +212,14 @@ def _check_args(schema: dict, args: dict) -> str | None:
         if key not in args:
             return f"missing argument {key!r}"
     for key, value in args.items():
-        p, kind = props[key], _json_type(args[key])
+        p, kind = props[key], _json_type(value)
         if p["type"] != kind and not (p["type"] == "number" and kind == "integer"):
-            return f"{key} must be {'an' if p['type'] == 'integer' else 'a'} {p['type']}, not {kind}"
+            article = "an" if p["type"] == "integer" else "a"
+            return f"{key} must be {article} {p['type']}, not {kind}"
         if "enum" in p and value not in p["enum"]:
             return f"{key} must be one of {', '.join(p['enum'])}"
-        if kind == "integer" and not p.get("minimum", value) <= value <= p.get("maximum", value):
+        low, high = p.get("minimum", value), p.get("maximum", value)
+        if kind == "integer" and not low <= value <= high:
             return f"{key} must be between {p['minimum']} and {p['maximum']}, not {value}"
         if kind == "string" and len(value) > p.get("maxLength", len(value)):
             return f"{key} is {len(value)} characters; at most {p['maxLength']}: shorten it"
@@ -267,7 +270,8 @@ def _guarded(srv: Server, out: dict) -> dict:
 
 
 METHODS = {"initialize": _initialize, "server/discover": _discover,
-           "ping": lambda srv, params: {}, "tools/list": lambda srv, params: {"tools": mcp_tools.TOOLS},
+           "ping": lambda srv, params: {},
+           "tools/list": lambda srv, params: {"tools": mcp_tools.TOOLS},
            "tools/call": _call_tool, "resources/list": _list_resources,
            "resources/read": _read_resource,
            "resources/templates/list": lambda srv, params: {"resourceTemplates": []}}
@@ -311,7 +315,8 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--mcp-check", action="store_true",
                       help="start the server as an app would and try every tool once")
     p.add_argument("--vault", default=None, help="notes folder (default: the sample vault)")
-    p.add_argument("--index", default=None, help="index dir (default $VERSO_HOME or .verso)")
+    p.add_argument("--index", default=None,
+                   help="index dir (default $VERSO_HOME or .verso)")
     p.add_argument("--backend", choices=("auto", "builtin", "ollama"), default="auto")
     p.add_argument("--judge", choices=("jev", "builtin", "ollama"), default=None)
     return p

@@ -34,7 +34,8 @@ def _obj(props: dict, **extra) -> dict:
 
 
 PASSAGE = _obj({k: T["string"] for k in ("path", "heading", "date", "found_by", "text")}
-               | {"is_latest": T["boolean"], "superseded_by": OPT, "relevance": T["number"]})
+               | {"is_latest": T["boolean"], "superseded_by": OPT,
+                  "relevance": T["number"]})
 SET_ASIDE = _obj({k: T["string"] for k in ("path", "heading", "date", "reason", "text")}
                  | {"relevance": T["number"]})
 VERSION = _obj({"kind": {"enum": ["version", "entry"]}, "path": T["string"],
@@ -63,7 +64,8 @@ TOOLS = [
      "aside as outdated and why. time_mode: present = current values, history = how "
      "something changed, any = no filter, auto = Verso decides from the query.",
      "inputSchema": _obj({"query": QUERY, "time_mode": {
-         "type": "string", "enum": ["auto", "present", "history", "any"], "default": "auto"},
+         "type": "string", "enum": ["auto", "present", "history", "any"],
+         "default": "auto"},
          "k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5}},
          additionalProperties=False) | {"required": ["query"]},
      "outputSchema": _obj({"time_mode": T["string"], "chosen_by": T["string"],
@@ -129,7 +131,8 @@ def guard(idx, payload) -> None:
                     continue
                 path = unquote(value[len(NOTE_URI):]) if key == "uri" else value
                 path = path.split(version.SECTION_MARK)[0]
-                if (key != "uri" or value.startswith(NOTE_URI)) and not shareable(idx, path):
+                named = key != "uri" or value.startswith(NOTE_URI)
+                if named and not shareable(idx, path):
                     print(f"verso mcp: privacy guard stopped a reply naming {path}",
                           file=sys.stderr)
                     raise ToolError("privacy check failed: a passage from a private folder "
@@ -139,7 +142,8 @@ def guard(idx, payload) -> None:
 def _open_with(idx, folder: str) -> str:
     key = folder if folder and all(c.isalnum() or c in "_-" for c in folder) else \
         json.dumps(folder)
-    cfg = idx.manifest.get("config") or str(Path(idx.manifest["vault"]) / ingest.CONFIG_NAME)
+    cfg = (idx.manifest.get("config")
+           or str(Path(idx.manifest["vault"]) / ingest.CONFIG_NAME))
     return f"add {OPEN_LINE.format(key)} to {cfg}"
 
 
@@ -215,11 +219,15 @@ def note_history(srv, args: dict) -> dict:
     if not shareable(idx, path):
         raise ToolError(private_reason(idx, path))
     path = idx.by_path[path].get("duplicate_of") or path
+    if not shareable(idx, path):
+        raise ToolError(f"{args['path'][:200]!r} is an exact copy of a note in a private "
+                        "folder; Verso keeps the text under that note and shows no history")
     family = idx.by_path[path]["family"]
     members = [f for f in idx.files if f["family"] == family]
     ids = retrieve.chunk_ids_by_path(idx)
     versions, before = [], set()
-    for f in sorted((f for f in members if not f["duplicate_of"]), key=version._display_key):
+    live = [f for f in members if not f["duplicate_of"]]
+    for f in sorted(live, key=version._display_key):      # oldest first, undated last
         chunks = [idx.chunks[i] for i in ids.get(f["path"], [])]
         body = [c for c in chunks if not c.get("section_date")]
         if body or not chunks:
@@ -238,7 +246,8 @@ def note_history(srv, args: dict) -> dict:
 
 
 def _version_item(kind, path, f, latest, chunks, unchanged) -> dict:
-    day = "undated" if f.get("date_source") == version.WEAK_SOURCE else f.get("date") or "undated"
+    weak = f.get("date_source") == version.WEAK_SOURCE
+    day = "undated" if weak else f.get("date") or "undated"
     return {"kind": kind, "path": path, "date": day, "is_latest": bool(latest),
             "unchanged": unchanged,
             "passages": [{"heading": c["heading"], "text": c["text"]} for c in chunks]}
@@ -302,7 +311,8 @@ def read(idx, uri: str) -> tuple[str, str]:
         raise Missing(f"no resource {uri[:200]!r}: resources/list names them")
     if not shareable(idx, path):
         raise Missing(private_reason(idx, path))
-    text = (Path(idx.manifest["vault"]) / path).read_text(encoding="utf-8", errors="replace")
+    text = (Path(idx.manifest["vault"]) / path).read_text(encoding="utf-8",
+                                                            errors="replace")
     return text, resource(idx.by_path[path])["mimeType"]
 
 

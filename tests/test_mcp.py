@@ -424,3 +424,13 @@ def test_mcp_check_reports_every_step(cmd, vault):
     assert steps == ["initialize", "tools/list", "list_folders", "resources/list",
                      "search_notes", "note_history", "ask", "resources/read", "ping", "exit"]
     assert "FAIL" not in proc.stdout and "all steps passed" in proc.stdout
+
+
+def test_the_verso_console_script_runs_the_same_check(vault, cmd):
+    verso = Path(sys.executable).with_name("verso")
+    if not verso.exists():
+        pytest.skip("the verso console script is not installed here (pip install -e .)")
+    proc = subprocess.run([str(verso), "--mcp-check", "--vault", str(vault), "--index",
+                           cmd[cmd.index("--index") + 1], "--backend", "builtin"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "all steps passed" in proc.stdout, proc.stdout
