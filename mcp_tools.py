@@ -27,10 +27,13 @@ T = {t: {"type": t} for t in ("string", "integer", "number", "boolean")}
 OPT = {"type": ["string", "null"]}
 
 
-
-
 def _obj(props: dict, **extra) -> dict:
+    """A JSON Schema object whose properties are all required (unless extra says not)."""
     return {"type": "object", "properties": props, "required": list(props), **extra}
+
+
+def _arr(items: dict) -> dict:
+    return {"type": "array", "items": items}
 
 
 PASSAGE = _obj({k: T["string"] for k in ("path", "heading", "date", "found_by", "text")}
@@ -50,11 +53,6 @@ SOURCE = _obj({"path": T["string"], "heading": T["string"], "date": T["string"],
 STAGE = _obj({"name": T["string"], "ms": T["number"], "input_tokens": T["integer"],
               "output_tokens": T["integer"], "dollars": T["number"]})
 QUERY = {"type": "string", "minLength": 1, "maxLength": harness.MAX_QUESTION_CHARS}
-
-
-def _arr(items: dict) -> dict:
-    return {"type": "array", "items": items}
-
 
 TOOLS = [
     {"name": "search_notes", "title": "Search notes (version-aware evidence)",
