@@ -434,3 +434,21 @@ def test_the_verso_console_script_runs_the_same_check(vault, cmd):
                            cmd[cmd.index("--index") + 1], "--backend", "builtin"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "all steps passed" in proc.stdout, proc.stdout
+
+
+def test_resources_are_listed_in_pages_that_cover_every_note_once(cmd, vault, monkeypatch):
+    srv = mcp_server.Server(vault, cmd[cmd.index("--index") + 1], "builtin")
+    monkeypatch.setattr(mcp_server, "PAGE", 10)
+    uris, cursor, pages = [], None, 0
+    while True:
+        params = {"cursor": cursor} if cursor else {}
+        page = srv.handle({"jsonrpc": "2.0", "id": pages, "method": "resources/list",
+                           "params": params})["result"]
+        uris += [r["uri"] for r in page["resources"]]
+        pages += 1
+        cursor = page.get("nextCursor")
+        if cursor is None:
+            break
+    notes = mcp_tools.shareable_notes(srv.idx)
+    assert pages == -(-len(notes) // 10) and len(uris) == len(set(uris)) == len(notes) + 1
+    assert uris[0] == mcp_tools.INDEX_URI
