@@ -452,3 +452,16 @@ def test_resources_are_listed_in_pages_that_cover_every_note_once(cmd, vault, mo
     notes = mcp_tools.shareable_notes(srv.idx)
     assert pages == -(-len(notes) // 10) and len(uris) == len(set(uris)) == len(notes) + 1
     assert uris[0] == mcp_tools.INDEX_URI
+
+
+def test_an_oversized_line_is_refused_and_the_next_one_served(monkeypatch, tmp_path):
+    import io
+    monkeypatch.setattr(mcp_server, "MAX_LINE_BYTES", 64)
+    out = io.BytesIO()
+    lines = (b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "'
+             + b"x" * 500 + b'"}}\n\n{"jsonrpc": "2.0", "id": 2, "method": "ping"}\n')
+    code = mcp_server.serve(mcp_server.Server(tmp_path, tmp_path / "idx"), io.BytesIO(lines),
+                            out)
+    replies = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert code == 0 and [r.get("error", {}).get("code") for r in replies] == [-32600, None]
+    assert replies[1] == {"jsonrpc": "2.0", "id": 2, "result": {}}
