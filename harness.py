@@ -165,8 +165,10 @@ def _same_vault(index_dir: Path, vault) -> None:
 
 def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid",
         use_version=True, rerank=True, expand_links=True, mode=None, k=20,
-        keep=5) -> Answer:
-    """Route, retrieve, filter by time, rerank and gate, write, verify; every stage timed."""
+        keep=5, include_private=True, write=True) -> Answer:
+    """Route, retrieve, filter by time, rerank and gate, write, verify; every stage timed.
+    include_private=False searches shareable folders only; write=False stops at the
+    evidence (sources and the version trace), before the writer (mcp_server)."""
     question = " ".join(str(question).split())[:MAX_QUESTION_CHARS]
     if not question:
         raise ValueError("the question is empty: ask something about your notes")
@@ -182,7 +184,8 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     def _retrieve():
         qvec = idx.embedder.embed_query(question, ledger=ledger, stage="retrieve")
         return qvec, retrieve.search(idx, question, qvec, k=k, method=method,
-                                     expand_links=expand_links)
+                                     expand_links=expand_links,
+                                     include_private=include_private)
     qvec, cands = clock.run("retrieve", _retrieve)
     out.candidates["retrieve"] = _trace(cands)
     if use_version:
@@ -210,6 +213,9 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     reason = rerank_stage.gate(kept) if rerank else (None if kept else "nothing retrieved")
     if reason:
         return _abstain(out, clock, reason)
+    if not write:                       # the evidence only: no writer, no verify
+        out.stages = clock.rows()
+        return out
     draft = clock.run("generate", generate.generate, question, kept, out.time_mode,
                       be.writer, ledger=ledger)
     out.answer, out.abstained = draft.text, draft.abstained
@@ -262,6 +268,10 @@ def render(a: Answer) -> str:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if {"--mcp", "--mcp-check"} & set(argv):   # the MCP face (mcp_server.py) has its own CLI
+        import mcp_server
+        return mcp_server.main(argv)
     p = argparse.ArgumentParser(prog="harness.py", description=__doc__.split("\n")[0],
                                 epilog=WHERE_FROM)
     p.add_argument("question", nargs="+")
@@ -273,6 +283,8 @@ def main(argv=None) -> int:
     p.add_argument("--backend", choices=("auto", "builtin", "ollama"), default="auto")
     p.add_argument("--judge", choices=("jev", "builtin", "ollama"), default=None)
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    p.add_argument("--mcp", action="store_true", help="serve MCP on stdio (mcp_server.py)")
+    p.add_argument("--mcp-check", action="store_true", help="try the MCP server as an app would")
     args = p.parse_args(argv)
     try:
         idx, be = load(args.index, args.vault, args.backend, args.judge)

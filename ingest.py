@@ -84,6 +84,7 @@ CONFIG_NAME = "verso.toml"
 FOLDER_KEYS = {"versioned": bool, "privacy": str}
 LOCK_NAME = "lock"                 # index_dir/lock: the writing ingest's pid, flock'ed
 COMMIT_WAIT = 5.0                  # seconds load_index waits for an ingest finishing its commit
+INDEX_FILES = ("manifest.json", "files.json", "chunks.json", "vectors.npy", "idf.npy")
 PRIVACY = ("private", "shareable")
 REUSE_RULES = 2                    # bump when reading/dating/chunking rules change: an
                                    # index made under other rules is not reused per file
@@ -141,6 +142,7 @@ class Index:
     by_path: dict
     embedder: object
     cache: dict = field(default_factory=dict)   # free for retrieve/version to memoise
+    stat: list = field(default_factory=list)    # _index_stat of the files it was read from
 
 
 def default_index_dir() -> Path:
@@ -222,8 +224,10 @@ def _scan(vault: Path, cfg: dict) -> tuple[list[str], list[dict]]:
     notes, skipped, seen, reals = [], [], set(), set()
     link_dirs, link_files = [], []
 
-    def rel(path: str) -> str:
-        return Path(path).relative_to(vault).as_posix()
+    prefix = os.path.join(str(vault), "")     # every path below is a join onto it
+
+    def rel(path: str) -> str:                # Path.relative_to, without its parsing cost
+        return path[len(prefix):].replace(os.sep, "/") or "."
 
     def walk(top: str) -> None:
         stack = [top]
@@ -1061,7 +1065,13 @@ def _recover_for_load(d: Path) -> None:
                            f"{_fix(d)}") from None
 
 
+def _index_stat(d: Path) -> list:
+    """[size, mtime_ns] of every index file: equal lists, the same files on disk."""
+    return [_stat(d / name) for name in INDEX_FILES]
+
+
 def _load(d: Path, backend) -> Index:
+    stat = _index_stat(d)              # before reading: a later replacement shows as a change
     manifest, _ = _read_json(d, "manifest.json", "embedder")
     vault = manifest.get("vault") if isinstance(manifest.get("vault"), str) else None
     fix = _fix(d, vault)
@@ -1087,7 +1097,7 @@ def _load(d: Path, backend) -> Index:
                            f"expected ({n}, {dim}) float32: run {fix}")
     embedder = _load_embedder(d, manifest, backend, fix)
     return Index(d, manifest, files["files"], chunks["chunks"], vectors,
-                 {f["path"]: f for f in files["files"]}, embedder)
+                 {f["path"]: f for f in files["files"]}, embedder, stat=stat)
 
 
 def _load_embedder(d: Path, manifest: dict, backend, fix: str):
@@ -1122,10 +1132,10 @@ def _backend_name(backend) -> str:
     return backend if isinstance(backend, str) else backend.name
 
 
-def _stat(p: Path) -> list | None:
+def _stat(p) -> list | None:
     """[size, mtime_ns] of a file (symlinks followed), or None if it cannot be stat'ed."""
     try:
-        st = p.stat()
+        st = os.stat(p)
         return [st.st_size, st.st_mtime_ns]
     except OSError:
         return None
@@ -1141,17 +1151,23 @@ def _stamp(vault: Path, stats: dict, passed_over: list, cfg_path, backend) -> st
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
-def _unchanged(index_dir: Path, vault: Path, stamp: str, backend):
+def _unchanged(index_dir: Path, vault: Path, stamp: str, backend, current=None):
     """(summary, index) for an index whose vault has not changed since it was built (and
     which still loads cleanly); (None, the index or None) otherwise: then the full ingest
-    runs and repairs or refreshes, reusing what it can of that index."""
+    runs and repairs or refreshes, reusing what it can of that index. `current`, an
+    Index this process loaded from index_dir, stands for it while the index files on
+    disk are the ones it was read from (no second parse; its caches stay warm)."""
     if not (index_dir / "manifest.json").exists():
         return None, None
-    try:
-        idx = load_index(index_dir, None if _backend_name(backend) == "builtin"
-                         else backend)
-    except (IndexProblem, models.BackendError):
-        return None, None
+    if (current is not None and current.dir == index_dir
+            and current.stat == _index_stat(index_dir)):
+        idx = current
+    else:
+        try:
+            idx = load_index(index_dir, None if _backend_name(backend) == "builtin"
+                             else backend)
+        except (IndexProblem, models.BackendError):
+            return None, None
     m = idx.manifest
     if m.get("stamp") != stamp or m.get("vault") != str(vault):
         return None, idx
@@ -1197,17 +1213,20 @@ def build_index(vault, index_dir=None, config=None, rebuild=False, backend=None,
     return _build(vault, index_dir, config, rebuild, backend, progress)[0]
 
 
-def refresh(vault, index_dir=None, config=None, rebuild=False, backend=None) -> Index:
+def refresh(vault, index_dir=None, config=None, rebuild=False, backend=None,
+            current=None) -> Index:
     """The vault's index, brought up to date and loaded: the index build_index already
-    loaded to find the vault unchanged is returned as is, not parsed a second time."""
-    summary, idx = _build(vault, index_dir, config, rebuild, backend, None)
+    loaded to find the vault unchanged is returned as is, not parsed a second time.
+    current: the Index a long-running caller got last time; returned itself when
+    neither the vault nor the index files changed since (see _unchanged)."""
+    summary, idx = _build(vault, index_dir, config, rebuild, backend, None, current)
     if idx is None:
         idx = load_index(summary["index"], None if _backend_name(backend) == "builtin"
                          else backend)
     return idx
 
 
-def _build(vault, index_dir, config, rebuild, backend, progress):
+def _build(vault, index_dir, config, rebuild, backend, progress, current=None):
     """(summary, the loaded Index when nothing changed, else None).
     backend: None/"builtin", a backend name, or a models.Backend; progress(stage, done,
     total) is called while reading and embedding. Notes whose size and mtime match their
@@ -1223,12 +1242,13 @@ def _build(vault, index_dir, config, rebuild, backend, progress):
                          f"there: pass --index DIR outside it or set VERSO_HOME")
     cfg, cfg_path = _load_config(vault, config)
     paths, passed_over = _scan(vault, cfg)
-    stats = {p: _stat(vault / p) for p in paths}
+    root = os.path.join(str(vault), "")
+    stats = {p: _stat(root + p) for p in paths}
     stamp = _stamp(vault, stats, passed_over, cfg_path, backend)
     with _lock(index_dir):
         recovered = _recover(index_dir)
         same, loaded = (None, None) if rebuild else _unchanged(index_dir, vault, stamp,
-                                                               backend)
+                                                               backend, current)
         if same:
             same["seconds"] = round(time.perf_counter() - started, 3)
             return same, loaded

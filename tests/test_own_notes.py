@@ -170,3 +170,14 @@ def test_console_script_is_the_same_program(tmp_path):
                          timeout=120)
     assert run.returncode == 0, run.stderr
     assert "760" in run.stdout and (tmp_path / ".verso" / "manifest.json").exists()
+
+
+def test_mcp_serves_the_vault_its_index_records(notes, home, tmp_path, capsys):
+    write(notes, "verso.toml", '[folders.studio]\nprivacy = "shareable"\n')
+    idx = tmp_path / "idx"
+    assert ingest.main([str(notes), "--index", str(idx), "--quiet"]) == 0
+    capsys.readouterr()
+    code = harness.main(["--mcp-check", "--index", str(idx), "--backend", "builtin"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert f"--vault {notes}" in out.splitlines()[0] and "sample-vault" not in out

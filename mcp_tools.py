@@ -1,0 +1,338 @@
+"""mcp_tools: what the MCP tools and resources return, and the privacy guard.
+
+In:  a refreshed Index (and, for search_notes and ask, the harness pipeline on it).
+Out: plain dicts matching each tool's outputSchema (TOOLS); resource listings and texts.
+Not: the protocol (mcp_server.py), ranking, version rules or writing (harness.ask).
+
+Privacy: retrieval runs with include_private=False, private notes are never listed or
+read, and guard() checks every path, superseded_by, copy_of and note URI of a reply
+against the index's privacy flags right before mcp_server writes it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from urllib.parse import quote, unquote
+
+import harness
+import ingest
+import retrieve
+import version
+
+INDEX_URI, NOTE_URI = "verso://index", "verso://note/"
+OPEN_LINE = '[folders.{}] privacy = "shareable"'
+T = {t: {"type": t} for t in ("string", "integer", "number", "boolean")}
+OPT = {"type": ["string", "null"]}
+
+
+def _obj(props: dict, **extra) -> dict:
+    """A JSON Schema object whose properties are all required (unless extra says not)."""
+    return {"type": "object", "properties": props, "required": list(props), **extra}
+
+
+def _arr(items: dict) -> dict:
+    return {"type": "array", "items": items}
+
+
+PASSAGE = _obj({k: T["string"] for k in ("path", "heading", "date", "found_by", "text")}
+               | {"is_latest": T["boolean"], "superseded_by": OPT,
+                  "relevance": T["number"]})
+SET_ASIDE = _obj({k: T["string"] for k in ("path", "heading", "date", "reason", "text")}
+                 | {"relevance": T["number"]})
+VERSION = _obj({"kind": {"enum": ["version", "entry"]}, "path": T["string"],
+                "date": T["string"], "is_latest": T["boolean"], "unchanged": T["integer"],
+                "passages": {"type": "array", "items": _obj({"heading": T["string"],
+                                                             "text": T["string"]})}})
+FOLDER = _obj({"folder": T["string"], "privacy": {"enum": ["private", "shareable"]},
+               "versioned": T["boolean"], "notes": T["integer"], "copies": T["integer"],
+               "open_with": OPT})
+SOURCE = _obj({"path": T["string"], "heading": T["string"], "date": T["string"],
+               "is_latest": T["boolean"], "score": T["number"]})
+STAGE = _obj({"name": T["string"], "ms": T["number"], "input_tokens": T["integer"],
+              "output_tokens": T["integer"], "dollars": T["number"]})
+QUERY = {"type": "string", "minLength": 1, "maxLength": harness.MAX_QUESTION_CHARS}
+
+TOOLS = [
+    {"name": "search_notes", "title": "Search notes (version-aware evidence)",
+     "description": "Passages from the user's shareable notes for a query, after Verso's "
+     "rerank and time rules: path, heading trail, date ('undated' = file time only), "
+     "is_latest, superseded_by, relevance and text; in present mode also what was set "
+     "aside as outdated and why. time_mode: present = current values, history = how "
+     "something changed, any = no filter, auto = Verso decides from the query.",
+     "inputSchema": _obj({"query": QUERY, "time_mode": {
+         "type": "string", "enum": ["auto", "present", "history", "any"],
+         "default": "auto"},
+         "k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5}},
+         additionalProperties=False) | {"required": ["query"]},
+     "outputSchema": _obj({"time_mode": T["string"], "chosen_by": T["string"],
+                           "passages": _arr(PASSAGE), "set_aside": _arr(SET_ASIDE),
+                           "note": OPT})},
+    {"name": "note_history", "title": "Every version of a note",
+     "description": "Every version of a note's family (v1/v2/dated copies) and every "
+     "dated entry of a log, oldest first, each with date, path and the passages that "
+     "differ from the version before.",
+     "inputSchema": _obj({"path": {"type": "string", "minLength": 1, "maxLength": 1000}},
+                         additionalProperties=False),
+     "outputSchema": _obj({"path": T["string"], "family": T["string"],
+                           "versions": _arr(VERSION),
+                           "copies": _arr(_obj({"path": T["string"],
+                                                "copy_of": T["string"]}))})},
+    {"name": "ask", "title": "Ask Verso (its own cited answer)",
+     "description": "Verso's whole pipeline on the shareable notes: a cited answer, the "
+     "verify verdict (SHIP, ESCALATE or ABSTAIN), its sources and per-stage cost.",
+     "inputSchema": _obj({"question": QUERY}, additionalProperties=False),
+     "outputSchema": _obj({"answer": T["string"], "verdict": T["string"],
+                           "abstain_reason": OPT, "time_mode": T["string"],
+                           "citations": _arr(_obj({"id": T["string"], "path": T["string"],
+                                                   "date": T["string"]})),
+                           "sources": _arr(SOURCE), "stages": _arr(STAGE),
+                           "backend": T["string"]})},
+    {"name": "list_folders", "title": "Folders and their privacy",
+     "description": "The vault's folders with privacy, versioned setting and note count, "
+     "and for a private folder the verso.toml line that would open it.",
+     "inputSchema": _obj({}, additionalProperties=False),
+     "outputSchema": _obj({"config": T["string"], "folders": _arr(FOLDER)})},
+]
+
+
+class ToolError(Exception):
+    """A tool that cannot answer: one line for the host, as an isError result."""
+
+
+class Missing(ToolError):
+    """No such resource (or a private one): JSON-RPC error -32002."""
+
+
+# ---------------------------------------------------------------------------- privacy
+
+
+def shareable(idx, path: str) -> bool:
+    f = idx.by_path.get(path)
+    return f is not None and f.get("private") is False
+
+
+def guard(idx, payload) -> None:
+    """The last check before a message is written: every path, superseded_by and note
+    URI in payload must name a note of a shareable folder; else nothing is sent."""
+    stack = [payload]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, list):
+            stack.extend(x)
+        elif isinstance(x, dict):
+            stack.extend(x.values())
+            for key in ("path", "superseded_by", "copy_of", "uri"):
+                value = x.get(key)
+                if not isinstance(value, str) or value == INDEX_URI:
+                    continue
+                path = unquote(value[len(NOTE_URI):]) if key == "uri" else value
+                path = path.split(version.SECTION_MARK)[0]
+                named = key != "uri" or value.startswith(NOTE_URI)
+                if named and not shareable(idx, path):
+                    print(f"verso mcp: privacy guard stopped a reply naming {path}",
+                          file=sys.stderr)
+                    raise ToolError("privacy check failed: a passage from a private folder "
+                                    "reached the reply, so nothing was sent")
+
+
+def _open_with(idx, folder: str) -> str:
+    key = folder if folder and all(c.isalnum() or c in "_-" for c in folder) else \
+        json.dumps(folder)
+    cfg = (idx.manifest.get("config")
+           or str(Path(idx.manifest["vault"]) / ingest.CONFIG_NAME))
+    return f"add {OPEN_LINE.format(key)} to {cfg}"
+
+
+def private_reason(idx, path: str) -> str:
+    folder = path.rpartition("/")[0]
+    return (f"{path} is in a private folder ({folder or 'the vault root'}), which Verso "
+            f"never shows over MCP; to open it, {_open_with(idx, folder)}")
+
+
+def _nothing_shareable(idx) -> str | None:
+    """Why every search comes back empty: no note of the index is shareable."""
+    if any(f.get("private") is False for f in idx.files):
+        return None
+    top = sorted({f["path"].partition("/")[0] for f in idx.files if "/" in f["path"]})
+    return ("no folder is shareable, so nothing is searched: "
+            + _open_with(idx, top[0] if top else "NAME") + " (list_folders shows them all)")
+
+
+# ------------------------------------------------------------------------------ tools
+
+
+def search_notes(srv, args: dict) -> dict:
+    idx = srv.index()
+    mode = args.get("time_mode", "auto")
+    out = {"time_mode": mode, "chosen_by": "router" if mode == "auto" else "caller",
+           "passages": [], "set_aside": [], "note": _nothing_shareable(idx)}
+    if out["note"]:
+        return out
+    a = harness.ask(args["query"], index=idx, backend=srv.be, keep=int(args.get("k", 5)),
+                    mode=None if mode == "auto" else mode, include_private=False,
+                    write=False)
+    trace = {c["id"]: c for c in a.candidates.get("version", [])}
+    for s in a.sources:
+        c = trace.get(s["id"], {})
+        out["passages"].append({
+            "path": s["path"], "heading": s["heading"], "date": s["date"],
+            "is_latest": s["is_latest"], "superseded_by": c.get("superseded_by"),
+            "found_by": c.get("added_by") or "search", "relevance": s["score"],
+            "text": idx.chunks[s["id"]]["text"]})
+    if a.time_mode == "history":     # each document's versions oldest first (undated last)
+        family = {s["path"]: idx.chunks[s["id"]]["family"] for s in a.sources}
+        rank = {}
+        for p in out["passages"]:
+            rank.setdefault(family[p["path"]], len(rank))
+        out["passages"].sort(key=lambda p: (rank[family[p["path"]]], p["date"] == "undated",
+                                            p["date"]))
+    for c in trace.values():
+        if c.get("dropped"):
+            out["set_aside"].append({
+                "path": c["path"], "heading": c["heading"], "date": c["date"],
+                "reason": c["dropped"], "relevance": round(float(c["relevance"] or 0), 4),
+                "text": idx.chunks[c["id"]]["text"]})
+    out["time_mode"], out["note"] = a.time_mode, a.abstain_reason
+    return out
+
+
+def _find_note(idx, path: str) -> str:
+    """The indexed note a path names (exact, or ignoring case and a missing .md)."""
+    want = path.strip().strip("/").replace("\\", "/")
+    for p in (want, want + ".md"):
+        if p in idx.by_path:
+            return p
+    folded = [p for p in idx.by_path if p.lower() in (want.lower(), want.lower() + ".md")]
+    if len(folded) == 1:
+        return folded[0]
+    raise ToolError(f"no note {path[:200]!r} in the index: give a vault-relative path like "
+                    "'folder/name.md' (resources/list lists the shareable notes)")
+
+
+def note_history(srv, args: dict) -> dict:
+    idx = srv.index()
+    path = _find_note(idx, args["path"])
+    if not shareable(idx, path):
+        raise ToolError(private_reason(idx, path))
+    path = idx.by_path[path].get("duplicate_of") or path
+    if not shareable(idx, path):
+        raise ToolError(f"{args['path'][:200]!r} is an exact copy of a note in a private "
+                        "folder; Verso keeps the text under that note and shows no history")
+    family = idx.by_path[path]["family"]
+    members = [f for f in idx.files if f["family"] == family]
+    ids = retrieve.chunk_ids_by_path(idx)
+    versions, before = [], set()
+    live = [f for f in members if not f["duplicate_of"]]
+    for f in sorted(live, key=version._display_key):      # oldest first, undated last
+        chunks = [idx.chunks[i] for i in ids.get(f["path"], [])]
+        body = [c for c in chunks if not c.get("section_date")]
+        if body or not chunks:
+            texts = [" ".join(c["text"].split()) for c in body]
+            new = [c for c, t in zip(body, texts) if t not in before]
+            versions.append(_version_item("version", f["path"], f, f.get("is_latest"),
+                                          new, len(body) - len(new)))
+            before = set(texts)
+        for day in sorted({c["section_date"] for c in chunks if c.get("section_date")}):
+            entry = [c for c in chunks if c.get("section_date") == day]
+            versions.append(_version_item("entry", f["path"], {"date": day},
+                                          bool(entry[0].get("entry_latest")), entry, 0))
+    copies = [{"path": f["path"], "copy_of": f["duplicate_of"]}
+              for f in members if f["duplicate_of"]]
+    return {"path": path, "family": family, "versions": versions, "copies": copies}
+
+
+def _version_item(kind, path, f, latest, chunks, unchanged) -> dict:
+    weak = f.get("date_source") == version.WEAK_SOURCE
+    day = "undated" if weak else f.get("date") or "undated"
+    return {"kind": kind, "path": path, "date": day, "is_latest": bool(latest),
+            "unchanged": unchanged,
+            "passages": [{"heading": c["heading"], "text": c["text"]} for c in chunks]}
+
+
+def ask(srv, args: dict) -> dict:
+    idx = srv.index()
+    if why := _nothing_shareable(idx):
+        raise ToolError(why)
+    a = harness.ask(args["question"], index=idx, backend=srv.be, include_private=False)
+    return {"answer": a.answer, "verdict": a.verdict, "abstain_reason": a.abstain_reason,
+            "time_mode": a.time_mode, "citations": a.citations,
+            "sources": [{k: s[k] for k in SOURCE["properties"]} for s in a.sources],
+            "stages": a.stages, "backend": a.backend}
+
+
+def list_folders(srv, args: dict) -> dict:
+    idx = srv.index()
+    folders: dict[str, dict] = {}
+    for f in idx.files:
+        name = f["path"].rpartition("/")[0]
+        d = folders.setdefault(name, {
+            "folder": name or ".", "privacy": "private" if f["private"] else "shareable",
+            "versioned": bool(f["versioned"]), "notes": 0, "copies": 0,
+            "open_with": _open_with(idx, name) if f["private"] else None})
+        d["copies" if f["duplicate_of"] else "notes"] += 1
+    cfg = idx.manifest.get("config") or f"none (write {ingest.CONFIG_NAME} in the vault)"
+    return {"config": cfg, "folders": [folders[k] for k in sorted(folders)]}
+
+
+RUN = {"search_notes": search_notes, "note_history": note_history, "ask": ask,
+       "list_folders": list_folders}
+
+
+# -------------------------------------------------------------------------- resources
+
+
+def shareable_notes(idx) -> list[dict]:
+    """The shareable notes in path order, cached on this index."""
+    if "mcp_notes" not in idx.cache:
+        idx.cache["mcp_notes"] = sorted((f for f in idx.files if f.get("private") is False),
+                                        key=lambda f: f["path"])
+    return idx.cache["mcp_notes"]
+
+
+def resource(f: dict) -> dict:
+    day = "undated" if f["date_source"] == version.WEAK_SOURCE else f["date"]
+    tag = "copy of " + f["duplicate_of"] if f["duplicate_of"] else (
+        "latest version" if f["is_latest"] else "older version")
+    return {"uri": NOTE_URI + quote(f["path"]), "name": f["path"], "title": f["title"],
+            "mimeType": "text/markdown" if f["path"].endswith(".md") else "text/plain",
+            "description": f"{day}, {tag}", "size": f["size"]}
+
+
+def read(idx, uri: str) -> tuple[str, str]:
+    """(text, MIME type) of verso://index or of a shareable note's URI; else Missing."""
+    if uri == INDEX_URI:
+        return json.dumps(summary(idx), indent=1), "application/json"
+    path = unquote(uri[len(NOTE_URI):]) if uri.startswith(NOTE_URI) else None
+    if path not in idx.by_path:
+        raise Missing(f"no resource {uri[:200]!r}: resources/list names them")
+    if not shareable(idx, path):
+        raise Missing(private_reason(idx, path))
+    text = (Path(idx.manifest["vault"]) / path).read_text(encoding="utf-8",
+                                                            errors="replace")
+    return text, resource(idx.by_path[path])["mimeType"]
+
+
+def summary(idx) -> dict:
+    """verso://index: what is indexed, counted over the shareable notes only."""
+    notes = shareable_notes(idx)
+    live = [f for f in notes if not f["duplicate_of"]]
+    families: dict[str, int] = {}
+    for f in live:
+        families[f["family"]] = families.get(f["family"], 0) + 1
+    dated = sorted(f["date"] for f in live if f["date_source"] != version.WEAK_SOURCE)
+    logs = {c["path"] for c in idx.chunks if c.get("section_date") and not c["private"]}
+    m = idx.manifest
+    return {"vault": m["vault"], "index": str(idx.dir), "backend": m.get("backend"),
+            "embedder": m["embedder"], "built": m.get("created"),
+            "notes": {"shareable": len(live), "copies": len(notes) - len(live),
+                      "private_left_out": sum(1 for f in idx.files if f["private"])},
+            "chunks": sum(1 for c in idx.chunks if not c["private"]),
+            "families": len(families),
+            "families_with_versions": sum(1 for n in families.values() if n > 1),
+            "dated_logs": len(logs),
+            "date_range": {"first": dated[0], "last": dated[-1]} if dated else None,
+            "undated_notes": len(live) - len(dated)}
+
+
