@@ -50,11 +50,13 @@ CSS = """
 .verso .tag{font-size:11px;padding:0 4px;border-radius:3px;background:#e4e8ee}
 .verso .tag.gold{background:#f3d35b}.verso .tag.kept{background:#cfe9d5}
 .verso .tag.bad{background:#f5c6c1}
-.verso .note{white-space:pre-wrap;background:#fafbfc;border:1px solid #e3e6eb;
+.verso .note{white-space:pre-wrap;background:#fafbfc;border:1px solid #e3e6eb;max-height:7.5em;
+ overflow:auto;
  padding:6px 8px;margin:2px 0 10px;font-size:13px}
 .verso pre{white-space:pre-wrap;font-size:12px;background:#fafbfc;padding:6px;margin:2px 0}
 .verso .muted{color:#6b7280}.verso a{color:#2a5db0}.verso td a{white-space:nowrap}
-.verso .wide{overflow-x:auto}
+.verso .wide{overflow-x:auto}.verso .wide table{font-size:12px}
+.verso .wide td,.verso .wide th{padding:2px 4px}
 """
 
 
@@ -345,7 +347,7 @@ def _category_bars(result: dict) -> str:
             r = result["variants"][v]["by_category"].get(cat, {}).get("answer_correct")
             if not r or not r["n"]:
                 continue
-            h = top * r["p"]
+            h = max(top * r["p"], 1.5)       # a 0% bar stays visible as a sliver
             out.append(f'<rect x="{gx + bw * j}" y="{20 + top - h:.1f}" width="{bw - 1}" '
                        f'height="{h:.1f}" fill="{VARIANT_COLOURS[j % 6]}"><title>'
                        f'{_e(v)} {_e(cat)}: {_e(evaluate.fmt_rate(r))}</title></rect>')
