@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome")
-TIMEOUT = 30            # seconds for the whole session (all pages)
+TIMEOUT = 30            # seconds per page
 
 
 def find() -> str | None:
@@ -119,6 +119,7 @@ def load(pages, width=1000, height=1300, exe=None) -> list[dict]:
 
 
 def _visit(b: _Pipe, url: str, width: int, height: int) -> dict:
+    b.deadline = time.monotonic() + TIMEOUT
     target = b.send("Target.createTarget", url="about:blank")["targetId"]
     s = b.send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
     for domain in ("Page", "Runtime", "Log", "Network"):
