@@ -26,6 +26,7 @@ import evaluate
 import generate
 import harness
 import rerank
+import verify
 
 VERDICT_COLOURS = {"SHIP": "#1e7b34", "ESCALATE": "#b35c00", "ABSTAIN": "#5a6270"}
 VARIANT_COLOURS = ("#3b6fb6", "#d08a2c", "#4c9a5a", "#b0483e", "#7d5ba6", "#5a8f97")
@@ -147,7 +148,7 @@ def _route(a: dict) -> str:
             ["time mode (router)", _e(r.get("time_mode")),
              _f(r.get("time_confidence"), ".2f"), _e(r.get("why"))],
             ["time mode used", _e(a["time_mode"]), "", "" if a["time_mode"] == r.get(
-                "time_mode") else "forced by --mode, or no versions among what answers"]]
+                "time_mode") else "--mode, or present with no versions among what answers"]]
     return _h2("Route") + _table(["decision", "value", "confidence", "why"], rows)
 
 
@@ -277,7 +278,8 @@ def _verify(a: dict) -> str:
              "ok" if s.get("ok", True) else "<br>".join(map(_e, s.get("reasons", [])))]
             for s in sents]
     rules = "passed" if a["checks"].get("rules_ok") else "failed"
-    return (_h2("Verify") + f"<p>code checks {rules}; support threshold in verify.py</p>"
+    return (_h2("Verify") + f"<p>code checks {rules}; judge support needed: "
+            f"{verify.SUPPORT_THRESHOLD:g}</p>"
             + _table(["#", "sentence", "cites", "numbers", "support", "result"], rows,
                      ["" if s.get("ok", True) else "fail" for s in sents]))
 

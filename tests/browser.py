@@ -15,6 +15,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -51,7 +52,8 @@ class _Pipe:
             for fd, src in high.items():
                 os.dup2(src, fd)
         self.proc = subprocess.Popen(args, pass_fds=(3, 4), preexec_fn=child,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                     start_new_session=True, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
         os.close(to_chrome)
         os.close(from_chrome)
         self._buf, self._id, self.events = b"", 0, []
@@ -72,13 +74,14 @@ class _Pipe:
                 return reply.get("result", {})
             self.events.append(reply)
 
-    def wait(self, event: str, session: str) -> dict:
-        """The first `event`; a JavaScript dialog (alert) meanwhile is dismissed and
-        stays among the events (an error: a trace page runs no script)."""
+    def wait(self, found, session: str) -> dict:
+        """The first event for which found(event) holds; a JavaScript dialog (alert)
+        meanwhile is dismissed and stays among the events (an error: our pages run no
+        script)."""
         seen = 0
         while True:
             for i, e in enumerate(self.events):
-                if e.get("method") == event:
+                if found(e):
                     return self.events.pop(i)
             self.events.append(self._read())
             if self.events[-1].get("method") == "Page.javascriptDialogOpening" and \
@@ -99,7 +102,21 @@ class _Pipe:
         return json.loads(line)
 
     def close(self) -> None:
-        self.proc.kill()
+        """Ask the browser to quit; kill its process group (only it) if it lingers."""
+        try:
+            os.write(self._w, json.dumps({"id": 0, "method": "Browser.close"}).encode()
+                     + b"\0")
+            self.proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        gone = time.monotonic() + 3
+        while time.monotonic() < gone:   # helpers left in its group: the profile dir
+            try:                         # is removed only once they have exited
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                break
+            self.proc.poll()             # reap the browser itself once it is killed
+            time.sleep(0.05)
         self.proc.wait()
         os.close(self._w)
         os.close(self._r)
@@ -110,7 +127,7 @@ def load(pages, width=1000, height=1300, exe=None) -> list[dict]:
     {"errors": [...], "requests": [urls], "png": viewport screenshot bytes, "title"}."""
     exe = exe or find()
     assert exe, "no Chromium found"
-    with tempfile.TemporaryDirectory() as profile:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
         b = _Pipe(exe, profile)
         try:
             return [_visit(b, Path(p).resolve().as_uri(), width, height) for p in pages]
@@ -126,8 +143,10 @@ def _visit(b: _Pipe, url: str, width: int, height: int) -> dict:
         b.send(f"{domain}.enable", session=s)
     b.send("Emulation.setDeviceMetricsOverride", session=s, width=width, height=height,
            deviceScaleFactor=1, mobile=False)
-    b.send("Page.navigate", session=s, url=url)
-    b.wait("Page.loadEventFired", s)
+    b.send("Page.setLifecycleEventsEnabled", session=s, enabled=True)
+    loader = b.send("Page.navigate", session=s, url=url)["loaderId"]
+    b.wait(lambda e: e.get("method") == "Page.lifecycleEvent" and e["params"].get(
+        "name") == "load" and e["params"].get("loaderId") == loader, s)  # this page's load
     title = b.send("Runtime.evaluate", session=s, expression="document.title",
                    returnByValue=True)["result"].get("value")
     png = base64.b64decode(b.send("Page.captureScreenshot", session=s, format="png")["data"])

@@ -99,6 +99,17 @@ def test_abstain_and_bad_citation_render_plainly(sample):
     assert 'href="#c1"' in page and 'href="#c9"' not in page and "c9?" in page
 
 
+def test_failing_sentence_is_highlighted_with_its_reason(sample):
+    d = _ask(sample, RATE_Q).to_dict()
+    row = d["checks"]["sentences"][0]
+    row.update(ok=False, reasons=["760 not in the cited c1 <b>"])
+    d["verdict"] = "ESCALATE"
+    page = html_report.trace_page(d)
+    assert "ESCALATE \u2014 1 of 1 sentences failed: 760 not in the cited c1 &lt;b&gt;" in page
+    verify_part = page.split('<h2 id="verify">')[1]
+    assert '<tr class="fail">' in verify_part and "c1 &lt;b&gt;</td></tr>" in verify_part
+
+
 def test_repr_html_is_a_scoped_fragment(sample):
     frag = _ask(sample, RATE_Q)._repr_html_()
     assert frag.startswith('<div class="verso"><style>') and "<html" not in frag
