@@ -329,16 +329,21 @@ def compare_runs(records_a, records_b) -> dict:
 
 # ---------------------------------------------------------------- running, files
 
-def run_variant(questions, ask_fn, variant: str, progress=None) -> list[dict]:
+def run_variant(questions, ask_fn, variant: str, progress=None,
+                on_answer=None) -> list[dict]:
     """Ask every question with the variant's settings; one scored record each.
     ask_fn(question_text, method=..., use_version=..., rerank=..., expand_links=...)
-    returns an Answer (anything with to_dict()) or a dict."""
+    returns an Answer (anything with to_dict()) or a dict; on_answer(q, answer dict,
+    record), if given, sees each whole answer (the HTML trace pages)."""
     out, kwargs = [], dict(zip(ASK_KEYS, VARIANTS[variant]))
     for i, q in enumerate(questions, 1):
         if progress:
             progress(f"{variant}: question {i}/{len(questions)}")
         a = ask_fn(q["question"], **kwargs)
-        out.append(score(q, a if isinstance(a, dict) else a.to_dict(), variant))
+        a = a if isinstance(a, dict) else a.to_dict()
+        out.append(score(q, a, variant))
+        if on_answer:
+            on_answer(q, a, out[-1])
     return out
 
 
@@ -401,31 +406,47 @@ def _ms(x) -> str:
     return "-" if x is None else f"{x:.0f}"
 
 
-def render(result: dict) -> str:
-    """Variant table, answer_correct by category, verdicts, stage costs, paired tests."""
+def categories(result: dict) -> list[str]:
+    """The categories of every variant, in first-seen order."""
+    return list(dict.fromkeys(c for s in result["variants"].values()
+                              for c in s["by_category"]))
+
+
+def report_tables(result: dict) -> list[tuple[str, list, list]]:
+    """(title, header, rows of strings) of each table in the report (text and HTML)."""
     vs = {n: s["overall"] for n, s in result["variants"].items()}
-    out = _table(["variant", *(c for c, _ in TABLE), "p50 ms", "p95 ms"], [
+    out = [("", ["variant", *(c for c, _ in TABLE), "p50 ms", "p95 ms"], [
         [n, *(f"{o[m]['p']:.3f}" if m == "mrr" and o[m]["n"] else fmt_rate(o[m])
               for _, m in TABLE), _ms(o["stages"]["total"]["p50_ms"]),
-         _ms(o["stages"]["total"]["p95_ms"])] for n, o in vs.items()])
-    cats = list(dict.fromkeys(c for s in result["variants"].values()
-                              for c in s["by_category"]))
-    out += ["", "answer correct by category:"] + _table(["variant", *cats], [
+         _ms(o["stages"]["total"]["p95_ms"])] for n, o in vs.items()])]
+    cats = categories(result)
+    out.append(("answer correct by category:", ["variant", *cats], [
         [n, *(fmt_rate(s["by_category"][c]["answer_correct"]) if c in s["by_category"]
-              else "-" for c in cats)] for n, s in result["variants"].items()])
-    out += [""] + _table(["variant", "ship", "escalate", "abstain", "esc|correct",
-                          "esc|wrong", "tokens/q", "$/q"], [
-        [n, *(o["verdicts"].get(v, 0) for v in ("SHIP", "ESCALATE", "ABSTAIN")),
+              else "-" for c in cats)] for n, s in result["variants"].items()]))
+    out.append(("", ["variant", "ship", "escalate", "abstain", "esc|correct",
+                     "esc|wrong", "tokens/q", "$/q"], [
+        [n, *(str(o["verdicts"].get(v, 0)) for v in ("SHIP", "ESCALATE", "ABSTAIN")),
          fmt_rate(o["escalate_on_correct"]), fmt_rate(o["escalate_on_incorrect"]),
          f"{o['stages']['total']['tokens_per_question']:.0f}",
-         f"{o['stages']['total']['dollars_per_question']:.5f}"] for n, o in vs.items()])
+         f"{o['stages']['total']['dollars_per_question']:.5f}"] for n, o in vs.items()]))
     stages = list(dict.fromkeys(st for o in vs.values() for st in o["stages"]))
-    out += ["", "ms per stage, p50/p95:"] + _table(["variant", *stages], [
+    out.append(("ms per stage, p50/p95:", ["variant", *stages], [
         [n, *(f"{_ms(o['stages'][st]['p50_ms'])}/{_ms(o['stages'][st]['p95_ms'])}"
-              if st in o["stages"] else "-" for st in stages)] for n, o in vs.items()])
-    out += [""] + [f"{p['a']} vs {p['b']}  {p['metric']}: wins {p['wins']}, losses "
-                   f"{p['losses']} (of {p['n']}), exact McNemar p = {p['p']:.4f}"
-                   for p in result.get("pairs", [])]
+              if st in o["stages"] else "-" for st in stages)] for n, o in vs.items()]))
+    return out
+
+
+def pair_line(p: dict) -> str:
+    return (f"{p['a']} vs {p['b']}  {p['metric']}: wins {p['wins']}, losses "
+            f"{p['losses']} (of {p['n']}), exact McNemar p = {p['p']:.4f}")
+
+
+def render(result: dict) -> str:
+    """Variant table, answer_correct by category, verdicts, stage costs, paired tests."""
+    out = []
+    for title, header, rows in report_tables(result):
+        out += ([""] if out else []) + ([title] if title else []) + _table(header, rows)
+    out += [""] + [pair_line(p) for p in result.get("pairs", [])]
     return "\n".join(out).rstrip()
 
 
@@ -452,6 +473,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="run folder: records, summary, command, config")
     p.add_argument("--pairs", nargs="+", metavar="A:B", default=None)
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    p.add_argument("--html", metavar="DIR", help="index.html and a trace page per question")
     return p
 
 
@@ -502,7 +524,7 @@ def _setup(args) -> tuple[list, list, Path]:
     if bad and args.pairs:
         raise EvalError(f"pairs {', '.join(bad)}: run both variants of each (--variant)")
     index_dir = _index_dir(args, vault)
-    for what, p in (("--out", args.out), ("index dir", index_dir)):
+    for what, p in (("--out", args.out), ("--html", args.html), ("index dir", index_dir)):
         if p and Path(p).resolve().is_relative_to(vault.resolve()):
             raise EvalError(f"{what} {p} is inside the vault: choose a folder outside it")
     for n, structural, p in _problems(args.questions, vault):
@@ -517,9 +539,13 @@ def _run(args, argv) -> int:
     vault, qpath = Path(args.vault), Path(args.questions)
     questions = load_questions(qpath)
     ask, be = _open_pipeline(vault, index_dir, args)
+    pages = None
+    if args.html:
+        import html_report
+        pages = html_report.TracePages(Path(args.html), vault)
     records = []
     for v in variants:
-        records += run_variant(questions, ask, v, progress=_progress)
+        records += run_variant(questions, ask, v, progress=_progress, on_answer=pages)
     _progress("")
     result = {"variants": {v: summarise([r for r in records if r["variant"] == v])
                            for v in variants},
@@ -534,6 +560,8 @@ def _run(args, argv) -> int:
                   "questions_sha256": result["questions_sha256"],
                   "index": str(index_dir), "git_commit": _git_commit()}
         save_run(Path(args.out), records, result, argv, config)
+    if pages:
+        pages.save_index(result, records, questions)
     return 0
 
 

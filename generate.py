@@ -2,7 +2,7 @@
 
 In:  the question, the kept candidates (numbered c1..c5 in the order given), the time
      mode, and a writer from models.py (builtin extractive, or Ollama).
-Out: Draft(text, citations, input_tokens, output_tokens, abstained).
+Out: Draft(text, citations, input_tokens, output_tokens, abstained, messages).
 Not: choosing or filtering the notes (rerank, version) or checking the answer (verify).
 
 The prompt format is defined by constants in models.py, because the builtin writer
@@ -67,6 +67,7 @@ class Draft:
     input_tokens: int = 0
     output_tokens: int = 0
     abstained: bool = False
+    messages: list = field(default_factory=list)   # exactly what the writer was sent
 
 
 def _note_status(c) -> str:
@@ -132,6 +133,6 @@ def generate(question: str, notes: list, time_mode: str, writer, ledger=None) ->
     text, inp, out = writer.write(messages, stage="generate", ledger=ledger)
     text = THINK_RE.sub("", text or "").strip()
     if is_abstain(text):
-        return Draft(ABSTAIN, [], inp, out, True)
+        return Draft(ABSTAIN, [], inp, out, True, messages)
     cites = [i for _, ids in parse_citations(text) for i in ids]
-    return Draft(text, list(dict.fromkeys(cites)), inp, out, False)
+    return Draft(text, list(dict.fromkeys(cites)), inp, out, False, messages)

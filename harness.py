@@ -7,12 +7,12 @@ Not: any ranking, filtering or writing logic of its own; each stage lives in its
 
     python harness.py "What is my current day rate?" [--vault DIR] [--index DIR]
         [--no-rerank] [--mode present|history|any] [--backend auto|builtin|ollama] [--json]
+        [--html FILE]
 """
 
 from __future__ import annotations
 
 import argparse
-import html
 import json
 import shlex
 import sys
@@ -59,6 +59,8 @@ class Answer:
     checks: dict = field(default_factory=dict)
     backend: str = ""
     backend_note: str = ""
+    messages: list = field(default_factory=list)   # what the writer was sent
+    calls: list = field(default_factory=list)      # the ledger: one row per model call
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -66,8 +68,14 @@ class Answer:
     def __str__(self) -> str:
         return render(self)
 
+    def to_html(self, gold=()) -> str:
+        """A self-contained HTML page of every stage (html_report.py)."""
+        import html_report
+        return html_report.trace_page(self.to_dict(), gold=gold)
+
     def _repr_html_(self) -> str:
-        return "<pre>" + html.escape(render(self)) + "</pre>"
+        import html_report
+        return html_report.trace_fragment(self.to_dict())
 
 
 class _Clock:
@@ -99,7 +107,8 @@ def _trace(cands) -> list[dict]:
     keys = ("dense_rank", "dense_score", "bm25_rank", "bm25_score", "fused", "via",
             "added_by", "relevance", "superseded_by", "dropped")
     return [dict(id=c.id, path=c.path, heading=c.chunk.get("heading", ""), date=c.date,
-                 is_latest=_current(c), **{k: getattr(c, k) for k in keys}) for c in cands]
+                 is_latest=_current(c), family=c.chunk.get("family"),
+                 **{k: getattr(c, k) for k in keys}) for c in cands]
 
 
 def _current(c) -> bool:
@@ -209,7 +218,8 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
         out.time_mode = version.effective_mode(idx, kept, out.time_mode, threshold)
     out.sources = [{"id": c.id, "path": c.path, "heading": c.chunk.get("heading", ""),
                     "date": c.date, "is_latest": _current(c),
-                    "score": round(float(_score(c)), 4)} for c in kept]
+                    "score": round(float(_score(c)), 4),
+                    "text": c.chunk.get("text", "")} for c in kept]
     reason = rerank_stage.gate(kept) if rerank else (None if kept else "nothing retrieved")
     if reason:
         return _abstain(out, clock, reason)
@@ -218,7 +228,7 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
         return out
     draft = clock.run("generate", generate.generate, question, kept, out.time_mode,
                       be.writer, ledger=ledger)
-    out.answer, out.abstained = draft.text, draft.abstained
+    out.answer, out.abstained, out.messages = draft.text, draft.abstained, draft.messages
     if draft.abstained:
         out.abstain_reason = "the writer found no answer in the kept passages"
     ver = clock.run("verify", verify_stage.verify, draft.text, kept, out.time_mode,
@@ -228,14 +238,20 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     by_id = {f"c{i}": c for i, c in enumerate(kept, 1)}
     out.citations = [{"id": cid, "path": by_id[cid].path, "date": by_id[cid].date}
                      for cid in draft.citations if cid in by_id]
-    out.stages = clock.rows()
+    out.stages, out.calls = clock.rows(), list(ledger.rows)
     return out
 
 
 def _abstain(out: Answer, clock: _Clock, reason: str) -> Answer:
     out.answer, out.abstained, out.abstain_reason = generate.ABSTAIN, True, reason
-    out.verdict, out.stages = "ABSTAIN", clock.rows()
+    out.verdict, out.stages, out.calls = "ABSTAIN", clock.rows(), list(clock.ledger.rows)
     return out
+
+
+def stage_totals(stages: list[dict]) -> dict:
+    """ms, tokens in, tokens out and dollars summed over the stage rows."""
+    return {k: sum(s[k] for s in stages) for k in ("ms", "input_tokens", "output_tokens",
+                                                   "dollars")}
 
 
 def render(a: Answer) -> str:
@@ -247,8 +263,7 @@ def render(a: Answer) -> str:
     for s in a.stages:
         lines.append(f"{s['name']:<15}{s['ms']:>9.1f}{s['input_tokens']:>11}"
                      f"{s['output_tokens']:>7}{s['dollars']:>11.6f}")
-    tot = {k: sum(s[k] for s in a.stages) for k in ("ms", "input_tokens",
-                                                    "output_tokens", "dollars")}
+    tot = stage_totals(a.stages)
     lines.append(f"{'total':<15}{tot['ms']:>9.1f}{tot['input_tokens']:>11}"
                  f"{tot['output_tokens']:>7}{tot['dollars']:>11.6f}")
     lines += ["", f"time mode: {a.time_mode}   backend: {a.backend} ({a.backend_note})"]
@@ -285,6 +300,7 @@ def main(argv=None) -> int:
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.add_argument("--mcp", action="store_true", help="serve MCP on stdio (mcp_server.py)")
     p.add_argument("--mcp-check", action="store_true", help="try the MCP server as an app would")
+    p.add_argument("--html", metavar="FILE", help="also write a trace page of every stage")
     args = p.parse_args(argv)
     try:
         idx, be = load(args.index, args.vault, args.backend, args.judge)
@@ -295,6 +311,14 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(json.dumps(a.to_dict(), indent=1) if args.json else render(a))
+    if args.html:
+        import html_report
+        try:
+            html_report.save_trace(Path(args.html), a.to_dict(),
+                                   Path(idx.manifest["vault"]))
+        except (ValueError, OSError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     return 0
 
 

@@ -3,6 +3,7 @@
 In:  the user's message; optionally a judge from models.py with .choose().
 Out: {"intent": "notes"|"small_talk"|"live_data", "time_mode": "present"|"history"|"any",
       "confidence": float (of the intent), "time_confidence": float,
+      "why": the time rule and the cue it matched (or "the judge's choice"),
       "needs_retrieval": bool}.
 Not: retrieval or answering; the harness acts on the decision.
 
@@ -59,6 +60,11 @@ PRESENT_QUESTION_RE = re.compile(  # past and event cues were ruled out before t
     r"^(?:what|whats|which|who|whose|where|how|when(?:'s| is| are| does| do)|"
     r"is|are|does|do|has|have|can|should)\b")
 STRONG, WEAK, DEFAULT, LOW = 0.9, 0.7, 0.6, 0.5
+TIME_RULES = ((HISTORY_STRONG_RE, "history", STRONG, "change words"),   # first match wins
+              (PRESENT_RE, "present", STRONG, "present words"),
+              (HISTORY_WEAK_RE, "history", WEAK, "weak change words"),
+              (PAST_OR_EVENT_RE, "any", WEAK, "a date, past tense or event"),
+              (PRESENT_QUESTION_RE, "present", DEFAULT, "a plain question (default)"))
 INTENT_OPTIONS = {
     "notes": "a question the personal notes could answer: facts, people, projects, plans, "
              "rates, prices, dates, decisions, what is, who, where, how much, when",
@@ -92,18 +98,13 @@ def _intent(msg: str) -> tuple[str, float]:
     return "notes", STRONG if "?" in msg or len(msg.split()) > 2 else DEFAULT
 
 
-def _time_mode(msg: str) -> tuple[str, float]:
-    if HISTORY_STRONG_RE.search(msg):
-        return "history", STRONG
-    if PRESENT_RE.search(msg):
-        return "present", STRONG
-    if HISTORY_WEAK_RE.search(msg):
-        return "history", WEAK
-    if PAST_OR_EVENT_RE.search(msg):
-        return "any", WEAK
-    if PRESENT_QUESTION_RE.search(msg):
-        return "present", DEFAULT
-    return "any", LOW
+def _time_mode(msg: str) -> tuple[str, float, str]:
+    """(mode, confidence, why): the first rule whose cue matches, and the cue."""
+    for regex, mode, conf, rule in TIME_RULES:
+        m = regex.search(msg)
+        if m:
+            return mode, conf, f"{rule} {m.group().strip()!r}"
+    return "any", LOW, "no time cue"
 
 
 def route(message: str, judge=None, ledger=None) -> dict:
@@ -112,9 +113,10 @@ def route(message: str, judge=None, ledger=None) -> dict:
     if judge is not None:
         intent, conf, _ = judge.choose(message, INTENT_OPTIONS, stage="route", ledger=ledger)
         mode, tconf, _ = judge.choose(message, TIME_OPTIONS, stage="route", ledger=ledger)
+        why = "the judge's choice"
     else:
         intent, conf = _intent(msg)
-        mode, tconf = _time_mode(LEADING_SMALL_TALK_RE.sub("", msg))
+        mode, tconf, why = _time_mode(LEADING_SMALL_TALK_RE.sub("", msg))
     return {"intent": intent, "time_mode": mode, "confidence": float(conf),
-            "time_confidence": float(tconf),
+            "time_confidence": float(tconf), "why": why,
             "needs_retrieval": intent == "notes" or conf < 0.5}

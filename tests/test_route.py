@@ -55,6 +55,13 @@ def test_default_present_is_less_confident_than_explicit():
             < route("What is Maren's current day rate?")["time_confidence"])
 
 
+def test_why_names_the_rule_and_the_cue_it_matched():
+    assert route("What is Maren's current day rate?")["why"] == "present words 'current'"
+    assert route("Has the rate changed?")["why"] == "change words 'changed'"
+    assert route("What is Maren's day rate?")["why"] == "a plain question (default) 'what'"
+    assert route("Summarise the kit list")["why"] == "no time cue"
+
+
 class FakeJudge:
     def __init__(self, answers):
         self.answers, self.calls = answers, []
@@ -68,7 +75,8 @@ def test_judge_path_uses_choose_for_intent_and_time():
     judge = FakeJudge([("small_talk", 0.9, {}), ("any", 0.8, {})])
     r = route("What is Maren's day rate?", judge=judge)
     assert r == {"intent": "small_talk", "time_mode": "any", "confidence": 0.9,
-                 "time_confidence": 0.8, "needs_retrieval": False}
+                 "time_confidence": 0.8, "why": "the judge's choice",
+                 "needs_retrieval": False}
     assert [c[1] for c in judge.calls] == [sorted(INTENT_OPTIONS), sorted(TIME_OPTIONS)]
     assert all(c[2] == "route" for c in judge.calls)
 
