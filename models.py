@@ -131,6 +131,17 @@ def numbers(text: str) -> list[str]:
     return [t for t in tokenize(text) if t[0].isdigit()]
 
 
+ABBREV_GUARD = (r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!Mrs\.)(?<!\bSt\.)(?<!\bvs\.)"
+                r"(?<!e\.g\.)(?<!i\.e\.)")   # no sentence break after these
+SENTENCE_RE = re.compile(ABBREV_GUARD + r"(?<=[.!?])\s+|\n+")
+
+
+def sentences(text: str) -> list[str]:
+    """The one sentence splitter (models, generate, verify): after . ! ? and a space
+    (not after "Dr." or "e.g."), and at every line break; pieces as they stand."""
+    return SENTENCE_RE.split(text)
+
+
 def count_tokens(text: str) -> int:
     """A model-free token estimate (about 4 characters a token) for the ledger."""
     return max(1, (len(text) + 3) // 4) if text else 0
@@ -408,9 +419,6 @@ STATE_RE = re.compile(r":\s*[\w\u00a3$\u20ac]|[=\u2192\u00a3$\u20ac%\d]|\b(?:is|
 # sentence ("Coaches a group at the Aire Valley Striders on Tuesday nights" says where
 # and when without a copula); a name the question already gives is only a mention.
 NAME_RE = re.compile(r"(?<=[\w,;:(\u2014-]\s)[A-Z][\w'\u2019-]+")
-ABBREV_GUARD = (r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!Mrs\.)(?<!\bSt\.)(?<!\bvs\.)"
-                r"(?<!e\.g\.)(?<!i\.e\.)")   # no sentence break after these
-SENTENCE_BREAK_RE = re.compile(ABBREV_GUARD + r"(?<=[.!?])\s+")  # generate splits alike
 BULLET_RE = re.compile(r"^\s*(?:[-*+>]|\d+[.)])\s+")
 EMPHASIS_RE = re.compile(r"\*\*|__|`")
 WIKILINK_RE = re.compile(r"\[\[([^\]|]+)(?:\|([^\]]+))?\]\]")
@@ -460,7 +468,7 @@ def _split_units(text: str, keep_links: bool) -> tuple[str, ...]:
             continue
         line = BULLET_RE.sub("", line)
         line = EMPHASIS_RE.sub("", line) if keep_links else plain(line)
-        for s in SENTENCE_BREAK_RE.split(line):
+        for s in sentences(line):
             s = " ".join(s.split())
             if len(tokenize(s)) >= 2:
                 out.append(s)

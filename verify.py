@@ -127,7 +127,7 @@ def _injected(body: str, shown: list, cited: list, ids: dict) -> list[str]:
     assistant inside a cited note (prompt injection) is not a fact the notes state."""
     out = []
     for c in cited:
-        for line in re.split(r"(?<=[.!?])\s+|\n+", c.chunk.get("text", "")):
+        for line in models.sentences(c.chunk.get("text", "")):
             if not INSTRUCTION_RE.search(line):
                 continue
             keys = models.number_keys(line)
