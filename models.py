@@ -354,16 +354,16 @@ class BuiltinEmbedder:
 JUDGE_MODEL = "builtin-judge-v2"
 WRITER_MODEL = "builtin-writer-v2"
 # fitted by tools/fit_reader.py on questions/dev.jsonl (tests/test_fit_reader.py checks)
-READER_BIAS = -7.966        # logit of a unit that names nothing asked and holds no value
-W_TEXT = 3.388              # share of the asked terms the unit names in its own words
-W_HEADING = 1.16           # share named by its heading trail
-W_TITLE = 1.477             # share named by its note's path (title)
-W_COVER = 1.389              # share named by the unit, its heading and title together
-W_TYPE = 2.61              # it holds a value of the kind asked for
-W_NEAR = 1.133              # 1 / (1 + tokens between an asked term and that value)
-W_RANK = 1.003              # the passage's rerank rank: 1 / (1 + rank from 0)
-W_LATEST = -0.123            # its note is the latest version (not an older one or entry)
-ABSTAIN_LOGIT = -3.645      # evidence below this everywhere: the notes lack the answer
+READER_BIAS = -7.967        # logit of a unit that names nothing asked and holds no value
+W_TEXT = 3.352              # share of the asked terms the unit names in its own words
+W_HEADING = 1.158           # share named by its heading trail
+W_TITLE = 1.444             # share named by its note's path (title)
+W_COVER = 1.451              # share named by the unit, its heading and title together
+W_TYPE = 2.585              # it holds a value of the kind asked for
+W_NEAR = 1.201              # 1 / (1 + tokens between an asked term and that value)
+W_RANK = 1.027              # the passage's rerank rank: 1 / (1 + rank from 0)
+W_LATEST = -0.129            # its note is the latest version (not an older one or entry)
+ABSTAIN_LOGIT = -3.644      # evidence below this everywhere: the notes lack the answer
 # set by hand, with a reason
 PARTIAL_CREDIT = 0.6      # a related form ("changes"/"changed", "paying"/"pay") is most of a match
 IDF_FLOOR = 0.1           # the commonest asked word still counts a little
@@ -408,7 +408,7 @@ KIND_CUES = (
     (re.compile(r"\bwhen\b|\bwhat (?:date|day)\b|\bwhich (?:date|day|night|week|month)\b|"
                 r"\bdeadline\b|\bdue\b"), ("date",)),
     (re.compile(r"\btime\b"), ("clock", "duration")),
-    (re.compile(r"\bwho(?:m|se)?\b|\bname\b"), ("name",)),
+    (re.compile(r"\bwho(?:m|se)?\b|\bname\b|\bwhich\b"), ("name",)),  # which one: a name
     (re.compile(r"\bwhere\b"), ("place",)),
 )
 # words that ask for a kind of value rather than name the topic
@@ -620,36 +620,53 @@ def _share(weights: dict, tset) -> float:
 
 
 class _Scorer:
-    """The features of units for one Ask and its term weights, memoised per term set
-    and per word (the units of a passage share its heading and title)."""
+    """The features of units for one Ask and its term weights. Each asked term's
+    related words (PARTIAL_CREDIT) are found once among `vocab`, the words of every
+    text it will score; shares are memoised per term set (units share their heading)."""
 
-    def __init__(self, ask: Ask, weights: dict):
+    def __init__(self, ask: Ask, weights: dict, vocab=None):
         self.ask, self.weights = ask, weights
-        self.total = sum(weights.values())
+        self.total = sum(weights.values()) or 1.0
+        self.vocab = frozenset(vocab) if vocab is not None else None
+        self.related = {t: frozenset(_related_words(t, vocab) & self.vocab) - {t}
+                        for t in weights} if vocab is not None else None
         self.shares: dict = {}
-        self.credits: dict = {}
+
+    def _match(self, t: str, tset) -> float:
+        if t in tset:
+            return 1.0
+        if self.related is None or not tset <= self.vocab:
+            return _match(t, tset)
+        return PARTIAL_CREDIT if not self.related[t].isdisjoint(tset) else 0.0
 
     def share(self, tset) -> float:
         if tset not in self.shares:
-            self.shares[tset] = _share(self.weights, tset)
+            self.shares[tset] = sum(w * self._match(t, tset)
+                                    for t, w in self.weights.items()) / self.total
         return self.shares[tset]
 
-    def credit(self, word: str) -> float:
-        """The largest weight share an asked term gives one word of a unit."""
-        if word not in self.credits:
-            ts = evidence_terms(word)
-            self.credits[word] = max((w * _match(t, ts) for t, w in self.weights.items()),
-                                     default=0.0) / (self.total or 1.0)
-        return self.credits[word]
+    def credits(self, tset) -> dict:
+        """word -> the largest share of the asked weight an asked term gives it, for
+        the words of tset that match an asked term (itself or a related form)."""
+        out: dict = {}
+        for t, w in self.weights.items():
+            rel = (self.related[t] & tset if self.related is not None and tset <= self.vocab
+                   else _related_words(t, tset) & tset)
+            for x in rel | ({t} & tset):
+                c = w * (1.0 if x == t else PARTIAL_CREDIT) / self.total
+                if c > out.get(x, 0.0):
+                    out[x] = c
+        return out
 
-    def nearness(self, text: str) -> float:
+    def nearness(self, text: str, tset) -> float:
         """max over asked words a and values v of the asked kind in the text:
         (a's share of the asked weight) / (tokens from a to v); 0 if none."""
+        credit = self.credits(tset)
+        if not credit:
+            return 0.0
         toks = TOKEN_RE.findall(text)
         at = [(i, c) for i, tok in enumerate(toks) if not tok[0].isdigit()
-              and (c := self.credit(tok.lower())) > 0]
-        if not at:
-            return 0.0
+              and (c := credit.get(_stem(tok.lower()), 0.0)) > 0]
         vals = [i for i in range(len(toks)) if _value_at(toks, i, self.ask.kinds)]
         return max((c / abs(i - j) for i, c in at for j in vals if i != j), default=0.0)
 
@@ -658,7 +675,7 @@ class _Scorer:
         own, head, path = evidence_terms(unit), evidence_terms(heading), evidence_terms(title)
         return [self.share(own), self.share(head), self.share(path),
                 self.share(own | head | path), holds(unit, self.ask.kinds),
-                self.nearness(unit)]
+                self.nearness(unit, own)]
 
 
 def evidence(f) -> float:
@@ -693,9 +710,9 @@ class BuiltinJudge:
         docs = {k: evidence_terms(" ".join(str(p.get(f, "")) for f in ("text", "heading",
                                                                         "path")))
                 for k, p in passages.items()}
-        out = {}
+        vocab, out = set().union(*docs.values()) if docs else set(), {}
         for a in (ask,) + ask.parts:
-            sc = _Scorer(a, weights_for(a, list(docs.values()), idf))
+            sc = _Scorer(a, weights_for(a, list(docs.values()), idf), vocab)
             for k, p in passages.items():
                 units = split_units(p.get("text", "")) or ("",)
                 out.setdefault(k, []).append(max(
@@ -811,7 +828,7 @@ def unit_rows(ask: Ask, notes: list[dict]) -> list[_Unit]:
     raw = [(note, i, u) for note in notes for i, u in enumerate(split_units(note["text"]))]
     docs = [evidence_terms(f"{u} {note['section']} {note['path']}") for note, _, u in raw]
     w = weights_for(ask, docs)
-    sc = _Scorer(ask, w)
+    sc = _Scorer(ask, w, set().union(*docs) if docs else set())
     out = []
     for note, i, u in raw:
         f = sc.features(u, note["section"], note["path"])

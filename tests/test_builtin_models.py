@@ -105,7 +105,7 @@ def test_nearness_is_the_asked_share_over_the_distance():
     ask = models.analyse("What is the egg price?")
     sc = models._Scorer(ask, {"egg": 3.0, "price": 1.0})
     # egg (3/4 of the weight) is 4 tokens from 3.20; price (1/4) is 1 token from it
-    assert sc.nearness("eggs sold at gate price 3.20") == pytest.approx(max(0.75 / 4, 0.25))
+    assert sc.nearness("eggs sold at gate price 3.20", models.evidence_terms("eggs sold at gate price 3.20")) == pytest.approx(max(0.75 / 4, 0.25))
 
 
 def test_weights_drop_a_name_no_passage_uses_and_follow_idf():
