@@ -354,16 +354,16 @@ class BuiltinEmbedder:
 JUDGE_MODEL = "builtin-judge-v2"
 WRITER_MODEL = "builtin-writer-v2"
 # fitted by tools/fit_reader.py on questions/dev.jsonl (tests/test_fit_reader.py checks)
-READER_BIAS = -7.967        # logit of a unit that names nothing asked and holds no value
-W_TEXT = 3.352              # share of the asked terms the unit names in its own words
-W_HEADING = 1.158           # share named by its heading trail
-W_TITLE = 1.444             # share named by its note's path (title)
-W_COVER = 1.451              # share named by the unit, its heading and title together
-W_TYPE = 2.585              # it holds a value of the kind asked for
-W_NEAR = 1.201              # 1 / (1 + tokens between an asked term and that value)
-W_RANK = 1.027              # the passage's rerank rank: 1 / (1 + rank from 0)
-W_LATEST = -0.129            # its note is the latest version (not an older one or entry)
-ABSTAIN_LOGIT = -3.644      # evidence below this everywhere: the notes lack the answer
+READER_BIAS = -7.976        # logit of a unit that names nothing asked and holds no value
+W_TEXT = 3.514              # share of the asked terms the unit names in its own words
+W_HEADING = 1.151           # share named by its heading trail
+W_TITLE = 1.478             # share named by its note's path (title)
+W_COVER = 1.403              # share named by the unit, its heading and title together
+W_TYPE = 2.579              # it holds a value of the kind asked for
+W_NEAR = 0.962              # 1 / (1 + tokens between an asked term and that value)
+W_RANK = 0.91              # the passage's rerank rank: 1 / (1 + rank from 0)
+W_LATEST = -0.151            # its note is the latest version (not an older one or entry)
+ABSTAIN_LOGIT = -3.678      # evidence below this everywhere: the notes lack the answer
 # set by hand, with a reason
 PARTIAL_CREDIT = 0.6      # a related form ("changes"/"changed", "paying"/"pay") is most of a match
 IDF_FLOOR = 0.1           # the commonest asked word still counts a little
@@ -414,7 +414,7 @@ KIND_CUES = (
 # words that ask for a kind of value rather than name the topic
 HOW_RE = re.compile(r"\bhow (?:much|many|long|often|old|far|big|heavy|tall|wide)\b|"
                     r"\b(?:what|which) (?:time|date|dates|day|name)\b|\bthe name of\b")
-LIST_RE = re.compile(r"\b(?:list|all|every|each|what are|which are|what were|which were)\b")
+LIST_RE = re.compile(r"\b(?:list|all|what are|which are|what were|which were)\b")
 _WH = r"(?:what|which|who|whom|whose|when|where|why|how)"
 _AUX = r"(?:is|are|was|were|am|do|does|did|has|have|had|can|could|should|will|would)"
 # A question of several parts: split at sentence marks, dashes, and "and" or a comma
@@ -658,15 +658,18 @@ class _Scorer:
                     out[x] = c
         return out
 
-    def nearness(self, text: str, tset) -> float:
+    def nearness(self, text: str, tset, head=frozenset()) -> float:
         """max over asked words a and values v of the asked kind in the text:
-        (a's share of the asked weight) / (tokens from a to v); 0 if none."""
+        (a's share of the asked weight) / (tokens from a to v); 0 if none. The
+        heading's asked words stand just before the text (a heading labels its lines
+        as a table header labels its cells)."""
         credit = self.credits(tset)
-        if not credit:
+        top = max(self.credits(head).values(), default=0.0) if head else 0.0
+        if not credit and not top:
             return 0.0
         toks = TOKEN_RE.findall(text)
         at = [(i, c) for i, tok in enumerate(toks) if not tok[0].isdigit()
-              and (c := credit.get(_stem(tok.lower()), 0.0)) > 0]
+              and (c := credit.get(_stem(tok.lower()), 0.0)) > 0] + ([(-1, top)] if top else [])
         vals = [i for i in range(len(toks)) if _value_at(toks, i, self.ask.kinds)]
         return max((c / abs(i - j) for i, c in at for j in vals if i != j), default=0.0)
 
@@ -675,7 +678,7 @@ class _Scorer:
         own, head, path = evidence_terms(unit), evidence_terms(heading), evidence_terms(title)
         return [self.share(own), self.share(head), self.share(path),
                 self.share(own | head | path), holds(unit, self.ask.kinds),
-                self.nearness(unit, own)]
+                self.nearness(unit, own, head)]
 
 
 def evidence(f) -> float:
@@ -824,9 +827,10 @@ class _Unit:
 
 
 def unit_rows(ask: Ask, notes: list[dict]) -> list[_Unit]:
-    """Every unit of every note, scored for `ask` (weights over the units' words)."""
+    """Every unit of every note, scored for `ask` (IDF over the notes, as the judge's
+    is over documents: a topic word every kept note shares still weighs)."""
     raw = [(note, i, u) for note in notes for i, u in enumerate(split_units(note["text"]))]
-    docs = [evidence_terms(f"{u} {note['section']} {note['path']}") for note, _, u in raw]
+    docs = [evidence_terms(f"{n['text']} {n['section']} {n['path']}") for n in notes]
     w = weights_for(ask, docs)
     sc = _Scorer(ask, w, set().union(*docs) if docs else set())
     out = []
@@ -900,7 +904,10 @@ def _current(question: str, mode: str, notes: list[dict]) -> list[str]:
         best, old = _best(units), None
         if mode == "present":
             best, old = _newest(best, units, part)
-        if (best.answers or not picked) and all(best.text != u.text for u, _ in picked):
+        if best.text in {u.text for u, _ in picked}:     # each part its own sentence
+            rest = [u for u in units if u.answers and u.text not in {v.text for v, _ in picked}]
+            best, old = (_best(rest), None) if rest else (best, None)
+        if (best.answers or not picked) and best.text not in {u.text for u, _ in picked}:
             picked.append((best, old))
         if ask.is_list and len(picked) == 1:
             lead = picked[0][0]
@@ -911,18 +918,26 @@ def _current(question: str, mode: str, notes: list[dict]) -> list[str]:
 
 
 def _history(question: str, notes: list[dict]) -> list[str]:
-    """One line per version of the best unit's document, oldest first, each the
-    version's best unit (one stating a new value first); then units of other notes
-    that answer, name what the lead names and state a value no line states. Past
-    MAX_SENTENCES: the oldest, the newest and the strongest between."""
+    """One line per version of the document whose versions answer best (the sum over
+    its versions of P(best unit)), oldest first, each the version's best unit (one
+    stating a new value first); then units of other notes that answer, name what the
+    lead names and state a value no line states. Past MAX_SENTENCES: the oldest, the
+    newest and the strongest between."""
     ask = analyse(question)
     units = unit_rows(ask, notes)
-    lead = _best(units)
-    doc = _document(lead.note)
+    docs: dict = {}
+    for u in units:
+        if u.answers:
+            per = docs.setdefault(_document(u.note), {})
+            key = (u.note["date"], u.note["path"])
+            per[key] = max(per.get(key, 0.0), _sigmoid(u.score))
+    doc = (max(docs, key=lambda d: sum(docs[d].values())) if docs
+           else _document(_best(units).note))
+    lead = _best([u for u in units if _document(u.note) == doc])
     versions: dict = {}
     for u in units:
         if _document(u.note) == doc and u.named:
-            versions.setdefault((u.note["date"], u.note["order"]), []).append(u)
+            versions.setdefault((u.note["date"], u.note["path"]), []).append(u)
     lines, seen = [], set()
     for key in sorted(versions):
         best = max(versions[key], key=lambda u: (u.answers,
