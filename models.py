@@ -885,8 +885,36 @@ def _newest(lead: _Unit, units: list[_Unit], ask: Ask) -> tuple[_Unit, _Unit | N
     return (lead, None) if win is lead else (win, lead)
 
 
-def _cite(u: _Unit, replaced: _Unit | None = None) -> str:
-    out = f"{u.text.strip().rstrip(' .;,')} [{u.note['id']}]"
+def _older(w: _Unit, u: _Unit) -> bool:
+    """w's note is an older version or entry, or dated before u's note."""
+    dated = UNDATED not in (w.note["date"], u.note["date"])
+    return w.note["status"] != STATUS_LATEST or dated and w.note["date"] < u.note["date"]
+
+
+def _without_superseded(u: _Unit, units: list[_Unit], kinds) -> str:
+    """Present mode: u's text cut before the first value (of the asked kinds, else a
+    number or name) that only older notes (versions, entries, or notes dated before
+    u's) naming something asked state, when what stays still states a value: a
+    present answer does not repeat a superseded value."""
+    kinds = kinds or frozenset({"number", "name"})
+    older = set().union(*(_values(w, kinds) for w in units if _older(w, u) and w.named))
+    newer = set().union(*(_values(w, kinds) for w in units
+                          if not _older(w, u) and w.note is not u.note))
+    stale = older - newer - set(terms(u.note["section"]))
+    toks = list(TOKEN_RE.finditer(u.text))
+    for i, m in enumerate(toks):
+        key = number_key(m.group()) if m.group()[0].isdigit() else m.group().lower()
+        if i and key in stale and _value_at([t.group() for t in toks], i, kinds):
+            words = [t.group() for t in toks[:i]]
+            while words and words[-1].lower() in STOPWORDS:
+                words.pop()
+            cut = u.text[:toks[len(words) - 1].end()] if words else ""
+            return cut if words and holds(cut, kinds) else u.text
+    return u.text
+
+
+def _cite(u: _Unit, replaced: _Unit | None = None, text: str | None = None) -> str:
+    out = f"{(text or u.text).strip().rstrip(' .;,')} [{u.note['id']}]"
     if replaced is not None:
         title = replaced.note["path"].rsplit("/", 1)[-1].rsplit(".", 1)[0]
         out += REPLACES.format(title=title, date=replaced.note["date"],
@@ -914,7 +942,9 @@ def _current(question: str, mode: str, notes: list[dict]) -> list[str]:
             picked += [(u, None) for u in units if u.note is lead.note and u is not lead
                        and u.answers]
             picked.sort(key=lambda p: p[0].at)
-    return [_cite(u, o) for u, o in picked[:MAX_SENTENCES]]
+    cut = (lambda u: _without_superseded(u, unit_rows(ask, notes), ask.kinds)
+           if mode == "present" else u.text)
+    return [_cite(u, o, cut(u)) for u, o in picked[:MAX_SENTENCES]]
 
 
 def _history(question: str, notes: list[dict]) -> list[str]:

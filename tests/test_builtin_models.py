@@ -272,3 +272,17 @@ def test_the_reader_has_at_most_fifteen_tuned_numbers():
     tuned = ["READER_BIAS", "W_TEXT", "W_HEADING", "W_TITLE", "W_COVER", "W_TYPE", "W_NEAR",
              "W_RANK", "W_LATEST", "ABSTAIN_LOGIT", "PARTIAL_CREDIT", "IDF_FLOOR"]
     assert all(isinstance(getattr(models, n), float) for n in tuned) and len(tuned) <= 15
+
+
+def test_present_answer_is_cut_before_a_value_only_older_notes_state():
+    kit = cand(11, "training/kit list.md", "Race shoe: Asterra Cloudline 4.", date="2026-04-02")
+    log = cand(12, "training/training log.md", "Swapped race shoes: racing in the Pacewell "
+               "Tempo X now instead of the Asterra Cloudline 4.", date="2026-10-03")
+    text = write("Which shoes am I racing in?", [log, kit], "present")
+    assert "Pacewell Tempo X" in text and "Asterra" not in text
+    # any mode quotes the whole line
+    assert "Asterra" in write("Which shoes am I racing in?", [log, kit], "any")
+    # nothing would stay that states a value: the line is kept whole
+    only = cand(13, "training/training log.md", "Asterra Cloudline 4 retired for good.",
+                date="2026-10-03")
+    assert write("Which shoes am I racing in?", [only, kit], "present").count("Asterra") >= 1
