@@ -354,16 +354,16 @@ class BuiltinEmbedder:
 JUDGE_MODEL = "builtin-judge-v2"
 WRITER_MODEL = "builtin-writer-v2"
 # fitted by tools/fit_reader.py on questions/dev.jsonl (tests/test_fit_reader.py checks)
-READER_BIAS = -7.976        # logit of a unit that names nothing asked and holds no value
-W_TEXT = 3.514              # share of the asked terms the unit names in its own words
-W_HEADING = 1.151           # share named by its heading trail
-W_TITLE = 1.478             # share named by its note's path (title)
-W_COVER = 1.403              # share named by the unit, its heading and title together
-W_TYPE = 2.579              # it holds a value of the kind asked for
-W_NEAR = 0.962              # 1 / (1 + tokens between an asked term and that value)
-W_RANK = 0.91              # the passage's rerank rank: 1 / (1 + rank from 0)
-W_LATEST = -0.151            # its note is the latest version (not an older one or entry)
-ABSTAIN_LOGIT = -3.678      # evidence below this everywhere: the notes lack the answer
+READER_BIAS = -7.972        # logit of a unit that names nothing asked and holds no value
+W_TEXT = 3.483              # share of the asked terms the unit names in its own words
+W_HEADING = 1.164           # share named by its heading trail
+W_TITLE = 1.456             # share named by its note's path (title)
+W_COVER = 1.389              # share named by the unit, its heading and title together
+W_TYPE = 2.577              # it holds a value of the kind asked for
+W_NEAR = 1.114              # 1 / (1 + tokens between an asked term and that value)
+W_RANK = 0.902              # the passage's rerank rank: 1 / (1 + rank from 0)
+W_LATEST = -0.148            # its note is the latest version (not an older one or entry)
+ABSTAIN_LOGIT = -3.663      # evidence below this everywhere: the notes lack the answer
 # set by hand, with a reason
 PARTIAL_CREDIT = 0.6      # a related form ("changes"/"changed", "paying"/"pay") is most of a match
 IDF_FLOOR = 0.1           # the commonest asked word still counts a little
@@ -408,12 +408,12 @@ KIND_CUES = (
     (re.compile(r"\bwhen\b|\bwhat (?:date|day)\b|\bwhich (?:date|day|night|week|month)\b|"
                 r"\bdeadline\b|\bdue\b"), ("date",)),
     (re.compile(r"\btime\b"), ("clock", "duration")),
-    (re.compile(r"\bwho(?:m|se)?\b|\bname\b|\bwhich\b"), ("name",)),  # which one: a name
+    (re.compile(r"\bwho(?:m|se)?\b|name\b|\bwhich\b"), ("name",)),  # which one: a name
     (re.compile(r"\bwhere\b"), ("place",)),
 )
 # words that ask for a kind of value rather than name the topic
 HOW_RE = re.compile(r"\bhow (?:much|many|long|often|old|far|big|heavy|tall|wide)\b|"
-                    r"\b(?:what|which) (?:time|date|dates|day|name)\b|\bthe name of\b")
+                    r"\b(?:what|which) (?:time|date|dates|day|name)\b|\bthe \w*name of\b")
 LIST_RE = re.compile(r"\b(?:list|all|what are|which are|what were|which were)\b")
 _WH = r"(?:what|which|who|whom|whose|when|where|why|how)"
 _AUX = r"(?:is|are|was|were|am|do|does|did|has|have|had|can|could|should|will|would)"
@@ -670,8 +670,10 @@ class _Scorer:
         toks = TOKEN_RE.findall(text)
         at = [(i, c) for i, tok in enumerate(toks) if not tok[0].isdigit()
               and (c := credit.get(_stem(tok.lower()), 0.0)) > 0] + ([(-1, top)] if top else [])
-        vals = [i for i in range(len(toks)) if _value_at(toks, i, self.ask.kinds)]
-        return max((c / abs(i - j) for i, c in at for j in vals if i != j), default=0.0)
+        asked = {i for i, _ in at}          # an asked word is no value of itself
+        vals = [i for i in range(len(toks)) if i not in asked
+                and _value_at(toks, i, self.ask.kinds)]
+        return max((c / abs(i - j) for i, c in at for j in vals), default=0.0)
 
     def features(self, unit: str, heading: str, title: str) -> list[float]:
         """The six evidence features of a unit (FEATURES without rank and latest)."""
@@ -932,8 +934,9 @@ def _current(question: str, mode: str, notes: list[dict]) -> list[str]:
         best, old = _best(units), None
         if mode == "present":
             best, old = _newest(best, units, part)
-        if best.text in {u.text for u, _ in picked}:     # each part its own sentence
-            rest = [u for u in units if u.answers and u.text not in {v.text for v, _ in picked}]
+        said = set().union(*(values(v.text) for v, _ in picked))
+        if picked and values(best.text) <= said:         # each part a value of its own
+            rest = [u for u in units if u.answers and not values(u.text) <= said]
             best, old = (_best(rest), None) if rest else (best, None)
         if (best.answers or not picked) and best.text not in {u.text for u, _ in picked}:
             picked.append((best, old))
