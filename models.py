@@ -354,20 +354,19 @@ class BuiltinEmbedder:
 JUDGE_MODEL = "builtin-judge-v2"
 WRITER_MODEL = "builtin-writer-v2"
 # fitted by tools/fit_reader.py on questions/dev.jsonl (tests/test_fit_reader.py checks)
-READER_BIAS = -7.972        # logit of a unit that names nothing asked and holds no value
-W_TEXT = 3.483              # share of the asked terms the unit names in its own words
-W_HEADING = 1.164           # share named by its heading trail
-W_TITLE = 1.456             # share named by its note's path (title)
-W_COVER = 1.389              # share named by the unit, its heading and title together
-W_TYPE = 2.577              # it holds a value of the kind asked for
-W_NEAR = 1.114              # 1 / (1 + tokens between an asked term and that value)
-W_RANK = 0.902              # the passage's rerank rank: 1 / (1 + rank from 0)
-W_LATEST = -0.148            # its note is the latest version (not an older one or entry)
-ABSTAIN_LOGIT = -3.663      # evidence below this everywhere: the notes lack the answer
+READER_BIAS = -7.978        # logit of a unit that names nothing asked and holds no value
+W_TEXT = 3.478              # share of the asked terms the unit names in its own words
+W_HEADING = 1.163           # share named by its heading trail
+W_TITLE = 1.459             # share named by its note's path (title)
+W_COVER = 1.385              # share named by the unit, its heading and title together
+W_TYPE = 2.592              # it holds a value of the kind asked for
+W_NEAR = 1.109              # 1 / (1 + tokens between an asked term and that value)
+W_RANK = 0.904              # the passage's rerank rank: 1 / (1 + rank from 0)
+W_LATEST = -0.151            # its note is the latest version (not an older one or entry)
+ABSTAIN_LOGIT = -3.658      # evidence below this everywhere: the notes lack the answer
 # set by hand, with a reason
 PARTIAL_CREDIT = 0.6      # a related form ("changes"/"changed", "paying"/"pay") is most of a match
 IDF_FLOOR = 0.1           # the commonest asked word still counts a little
-SAME_TOPIC_SHARE = 0.5    # two units speak of the same thing: half the asked weight in common
 FEATURES = ("text", "heading", "title", "cover", "type", "near", "rank", "latest")
 
 # Words that place a question in time, or only ask, rather than name its topic.
@@ -529,6 +528,7 @@ class Ask:
 
 
 def _kinds(q: str) -> frozenset:
+    q = TIME_PHRASE_RE.sub(" ", q)                     # "over time" asks for no time
     return frozenset(k for rx, ks in KIND_CUES if rx.search(q) for k in ks)
 
 
@@ -950,11 +950,17 @@ def _current(question: str, mode: str, notes: list[dict]) -> list[str]:
     return [_cite(u, o, cut(u)) for u, o in picked[:MAX_SENTENCES]]
 
 
+def _key(u: _Unit) -> str:
+    """The key of a "key: value" line ("Retainer: £2,400" -> "retainer"), else ""."""
+    m = KEY_RE.match(u.text)
+    return " ".join(terms(m.group(1))) if m else ""
+
+
 def _history(question: str, notes: list[dict]) -> list[str]:
     """One line per version of the document whose versions answer best (the sum over
-    its versions of P(best unit)), oldest first, each the version's best unit (one
-    stating a new value first); then units of other notes that answer, name what the
-    lead names and state a value no line states. Past MAX_SENTENCES: the oldest, the
+    its versions of P(best unit)), oldest first, each the version's best unit (a line
+    with the "key:" most versions have first, then one stating a new value); then, when a kind of value is asked, units of other
+    notes that answer, name what the lead names and state such a value no line states. Past MAX_SENTENCES: the oldest, the
     newest and the strongest between."""
     ask = analyse(question)
     units = unit_rows(ask, notes)
@@ -971,15 +977,21 @@ def _history(question: str, notes: list[dict]) -> list[str]:
     for u in units:
         if _document(u.note) == doc and u.named:
             versions.setdefault((u.note["date"], u.note["path"]), []).append(u)
+    counts: dict = {}        # the "key:" most versions state: the line that changed
+    for us in versions.values():
+        for k in {_key(u) for u in us if u.answers and _key(u)}:
+            counts[k] = counts.get(k, 0) + 1
+    common = max(counts, key=lambda k: (counts[k], k)) if counts else ""
     lines, seen = [], set()
     for key in sorted(versions):
-        best = max(versions[key], key=lambda u: (u.answers,
+        best = max(versions[key], key=lambda u: (u.answers, bool(common) and _key(u) == common,
                                                  bool(_values(u, ask.kinds) - seen), u.score))
         lines.append(best)
         seen |= _values(best, ask.kinds)
     others: dict = {}
     for u in units:
         if (_document(u.note) != doc and u.answers and lead.named <= u.named
+                and ask.kinds and holds(u.text, ask.kinds) == 1.0
                 and u.note["date"] != UNDATED and _values(u, ask.kinds) - seen):
             key = (u.note["path"], u.note["date"])
             if key not in others or u.score > others[key].score:

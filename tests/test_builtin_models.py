@@ -286,3 +286,14 @@ def test_present_answer_is_cut_before_a_value_only_older_notes_state():
     only = cand(13, "training/training log.md", "Asterra Cloudline 4 retired for good.",
                 date="2026-10-03")
     assert write("Which shoes am I racing in?", [only, kit], "present").count("Asterra") >= 1
+
+
+def test_history_line_is_the_key_most_versions_state():
+    a = cand(14, "work/retainer 2026-04.md", "Contact: Tomasz Wren.\nRetainer: £2,400 a month.",
+             date="2026-04-01", latest=False, superseded_by="work/retainer 2026-09.md")
+    b = cand(15, "work/retainer 2026-09.md", "Current arrangement with Kittiwake Cycles.\n"
+             "Retainer: £3,100 a month.", date="2026-09-01")
+    text = write("How did the Kittiwake retainer change over time?", [b, a], "history")
+    assert text == ("On 2026-04-01: Retainer: £2,400 a month [c2]. "
+                    "On 2026-09-01: Retainer: £3,100 a month [c1].")
+    assert models.analyse("How did the retainer change over time?").kinds == frozenset()
