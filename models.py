@@ -347,9 +347,10 @@ class BuiltinEmbedder:
 # an asked term, and, for the writer, the passage's rerank rank and version status. A
 # logistic regression over labelled dev units weighs them (one command:
 # `python tools/fit_reader.py`, which prints the block below). The evidence of a unit is
-# its score without rank and status: the judge rates a passage by its best unit, the
-# writer cites the best units, and both abstain only when no unit's evidence reaches
-# ABSTAIN_LOGIT (picked from the dev curve of false abstentions vs answered refusals).
+# its score without rank and status. The judge rates a passage by its best unit, so the
+# gate abstains only when no kept unit's evidence reaches ABSTAIN_LOGIT (picked from
+# the dev curve of false abstentions vs answered refusals); the writer cites the best
+# units and abstains only when no unit holds a value of the asked kind near an asked term.
 
 JUDGE_MODEL = "builtin-judge-v2"
 WRITER_MODEL = "builtin-writer-v2"
@@ -358,11 +359,11 @@ READER_BIAS = -7.978        # logit of a unit that names nothing asked and holds
 W_TEXT = 3.478              # share of the asked terms the unit names in its own words
 W_HEADING = 1.163           # share named by its heading trail
 W_TITLE = 1.459             # share named by its note's path (title)
-W_COVER = 1.385              # share named by the unit, its heading and title together
-W_TYPE = 2.592              # it holds a value of the kind asked for
-W_NEAR = 1.109              # 1 / (1 + tokens between an asked term and that value)
+W_COVER = 1.385             # share named by the unit, its heading and title together
+W_TYPE = 2.592              # it holds a value of the asked kind (a bare number: PARTIAL_CREDIT)
+W_NEAR = 1.109              # an asked term's weight share / tokens from it to such a value
 W_RANK = 0.904              # the passage's rerank rank: 1 / (1 + rank from 0)
-W_LATEST = -0.151            # its note is the latest version (not an older one or entry)
+W_LATEST = -0.151           # its note is the latest version (not an older one or entry)
 ABSTAIN_LOGIT = -3.658      # evidence below this everywhere: the notes lack the answer
 # set by hand, with a reason
 PARTIAL_CREDIT = 0.6      # a related form ("changes"/"changed", "paying"/"pay") is most of a match
@@ -614,7 +615,9 @@ def weights_for(ask: Ask, docs, idf=None) -> dict[str, float]:
     return out
 
 
-def _share(weights: dict, tset) -> float:
+def term_share(weights: dict, tset) -> float:
+    """The weighted share of the terms of `weights` that tset names (related forms count
+    PARTIAL_CREDIT)."""
     total = sum(weights.values())
     return sum(w * _match(t, tset) for t, w in weights.items()) / total if total else 0.0
 

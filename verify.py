@@ -210,7 +210,7 @@ def _off_question(rows: list, notes: list, question: str) -> None:
         heads = " ".join(by_id[i].chunk.get("heading", "") for i in r["citations"]
                          if i in by_id)
         found = models.evidence_terms(f"{r['claim']} {heads}")
-        if weights and models._share(weights, found) < MIN_TOPIC_SHARE:
+        if weights and models.term_share(weights, found) < MIN_TOPIC_SHARE:
             r["reasons"].append("names nothing the question asks about")
     if ask.kinds and cited and not any(models.holds(r["claim"], ask.kinds) for r in cited):
         cited[0]["reasons"].append(f"holds no value of the kind asked "

@@ -30,7 +30,7 @@ def test_scorer_memo_agrees_with_the_plain_share():
     sc = models._Scorer(ask, w)
     for text in ["Day rate: £550", "planned move in May", "rates card", "nothing"]:
         ts = models.evidence_terms(text)
-        assert sc.share(ts) == models._share(w, ts) == sc.share(ts)
+        assert sc.share(ts) == models.term_share(w, ts) == sc.share(ts)
 
 
 def test_cached_results_are_immutable():
