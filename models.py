@@ -368,6 +368,7 @@ ABSTAIN_LOGIT = -3.658      # evidence below this everywhere: the notes lack the
 # set by hand, with a reason
 PARTIAL_CREDIT = 0.6      # a related form ("changes"/"changed", "paying"/"pay") is most of a match
 IDF_FLOOR = 0.1           # the commonest asked word still counts a little
+PREFIX_LEN = 5            # words sharing 5 leading letters are related forms ("evolv")
 FEATURES = ("text", "heading", "title", "cover", "type", "near", "rank", "latest")
 
 # Words that place a question in time, or only ask, rather than name its topic.
@@ -380,7 +381,8 @@ _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*"
 _DAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
 # Kinds of value, as they stand in a unit.
 VALUE_RES = {
-    "money": re.compile(r"[\u00a3$\u20ac][^\d\n]{0,4}\d|\d\s?(?:gbp|eur|usd|euros?|pounds?|p)\b", re.I),
+    "money": re.compile(r"[\u00a3$\u20ac][^\d\n]{0,4}\d|"        # "£3", "(£): 340"
+                        r"\d\s?(?:gbp|eur|usd|euros?|pounds?|p)\b", re.I),
     "measure": re.compile(r"\d\s?(?:g|kg|mg|ml|l|km|m|mi|miles?|grams?|litres?|kcal|bpm|"
                           r"acres?|ha|metres?|%)\b", re.I),
     "number": re.compile(r"\d"),
@@ -390,9 +392,10 @@ VALUE_RES = {
     "percent": re.compile(r"\d\s?%|\bper ?cent\b", re.I),
     "date": re.compile(rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b\d{{1,2}}(?:st|nd|rd|th)? {_MONTH}\b|"
                        rf"\b{_MONTH} \d{{1,2}}\b|\b{_DAY}s?\b", re.I),
-    # a capitalised word inside a sentence: a name ("Physio: Hannah Reyes", "in Clun")
+    # a place: what follows a locative preposition ("at pier 4", "in the shed")
     "place": re.compile(r"\b(?:at|in|on|near|by|behind|under|inside|outside|from) "
                         r"(?:the |my |a |our )?\w", re.I),
+    # a capitalised word inside a sentence: a name ("Physio: Hannah Reyes", "in Clun")
     "name": re.compile(rf"(?<=[\w:,;(]\s)(?!(?i:{_DAY}|{_MONTH})\b)[A-Z][\w'\u2019-]+"),
 }
 LOCATIVE = frozenset("at in on near by behind under inside outside from".split())
@@ -427,7 +430,6 @@ KEY_RE = re.compile(r"^([^:;,.]{1,40}):\s*\S")   # "Status: paid": the key of a 
 BULLET_RE = re.compile(r"^\s*(?:[-*+>]|\d+[.)])\s+")
 EMPHASIS_RE = re.compile(r"\*\*|__|`")
 WIKILINK_RE = re.compile(r"\[\[([^\]|]+)(?:\|([^\]]+))?\]\]")
-PREFIX_LEN = 5            # terms sharing 5 leading letters are related forms
 
 
 def number_key(tok: str) -> str:

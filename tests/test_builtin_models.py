@@ -271,7 +271,8 @@ def test_parse_prompt_round_trip():
 def test_the_reader_has_at_most_fifteen_tuned_numbers():
     tuned = ["READER_BIAS", "W_TEXT", "W_HEADING", "W_TITLE", "W_COVER", "W_TYPE", "W_NEAR",
              "W_RANK", "W_LATEST", "ABSTAIN_LOGIT", "PARTIAL_CREDIT", "IDF_FLOOR"]
-    assert all(isinstance(getattr(models, n), float) for n in tuned) and len(tuned) <= 15
+    assert all(isinstance(getattr(models, n), float) for n in tuned)
+    assert isinstance(models.PREFIX_LEN, int) and len(tuned) + 1 <= 15
 
 
 def test_present_answer_is_cut_before_a_value_only_older_notes_state():
