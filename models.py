@@ -7,6 +7,9 @@ Not: retrieval, prompts or verdicts (the stage modules own those).
 
 Backends are chosen by name with load_backend(): `builtin` (offline, numpy only),
 `ollama` (local server) and `jev` (hosted judge). Importing this module starts nothing.
+Sections: text helpers (tokenize, terms, numbers, sentences: shared by ingest, retrieve,
+generate and verify), ledger, builtin embedder, builtin reader (the judge), builtin
+writer, ollama, jev, selection.
 """
 
 from __future__ import annotations

@@ -11,9 +11,11 @@ Code checks per sentence: every cited id exists; every number (shown with its un
 section, path or date); an "On 2026-04-03:" prefix names the date of a cited note; a
 factual sentence has a citation; in present mode no sentence cites an older version of
 a document when a newer version that answers (relevance >= threshold, or unjudged) is
-among the notes, and no numeric sentence is contradicted by a newer dated note that
-restates its topic with other numbers. An older version whose newer version does not
-answer may be cited: version.settle kept it because it is the only one that answers.
+among the notes, and no sentence is contradicted by a newer dated note of another
+document that restates its topic with other values (numbers or names; the writer's
+"; this replaces ..." clause is not checked as a claim). An older version whose newer
+version does not answer may be cited: version.settle kept it because it is the only
+one that answers.
 Then one batched judge.support call over the cited sentences. The abstain sentence
 alone ships without checks.
 """
@@ -99,8 +101,8 @@ def _stale(cited: list, notes: list, ids: dict) -> list[str]:
 
 def _newer_conflict(body: str, cited: list, notes: list, ids: dict) -> list:
     """A newer dated note (another document, judged to answer) has a line on the same
-    topic (CONFLICT_COVERAGE of the sentence's words other than its values) stating values of the sentence's
-    kinds (numbers, names) that the sentence does not state, and none it does."""
+    topic (CONFLICT_COVERAGE of the sentence's words other than its values) that states
+    values (numbers, names), none of them the sentence's."""
     values = models.values(body)
     words = {t for t in models.terms(body) if not t[0].isdigit()} - META_TERMS - values
     dates = [c.date for c in cited if c.date != models.UNDATED]

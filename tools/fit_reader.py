@@ -9,7 +9,7 @@ table row) of those notes is one row of models.FEATURES; its label is 1 when it 
 key fact of the question (evaluate.has_fact) and its note is a gold file, else 0 (every
 unit of an unanswerable question is 0). A logistic regression, Newton steps with a
 small ridge (RIDGE) so that a feature no positive row has stays finite, gives the bias
-and the seven weights.
+and the eight weights.
 
 Step 2, the abstain threshold, with those weights. harness.ask answers every question
 (full variant); the statistic of a question is the best evidence logit of any unit of
