@@ -33,6 +33,9 @@ def test_curve_and_pick_hand_worked():
     # a run of equally good thresholds: its middle one
     flat = [(-3.0, 1, 0), (-2.0, 1, 0), (-1.0, 1, 0), (0.0, 2, 0)]
     assert fit_reader.pick(flat, 3, 2) == -2.0
+    # at most no refusal answered: the fewest false abstentions among -1.5 and 0
+    assert fit_reader.pick(points, 3, 2, max_answered=0) == 0.0
+    assert fit_reader.pick(points, 3, 2, max_answered=1) == -3.5
 
 
 def test_models_constants_are_the_fit_on_dev():

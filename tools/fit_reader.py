@@ -17,7 +17,8 @@ its kept passages (BuiltinJudge.evidence, every part). For each threshold betwee
 statistics the curve counts false abstentions (answerable, statistic below) and
 answered refusals (unanswerable, statistic at or above); the threshold picked minimises
 the balanced error, false-abstention rate + answered-refusal rate, and is the middle of
-the run of equally good thresholds.
+the run of equally good thresholds (--max-answered-refusals N instead takes the fewest
+false abstentions among thresholds answering at most N refusals).
 
 Only the split it is given is read; the frozen splits are never passed here.
 """
@@ -114,8 +115,13 @@ def curve(stats: list[tuple[float, bool]]) -> list[tuple[float, int, int]]:
              sum(1 for s, ok in stats if not ok and s >= t)) for t in cuts]
 
 
-def pick(points, n_answerable: int, n_refuse: int) -> float:
-    """The middle threshold of the best run by balanced error."""
+def pick(points, n_answerable: int, n_refuse: int, max_answered=None) -> float:
+    """The middle threshold of the best run by balanced error; with max_answered, only
+    thresholds answering at most that many refusals compete (the fewest false
+    abstentions among them wins)."""
+    if max_answered is not None:
+        points = [p for p in points if p[2] <= max_answered]
+        n_refuse = float("inf")
     err = [fa / max(n_answerable, 1) + wa / max(n_refuse, 1) for _, fa, wa in points]
     best = min(err)
     run = [i for i, e in enumerate(err) if e == best]
@@ -125,7 +131,7 @@ def pick(points, n_answerable: int, n_refuse: int) -> float:
 
 
 def fit(vault=ROOT / "sample-vault", questions=ROOT / "questions" / "dev.jsonl",
-        verbose=False) -> dict:
+        verbose=False, max_answered=None) -> dict:
     """{constant name: value} for models.py, fitted on `questions` over `vault`."""
     qs = evaluate.load_questions(questions)
     with tempfile.TemporaryDirectory() as tmp:
@@ -136,7 +142,7 @@ def fit(vault=ROOT / "sample-vault", questions=ROOT / "questions" / "dev.jsonl",
         stats = statistics(idx, be, qs)
     points = curve(stats)
     n_ans = sum(1 for q in qs if q["answerable"])
-    t = pick(points, n_ans, len(qs) - n_ans)
+    t = pick(points, n_ans, len(qs) - n_ans, max_answered)
     if verbose:
         print(f"# {len(y)} units, {int(y.sum())} positive, from {len(qs)} questions")
         print("# threshold  false_abstentions  answered_refusals")
@@ -151,8 +157,12 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--vault", default=str(ROOT / "sample-vault"))
     p.add_argument("--questions", default=str(ROOT / "questions" / "dev.jsonl"))
+    p.add_argument("--max-answered-refusals", type=int, default=None,
+                   help="pick the threshold with the fewest false abstentions among those "
+                        "answering at most this many refusals (default: balanced error)")
     args = p.parse_args(argv)
-    for name, v in fit(args.vault, args.questions, verbose=True).items():
+    for name, v in fit(args.vault, args.questions, verbose=True,
+                       max_answered=args.max_answered_refusals).items():
         print(f"{name} = {v}")
     return 0
 
