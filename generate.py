@@ -55,7 +55,6 @@ CITATION_RUN_RE = re.compile(r"(?:\s*\[\s*c\d+(?:\s*[,;]\s*c\d+)*\s*\])+", re.IG
 # "text. [c1]" -> "text [c1]." so the citation stays with the sentence before it
 TRAILING_CITES_RE = re.compile(r"([.!?])((?:\s*\[\s*c\d+(?:\s*[,;]\s*c\d+)*\s*\])+)",
                                re.IGNORECASE)
-SENTENCE_END_RE = re.compile(r"(?:" + models.ABBREV_GUARD + r"(?<=[.!?])\s+)|\n+")
 BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 THINK_RE = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 
@@ -111,7 +110,7 @@ def parse_citations(text: str) -> list[tuple[str, list[str]]]:
     text = TRAILING_CITES_RE.sub(lambda m: " " + " ".join(m.group(2).split()) + m.group(1),
                                  text)
     out: list[tuple[str, list[str]]] = []
-    for piece in SENTENCE_END_RE.split(text):
+    for piece in models.sentences(text):
         piece = BULLET_RE.sub("", piece).strip()
         ids: list[str] = []
         for group in CITATION_RE.findall(piece):

@@ -7,6 +7,9 @@ Not: retrieval, prompts or verdicts (the stage modules own those).
 
 Backends are chosen by name with load_backend(): `builtin` (offline, numpy only),
 `ollama` (local server) and `jev` (hosted judge). Importing this module starts nothing.
+Sections: text helpers (tokenize, terms, numbers, sentences: shared by ingest, retrieve,
+generate and verify), ledger, builtin embedder, builtin reader (the judge), builtin
+writer, ollama, jev, selection.
 """
 
 from __future__ import annotations
@@ -129,6 +132,23 @@ def term_occurrences(texts: list[str]) -> tuple[np.ndarray, np.ndarray, list[str
 def numbers(text: str) -> list[str]:
     """Numeric mentions, normalised like tokenize(): "£1,550/day" -> ["1550"]."""
     return [t for t in tokenize(text) if t[0].isdigit()]
+
+
+ABBREV_GUARD = (r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!Mrs\.)(?<!\bSt\.)(?<!\bvs\.)"
+                r"(?<!e\.g\.)(?<!i\.e\.)")   # no sentence break after these
+SENTENCE_RE = re.compile(ABBREV_GUARD + r"(?<=[.!?])\s+|\n+")
+
+
+INSTRUCTION_RE = re.compile(  # text in a note that addresses the assistant, not the reader
+    r"\b(?:ignore|disregard|forget|override)\b[^.!?\n]{0,40}\b(?:instructions?|prompts?|"
+    r"rules|above|previous|everything)\b|\b(?:you are now|system prompt|new instructions|"
+    r"(?:reply|respond|answer) only with|as an ai)\b", re.IGNORECASE)
+
+
+def sentences(text: str) -> list[str]:
+    """The one sentence splitter (models, generate, verify): after . ! ? and a space
+    (not after "Dr." or "e.g."), and at every line break; pieces as they stand."""
+    return SENTENCE_RE.split(text)
 
 
 def count_tokens(text: str) -> int:
@@ -321,111 +341,98 @@ class BuiltinEmbedder:
         return out
 
 
-# ---------------------------------------------------------------- builtin judge
-# (section owned by the pipeline developer: BuiltinJudge)
-# A lexical/numeric evidence scorer. Every feature is a share in [0, 1]; a weighted sum
-# goes through a logistic to a probability. Deterministic, offline, no model file.
+# ---------------------------------------------------------------- builtin reader
+# (the builtin judge and writer; tools/fit_reader.py fits their weights on the dev split)
+# One model reads every sentence or table row ("unit") of a passage. Its features are
+# ones any vault has: the IDF-weighted share of the asked terms the unit names (in its
+# own words, in its heading trail, in its note's title), whether it holds a value of the
+# kind the question asks for (money, a date, a name ...), how close that value stands to
+# an asked term, and, for the writer, the passage's rerank rank and version status. A
+# logistic regression over labelled dev units weighs them (one command:
+# `python tools/fit_reader.py`, which prints the block below). The evidence of a unit is
+# its score without rank and status. The judge rates a passage by its best unit, so the
+# gate abstains only when no kept unit's evidence reaches ABSTAIN_LOGIT (picked from
+# the dev curve of false abstentions vs answered refusals); the writer cites the best
+# units and abstains only when no unit holds a value of the asked kind near an asked term.
 
-JUDGE_MODEL = "builtin-judge-v1"
-# Words and phrases that place a question in time rather than name its topic.
-QUERY_NOISE_RE = re.compile(r"\b(?:over time|these days|at the moment|right now|"
-                            r"as of (?:today|now)|most recent(?:ly)?|used to|walk me through|"
-                            r"from start to finish|keeps? (?=\w+ing\b)|kept (?=\w+ing\b)|"
-                            r"(?:over|during|through(?:out)?|in) the "
-                            r"(?:last |past )?(?:year|years|months|weeks))\b")
-QUERY_NOISE = frozenset("""current currently latest newest recent recently still anymore
-nowadays today change changed evolve evolved history originally tell know please
-decide decided agree agreed say said mention mentioned discus discussed up down went
-get got getting gotten go goe going make made making done put take took taking give gave
-giving happen happened one ones""".split())
-# A capitalised name in the role of whose ("Maren's rate", "Priya's referral"):
-# it qualifies what is asked rather than naming it, and in a personal vault it is often
-# the owner, whom the notes call "I". Such a name counts QUALIFIER_WEIGHT of its weight.
-QUALIFIER_RE = re.compile(r"\b([A-Z][\w-]+)(?:'s|\u2019s)\b")
-QUALIFIER_WEIGHT = 0.5
-# The focus of a question: the noun phrase a wh-word asks about ("which BANK is ...",
-# "what's Maren's DAY RATE", "how long is my APARTMENT CONTRACT"). A passage that
-# answers must name it (writer); in the judge it weighs FOCUS_BOOST times its idf.
-_AUX = (r"(?:is|are|was|were|am|be|do|does|did|has|have|had|can|could|should|will|"
-        r"would|may|might|must)")
-FOCUS_RE = re.compile(
-    r"^(?:how (?:much|many|long|far|often|old)|what|which|whose)\b\s*"
-    r"(?:(?:'s|is|are|was|were)\b\s*)?"
-    r"(?:(?:the|my|our|your|his|her|their|its|a|an|this|that|these|those)\s+|"
-    r"[\w-]+'s\s+)*"
-    r"(?:(?:name|kind|sort|type) of\s+(?:(?:the|my|our|a|an)\s+)?)?"
-    rf"(?!{_AUX}\b|i\b|we\b|you\b|they\b|he\b|she\b)((?:[\w-]+\s+){{0,3}}?[\w-]+?)"
-    rf"(?=\s+(?:{_AUX}|of|for|on|in|at|from|to|with|that|which|who|i|we|you|he|she|"
-    r"they|and|or)\b|\s*[?,.;:!]|$)")
-FOCUS_BOOST = 1.5   # the asked-about phrase counts half again a plain topic word
-# A question of several parts ("Who signs off X, and what's their phone number?"):
-# split at sentence marks, dashes, and "and" or a comma before a wh-word. A piece that
-# asks nothing (no wh-word or auxiliary in its first three words) is context of the
-# next part ("For the quarterly test rounds, how many ..."), else of the one before.
-_WH = r"(?:what|which|who|whom|whose|when|where|why|how)"
-PART_SPLIT_RE = re.compile(rf"[.?!;]+\s+|\s[\u2014\u2013-]+\s|,?\s+and\s+(?={_WH}\b)|,\s+(?={_WH}\b)",
-                           re.IGNORECASE)
-ASKING_RE = re.compile(rf"^(?:[\w-]+\s+){{0,2}}(?:{_WH}|{_AUX})\b", re.IGNORECASE)
-CONTEXT_SHARE = 0.5  # in one part's score the other parts' words count half: they only
-                     # set its context ("their phone number": whose)
-# Answer-type words: a passage holding a value of the type counts as naming the word
-# ("How much ..." is answered by "£3,350"; "goal time" by "3:44:00").
+JUDGE_MODEL = "builtin-judge-v2"
+WRITER_MODEL = "builtin-writer-v2"
+# fitted by tools/fit_reader.py on questions/dev.jsonl (tests/test_fit_reader.py checks)
+READER_BIAS = -7.978        # logit of a unit that names nothing asked and holds no value
+W_TEXT = 3.478              # share of the asked terms the unit names in its own words
+W_HEADING = 1.163           # share named by its heading trail
+W_TITLE = 1.459             # share named by its note's path (title)
+W_COVER = 1.385             # share named by the unit, its heading and title together
+W_TYPE = 2.592              # it holds a value of the asked kind (a bare number: PARTIAL_CREDIT)
+W_NEAR = 1.109              # an asked term's weight share / tokens from it to such a value
+W_RANK = 0.904              # the passage's rerank rank: 1 / (1 + rank from 0)
+W_LATEST = -0.151           # its note is the latest version (not an older one or entry)
+ABSTAIN_LOGIT = -3.658      # evidence below this everywhere: the notes lack the answer
+# set by hand, with a reason
+PARTIAL_CREDIT = 0.6      # a related form ("changes"/"changed", "paying"/"pay") is most of a match
+IDF_FLOOR = 0.1           # the commonest asked word still counts a little
+PREFIX_LEN = 5            # words sharing 5 leading letters are related forms ("evolv")
+FEATURES = ("text", "heading", "title", "cover", "type", "near", "rank", "latest")
+
+# Words that place a question in time, or only ask, rather than name its topic.
+TIME_PHRASE_RE = re.compile(r"\b(?:over time|these days|at the moment|right now|so far|"
+                            r"as of (?:today|now)|used to|at present)\b")
+TIME_WORDS = frozenset("""current currently latest newest recent recently still now
+nowadays today anymore change changed changing evolve evolved history historically
+originally original previous previously earlier before tell please""".split())
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*"
+_DAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+# Kinds of value, as they stand in a unit.
 VALUE_RES = {
-    "money": re.compile(r"[\u00a3$\u20ac]\s?\d|\d\s?(?:gbp|eur|usd|euros?|pounds?)\b", re.I),
-    "measure": re.compile(r"\d\s?(?:g|kg|mg|ml|l|km|mi|miles?|grams?|litres?|kcal|bpm|%)\b",
-                          re.I),
+    "money": re.compile(r"[\u00a3$\u20ac][^\d\n]{0,4}\d|"        # "£3", "(£): 340"
+                        r"\d\s?(?:gbp|eur|usd|euros?|pounds?|p)\b", re.I),
+    "measure": re.compile(r"\d\s?(?:g|kg|mg|ml|l|km|m|mi|miles?|grams?|litres?|kcal|bpm|"
+                          r"acres?|ha|metres?|%)\b", re.I),
     "number": re.compile(r"\d"),
-    "duration": re.compile(r"\d\s?(?:sec|second|min|minute|hour|hr|h|day|week|month|year)s?\b"
-                           r"|\b\d{1,2}:\d{2}\b", re.I),
-    "clock": re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?\b"),
+    "duration": re.compile(r"\d[\s-]?(?:sec|second|min|minute|hour|hr|h|day|week|month|"
+                           r"year)s?\b|\b\d{1,2}:\d{2}\b", re.I),
+    "clock": re.compile(r"\b\d{1,2}[:.]\d{2}(?::\d{2})?\b|\b\d{1,2}\s?(?:am|pm)\b", re.I),
     "percent": re.compile(r"\d\s?%|\bper ?cent\b", re.I),
     "date": re.compile(rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b\d{{1,2}}(?:st|nd|rd|th)? {_MONTH}\b|"
-                       rf"\b{_MONTH} \d{{1,2}}\b", re.I),
-    # a capitalised word inside a sentence: a name ("Physio: Hannah Reyes")
-    "person": re.compile(r"(?<=[\w:,;(]\s)(?!(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day\b)"
-                         r"(?!(?i:" + _MONTH + r")\b)[A-Z][a-z]{2,}"),
+                       rf"\b{_MONTH} \d{{1,2}}\b|\b{_DAY}s?\b", re.I),
+    # a place: what follows a locative preposition ("at pier 4", "in the shed")
+    "place": re.compile(r"\b(?:at|in|on|near|by|behind|under|inside|outside|from) "
+                        r"(?:the |my |a |our )?\w", re.I),
+    # a capitalised word inside a sentence: a name ("Physio: Hannah Reyes", "in Clun")
+    "name": re.compile(rf"(?<=[\w:,;(]\s)(?!(?i:{_DAY}|{_MONTH})\b)[A-Z][\w'\u2019-]+"),
 }
-NO_DIGIT_KINDS = ("percent", "person")   # the kinds a text without a digit may hold
-# Answer-type words and the kinds of value that answer them.
-ANSWER_TYPES = {"much": ("money", "measure"), "price": ("money",), "cost": ("money",),
-                "fee": ("money",), "many": ("number",), "number": ("number",),
-                "long": ("duration",), "often": ("number",), "old": ("number",),
-                "far": ("measure",), "time": ("clock",), "pace": ("clock",),
-                "percent": ("percent",), "percentage": ("percent",), "share": ("percent",),
-                "discount": ("percent",), "date": ("date",), "deadline": ("date",),
-                "when": ("date",), "who": ("person",)}
-WH_TYPES = {"who": "who", "whom": "who", "whose": "who", "when": "when"}  # stopwords
-NOT_A_VALUE_RE = re.compile(r"\b\d{4}-\d{2}(?:-\d{2})?\b|\b(?:19|20)\d{2}\b")  # dates, years
-ABSENT_VERB_WEIGHT = 0.3  # a verb form ("paying", "aiming") no passage uses as such
-ANSWER_WORD_WEIGHT = 0.6  # "much", "time", "price": half a topic word
-# A unit "states" something when it has a value or a copula, not just the topic words.
-STATE_RE = re.compile(r":\s*[\w\u00a3$\u20ac]|[=\u2192\u00a3$\u20ac%\d]|\b(?:is|are|was|were|"
-                      r"be|been|became|becomes|stands|equals?|costs?|set|raised|increased|"
-                      r"decreased|reduced|dropped|rose|fell|reached|moved|switched|went|now)\b",
-                      re.IGNORECASE)
-# ... or when it names a specific the question does not: a capitalised word inside the
-# sentence ("Coaches a group at the Aire Valley Striders on Tuesday nights" says where
-# and when without a copula); a name the question already gives is only a mention.
+LOCATIVE = frozenset("at in on near by behind under inside outside from".split())
+# The kinds a question asks for, from its asking words, first cue of each kind.
+KIND_CUES = (
+    (re.compile(r"\bhow much\b"), ("money", "measure", "percent")),
+    (re.compile(r"\bhow many\b|\bnumber\b|\bhow often\b|\bhow old\b"), ("number",)),
+    (re.compile(r"\bhow long\b"), ("duration", "measure")),
+    (re.compile(r"\bhow (?:far|big|heavy|tall|wide)\b"), ("measure",)),
+    (re.compile(r"\b(?:price|cost|fee|rent|salary|wage|charge|paid|pay|paying|spend|spent|"
+                r"owe|budget)s?\b"), ("money",)),
+    (re.compile(r"\bper ?cent|percentage\b"), ("percent",)),
+    (re.compile(r"\bwhen\b|\bwhat (?:date|day)\b|\bwhich (?:date|day|night|week|month)\b|"
+                r"\bdeadline\b|\bdue\b"), ("date",)),
+    (re.compile(r"\btime\b"), ("clock", "duration")),
+    (re.compile(r"\bwho(?:m|se)?\b|name\b|\bwhich\b"), ("name",)),  # which one: a name
+    (re.compile(r"\bwhere\b"), ("place",)),
+)
+# words that ask for a kind of value rather than name the topic
+HOW_RE = re.compile(r"\bhow (?:much|many|long|often|old|far|big|heavy|tall|wide)\b|"
+                    r"\b(?:what|which) (?:time|date|dates|day|name)\b|\bthe \w*name of\b")
+LIST_RE = re.compile(r"\b(?:list|all|what are|which are|what were|which were)\b")
+_WH = r"(?:what|which|who|whom|whose|when|where|why|how)"
+_AUX = r"(?:is|are|was|were|am|do|does|did|has|have|had|can|could|should|will|would)"
+# A question of several parts: split at sentence marks, dashes, and "and" or a comma
+# before a wh-word; a piece asking nothing is context of the part after it.
+PART_SPLIT_RE = re.compile(rf"[.?!;]+\s+|\s[\u2014\u2013-]+\s|,?\s+and\s+(?={_WH}\b)|"
+                           rf",\s+(?={_WH}\b)", re.IGNORECASE)
+ASKING_RE = re.compile(rf"^(?:[\w-]+\s+){{0,2}}(?:{_WH}|{_AUX})\b", re.IGNORECASE)
 NAME_RE = re.compile(r"(?<=[\w,;:(\u2014-]\s)[A-Z][\w'\u2019-]+")
-ABBREV_GUARD = (r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!Mrs\.)(?<!\bSt\.)(?<!\bvs\.)"
-                r"(?<!e\.g\.)(?<!i\.e\.)")   # no sentence break after these
-SENTENCE_BREAK_RE = re.compile(ABBREV_GUARD + r"(?<=[.!?])\s+")  # generate splits alike
+KEY_RE = re.compile(r"^([^:;,.]{1,40}):\s*\S")   # "Status: paid": the key of a key: value line
 BULLET_RE = re.compile(r"^\s*(?:[-*+>]|\d+[.)])\s+")
 EMPHASIS_RE = re.compile(r"\*\*|__|`")
 WIKILINK_RE = re.compile(r"\[\[([^\]|]+)(?:\|([^\]]+))?\]\]")
-PREFIX_LEN = 5            # terms sharing 5 leading letters ("changes"/"changed") ...
-PARTIAL_CREDIT = 0.6      # ... match at this credit
-IDF_FLOOR = 0.1
-REL_BIAS = -5.0           # all-zero features -> p = 0.007
-REL_WEIGHTS = {"coverage": 4.0, "states": 3.0, "phrase": 2.0, "numbers": 1.5,
-               "heading": 1.2, "focus": 1.0, "dense": 1.5}
-FOCUS_SHARE = 0.75        # focus: share of units (with heading) naming 3/4 of what the best does
-DENSE_MID = 0.35          # a dense cosine above this raises the score, below lowers it
-SUPPORT_BIAS = -8.0       # support: terms found and numbers found, through a logistic
-SUPPORT_W_TERMS = 6.0
-SUPPORT_W_NUMBERS = 5.0   # full weight only when ALL numbers are found, else half the share
-CHOICE_SHARPNESS = 2.0    # softmax temperature over IDF-weighted option overlaps
 
 
 def number_key(tok: str) -> str:
@@ -445,60 +452,30 @@ def plain(text: str) -> str:
     return EMPHASIS_RE.sub("", WIKILINK_RE.sub(lambda m: m.group(2) or m.group(1), text))
 
 
-def split_units(text: str, keep_links: bool = False) -> list[str]:
-    """Sentences and table rows of a chunk, as plain text (wikilinks kept with
-    keep_links, for states()); markdown headings and fragments dropped."""
-    return list(_split_units(text, keep_links))
-
-
 @functools.lru_cache(maxsize=1 << 14)
-def _split_units(text: str, keep_links: bool) -> tuple[str, ...]:
+def split_units(text: str) -> tuple[str, ...]:
+    """Sentences and table rows of a chunk, as plain text; headings and rules dropped."""
     out = []
     for line in text.splitlines():
         line = line.strip()
         if not line or line.startswith(("#", "|---", "---")):
             continue
-        line = BULLET_RE.sub("", line)
-        line = EMPHASIS_RE.sub("", line) if keep_links else plain(line)
-        for s in SENTENCE_BREAK_RE.split(line):
+        for s in sentences(plain(BULLET_RE.sub("", line))):
             s = " ".join(s.split())
             if len(tokenize(s)) >= 2:
                 out.append(s)
     return tuple(out)
 
 
-def evidence_terms(text: str) -> set[str]:
-    """Terms (numbers canonical) plus the answer-type words its values answer."""
-    return set(_evidence_terms(text))
-
-
 @functools.lru_cache(maxsize=1 << 16)
-def _evidence_terms(text: str) -> frozenset:
-    out = {number_key(t) if t[0].isdigit() else t for t in terms(text)}
-    if VALUE_RES["number"].search(text):
-        kinds = {k for k, rx in VALUE_RES.items() if rx.search(text)}
-    else:  # every other kind needs a digit
-        kinds = {k for k in NO_DIGIT_KINDS if VALUE_RES[k].search(text)}
-    return frozenset(out | {w for w, ks in ANSWER_TYPES.items() if kinds.intersection(ks)})
-
-
-def query_terms(query: str) -> list[str]:
-    """Topic terms of a question, in order, without time-framing words or numbers;
-    a leading who/when becomes its answer-type word."""
-    q = QUERY_NOISE_RE.sub(" ", query.lower())
-    first = tokenize(q)[:1]
-    seen, out = set(), [WH_TYPES[first[0]]] if first and first[0] in WH_TYPES else []
-    for t in terms(q):
-        if t not in QUERY_NOISE and not t[0].isdigit() and t not in seen:
-            seen.add(t)
-            out.append(t)
-    return out
+def evidence_terms(text: str) -> frozenset:
+    """Terms of a text, numbers canonical."""
+    return frozenset(number_key(t) if t[0].isdigit() else t for t in terms(text))
 
 
 @functools.lru_cache(maxsize=1 << 16)
 def _base(t: str) -> str:
-    """Verb forms folded: "paying" -> "pay", "getting" -> "get", "agreed" -> "agre"
-    (_match also ignores a final silent e: "moving" ~ "move")."""
+    """Verb forms folded: "paying" -> "pay", "getting" -> "get", "agreed" -> "agre"."""
     for suffix in ("ing", "ed"):
         if t.endswith(suffix) and len(t) - len(suffix) >= 3:
             t = t[:-len(suffix)]
@@ -506,11 +483,12 @@ def _base(t: str) -> str:
     return t
 
 
-def _match(term: str, tset) -> float:
-    """1 for the term itself, PARTIAL_CREDIT for a shared stem or verb form, else 0."""
-    if term in tset:
-        return 1.0
-    return PARTIAL_CREDIT if not _related_words(term, tset).isdisjoint(tset) else 0.0
+def _related(term: str, p: str) -> bool:
+    """A shared 5-letter prefix, one word the other's prefix, or one verb form."""
+    base = _base(term)
+    return ((len(term) >= PREFIX_LEN and p[:PREFIX_LEN] == term[:PREFIX_LEN])
+            or (min(len(p), len(term)) >= 4 and (p.startswith(term) or term.startswith(p)))
+            or (len(base) >= 3 and _base(p).rstrip("e") == base.rstrip("e")))
 
 
 # term -> (words tried against it, the ones _related pairs with it): _match then costs
@@ -538,33 +516,37 @@ def _related_words(term: str, words) -> set[str]:
     return related
 
 
-def _related(term: str, p: str) -> bool:
-    """A shared 5-letter prefix, one word the other's prefix, or one verb form."""
-    base = _base(term)
-    return ((len(term) >= PREFIX_LEN and p[:PREFIX_LEN] == term[:PREFIX_LEN])
-            or (min(len(p), len(term)) >= 4 and (p.startswith(term) or term.startswith(p)))
-            or (len(base) >= 3 and _base(p).rstrip("e") == base.rstrip("e")))
+def _match(term: str, tset) -> float:
+    """1 for the term itself, PARTIAL_CREDIT for a related form, else 0."""
+    if term in tset:
+        return 1.0
+    return PARTIAL_CREDIT if not _related_words(term, tset).isdisjoint(tset) else 0.0
 
 
-def query_entities(query: str) -> set[str]:
-    """Terms of the capitalised words after the first: names ("Maren", "Kittiwake")."""
-    words = re.findall(r"[^\W\d_][\w'\u2019-]*", query)
-    return {t for w in words[1:] if w[0].isupper() for t in terms(w)}
+@dataclass(frozen=True)
+class Ask:
+    """What a question asks: its topic terms, the kinds of value, its parts, a list?"""
+    terms: tuple
+    kinds: frozenset
+    names: frozenset = frozenset()   # terms of its capitalised names
+    parts: tuple = ()                # an Ask per part, for a question of several
+    is_list: bool = False
 
 
-def question_focus(query: str) -> list[str]:
-    """Topic terms of the phrase a wh-word asks about: "Which bank is my account
-    with?" -> ["bank"]; "What's Maren's day rate?" -> ["day", "rate"]; [] if none."""
-    q = " ".join(query.replace("\u2019", "'").lower().split())
-    m = FOCUS_RE.match(q)
-    if not m:
-        return []
-    asked = set(query_terms(query))
-    return [t for t in terms(m.group(1)) if t in asked]
+def _kinds(q: str) -> frozenset:
+    q = TIME_PHRASE_RE.sub(" ", q)                     # "over time" asks for no time
+    return frozenset(k for rx, ks in KIND_CUES if rx.search(q) for k in ks)
+
+
+def _topic(q: str) -> tuple:
+    q = HOW_RE.sub(" ", TIME_PHRASE_RE.sub(" ", q.lower()))
+    out = [t for t in terms(q)
+           if t not in TIME_WORDS and not t[0].isdigit()]
+    return tuple(dict.fromkeys(out))
 
 
 def question_parts(query: str) -> list[str]:
-    """The parts a question asks, each with the context pieces that belong to it:
+    """The parts a question asks, each with the context pieces before it:
     "For the test rounds, how many take part and what do they get?" ->
     ["how many take part For the test rounds", "what do they get"]."""
     parts, pending = [], []
@@ -582,116 +564,141 @@ def question_parts(query: str) -> list[str]:
     return parts or [" ".join(query.split())]
 
 
-def part_weights(weights: dict, part: str) -> dict[str, float]:
-    """Term weights for one part: its own terms (its focus boosted) at full weight,
-    the rest of the question's at CONTEXT_SHARE."""
-    own = set(query_terms(part))
-    focus = set(question_focus(part))
-    return {t: w * (FOCUS_BOOST if t in focus else 1.0) if t in own else CONTEXT_SHARE * w
-            for t, w in weights.items()}
+@functools.lru_cache(maxsize=4096)
+def analyse(question: str) -> Ask:
+    """The Ask of a question. Each part asks for its own kinds of value about the
+    question's whole topic (a part's own words are often only "their phone number")."""
+    q = question.replace("\u2019", "'")
+    names = frozenset(t for w in re.findall(r"[^\W\d_][\w'-]*", q)[1:] if w[0].isupper()
+                      for t in terms(w))
+    pieces = question_parts(q)
+    whole = _topic(q) + tuple(sorted(number_keys(q) - {""}))
+    parts = tuple(Ask(whole, _kinds(p.lower()), names) for p in pieces)
+    return Ask(whole, _kinds(q.lower()), names, parts if len(parts) > 1 else (),
+               bool(LIST_RE.search(q.lower())))
 
 
-def qualifier_terms(query: str) -> set[str]:
-    """Terms of capitalised names in a possessive (whose) role: "Maren's day rate"."""
-    return {t for m in QUALIFIER_RE.finditer(query) for w in m.groups() if w
-            for t in terms(w)}
+def holds(text: str, kinds) -> float:
+    """1 when the text holds a value of one of the kinds (no kind asked: any specific,
+    a number, a name inside the sentence or a "key: value"); PARTIAL_CREDIT for a bare
+    number when a kind of number was asked ("The rent is 1200" for money); else 0."""
+    digit = re.search(r"\d", text) is not None
+    if not kinds:
+        return float(digit or bool(VALUE_RES["name"].search(text) or KEY_RE.match(text)))
+    if any(VALUE_RES[k].search(text) for k in kinds if digit or k in ("name", "date", "place")):
+        return 1.0
+    return PARTIAL_CREDIT if digit and kinds - {"name", "place"} else 0.0
 
 
-def _corpus_idf(t: str, docs, idf: dict, rare: float) -> float:
-    """IDF of a term's word family in the corpus table: the lowest idf among the term
-    and the candidates' words it matches ("paying" weighs as "pay" does: the family is
-    at least as common as its most common form); no form anywhere: the rarest idf."""
-    words = set().union(*docs)
-    family = {p for p in _related_words(t, words) & words if p in idf}
-    family |= {t} & idf.keys()
-    return min((float(idf[p]) for p in family), default=rare)
+def _value_at(toks: list[str], i: int, kinds) -> bool:
+    """Token i is a value of one of the kinds (no kind: a number or a name)."""
+    tok = toks[i]
+    if tok[0].isdigit():
+        return not kinds or bool(kinds - {"name", "place"})
+    if "place" in kinds and i and toks[i - 1].lower() in LOCATIVE:
+        return True
+    if tok[0].isupper():
+        return i > 0 and (not kinds or bool(kinds & {"name", "place"}))
+    return "date" in kinds and bool(re.fullmatch(rf"{_MONTH}|{_DAY}s?", tok.lower()))
 
 
-def idf_weights(qterms, docs, idf=None, absent=None, qualifiers=()) -> dict[str, float]:
-    """Weight of each query term: IDF from `idf` (the corpus table) when given, else over
-    `docs` (term sets), so a word in none of them weighs most (what is asked is not
-    there) unless it is a verb form ("paying", "aiming": ABSENT_VERB_WEIGHT) or `absent`
-    is given; answer-type words ("much", "time") weigh ANSWER_WORD_WEIGHT; names in
-    `qualifiers` count QUALIFIER_WEIGHT of their weight."""
-    n, rare = len(docs), max(idf.values()) if idf else 0.0
-    w = {}
-    for t in qterms:
-        df = sum(_match(t, d) > 0 for d in docs)
-        if t in ANSWER_TYPES:
-            w[t] = ANSWER_WORD_WEIGHT
-        elif _base(t) != t and not any(t in d for d in docs):
-            w[t] = ABSENT_VERB_WEIGHT   # a verb form only ever matched as another form
-        elif absent is not None and df == 0:
-            w[t] = absent
-        elif idf:
-            w[t] = _corpus_idf(t, docs, idf, rare) + IDF_FLOOR
+def weights_for(ask: Ask, docs, idf=None) -> dict[str, float]:
+    """IDF weight per asked term, from the corpus table `idf` when given, else over
+    `docs` (term sets); a name no doc uses is dropped (the owner, or someone unknown)."""
+    n, out = len(docs), {}
+    seen = set().union(*docs) if docs else set()
+    for t in ask.terms:
+        if t in ask.names and not any(_match(t, d) for d in docs):
+            continue
+        if idf:
+            fam = {p for p in _related_words(t, seen) & seen if p in idf} | ({t} & idf.keys())
+            w = min((idf[p] for p in fam), default=max(idf.values(), default=1.0))
         else:
-            w[t] = float(np.log(1 + (n + 1) / (df + 1))) + IDF_FLOOR
-        if t in qualifiers:
-            w[t] *= QUALIFIER_WEIGHT
-    return w
+            df = sum(_match(t, d) > 0 for d in docs)
+            w = float(np.log(1 + (n + 1) / (df + 1)))
+        out[t] = float(w) + IDF_FLOOR
+    return out
 
 
-def coverage(qterms, weights, tset) -> float:
-    """IDF-weighted share of the query terms found in a term set."""
-    total = sum(weights[t] for t in qterms)
-    return sum(weights[t] * _match(t, tset) for t in qterms) / total if total else 0.0
+def term_share(weights: dict, tset) -> float:
+    """The weighted share of the terms of `weights` that tset names (related forms count
+    PARTIAL_CREDIT)."""
+    total = sum(weights.values())
+    return sum(w * _match(t, tset) for t, w in weights.items()) / total if total else 0.0
 
 
-def phrase_share(qterms, seq) -> float:
-    """Share of the query's adjacent term pairs that stand adjacent in `seq` too."""
-    pairs = list(zip(qterms, qterms[1:]))
-    if not pairs:
-        return 0.0
-    have = set(zip(seq, seq[1:]))
-    return sum(p in have for p in pairs) / len(pairs)
+class _Scorer:
+    """The features of units for one Ask and its term weights. Each asked term's
+    related words (PARTIAL_CREDIT) are found once among `vocab`, the words of every
+    text it will score; shares are memoised per term set (units share their heading)."""
+
+    def __init__(self, ask: Ask, weights: dict, vocab=None):
+        self.ask, self.weights = ask, weights
+        self.total = sum(weights.values()) or 1.0
+        self.vocab = frozenset(vocab) if vocab is not None else None
+        self.related = {t: frozenset(_related_words(t, vocab) & self.vocab) - {t}
+                        for t in weights} if vocab is not None else None
+        self.shares: dict = {}
+
+    def _match(self, t: str, tset) -> float:
+        if t in tset:
+            return 1.0
+        if self.related is None or not tset <= self.vocab:
+            return _match(t, tset)
+        return PARTIAL_CREDIT if not self.related[t].isdisjoint(tset) else 0.0
+
+    def share(self, tset) -> float:
+        if tset not in self.shares:
+            self.shares[tset] = sum(w * self._match(t, tset)
+                                    for t, w in self.weights.items()) / self.total
+        return self.shares[tset]
+
+    def credits(self, tset) -> dict:
+        """word -> the largest share of the asked weight an asked term gives it, for
+        the words of tset that match an asked term (itself or a related form)."""
+        out: dict = {}
+        for t, w in self.weights.items():
+            rel = (self.related[t] & tset if self.related is not None and tset <= self.vocab
+                   else _related_words(t, tset) & tset)
+            for x in rel | ({t} & tset):
+                c = w * (1.0 if x == t else PARTIAL_CREDIT) / self.total
+                if c > out.get(x, 0.0):
+                    out[x] = c
+        return out
+
+    def nearness(self, text: str, tset, head=frozenset()) -> float:
+        """max over asked words a and values v of the asked kind in the text:
+        (a's share of the asked weight) / (tokens from a to v); 0 if none. The
+        heading's asked words stand just before the text (a heading labels its lines
+        as a table header labels its cells)."""
+        credit = self.credits(tset)
+        top = max(self.credits(head).values(), default=0.0) if head else 0.0
+        if not credit and not top:
+            return 0.0
+        toks = TOKEN_RE.findall(text)
+        at = [(i, c) for i, tok in enumerate(toks) if not tok[0].isdigit()
+              and (c := credit.get(_stem(tok.lower()), 0.0)) > 0] + ([(-1, top)] if top else [])
+        asked = {i for i, _ in at}          # an asked word is no value of itself
+        vals = [i for i in range(len(toks)) if i not in asked
+                and _value_at(toks, i, self.ask.kinds)]
+        return max((c / abs(i - j) for i, c in at for j in vals), default=0.0)
+
+    def features(self, unit: str, heading: str, title: str) -> list[float]:
+        """The six evidence features of a unit (FEATURES without rank and latest)."""
+        own, head, path = evidence_terms(unit), evidence_terms(heading), evidence_terms(title)
+        return [self.share(own), self.share(head), self.share(path),
+                self.share(own | head | path), holds(unit, self.ask.kinds),
+                self.nearness(unit, own, head)]
 
 
-def states(unit: str, known=frozenset()) -> bool:
-    """The unit states a value (number, copula, "key: value") or names a specific
-    whose terms are not all `known` (the question's terms), and is no question.
-    A link to another note, or a bare date or year, is no value."""
-    stated, names = _state_parts(unit)
-    return stated or any(not ts <= known for ts in names)
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _state_parts(unit: str) -> tuple[bool, tuple[frozenset, ...]]:
-    """(states a value, the term sets of its names) for states(); (False, ()) for a question."""
-    if unit.rstrip().endswith("?"):
-        return False, ()
-    text = NOT_A_VALUE_RE.sub(" ", WIKILINK_RE.sub(" ", unit))
-    return bool(STATE_RE.search(text)), tuple(frozenset(terms(m)) for m in NAME_RE.findall(text))
+def evidence(f) -> float:
+    """The logit of a unit's evidence features (no rank, no status)."""
+    return (READER_BIAS + W_TEXT * f[0] + W_HEADING * f[1] + W_TITLE * f[2]
+            + W_COVER * f[3] + W_TYPE * f[4] + W_NEAR * f[5])
 
 
 def _sigmoid(z: float) -> float:
     return float(1.0 / (1.0 + np.exp(-z)))
-
-
-def _relevance_features(qterms, qnums, weights, passage) -> dict[str, float]:
-    """Each feature a share in [0, 1] (numbers and dense may go below 0). states,
-    phrase and focus look only at units that state something: a mention scores none."""
-    text = passage.get("text", "")
-    heading = passage.get("heading", "")
-    context = f"{heading} {passage.get('path', '')}"
-    ctx = set(terms(context))
-    units = split_units(text, keep_links=True)
-    stating = [plain(u) for u in units if states(u, set(qterms))]
-    cover = [coverage(qterms, weights, evidence_terms(u) | ctx) for u in stating]
-    found = number_keys(f"{text} {context} {passage.get('date', '')}")
-    dense = passage.get("dense_score")
-    n_units = len(units)
-    return {
-        "coverage": coverage(qterms, weights, evidence_terms(text) | ctx),
-        "states": max(cover, default=0.0),
-        "phrase": max((phrase_share(qterms, terms(f"{heading} {u}")) for u in stating),
-                      default=0.0),
-        "numbers": (2 * len(qnums & found) / len(qnums) - 1) if qnums else 0.0,
-        "heading": coverage(qterms, weights, ctx),
-        "focus": (sum(c >= FOCUS_SHARE * max(cover) for c in cover) / n_units
-                  if n_units and max(cover, default=0.0) > 0 else 0.0),
-        "dense": 0.0 if dense is None else min(1.0, max(-1.0, float(dense))) - DENSE_MID,
-    }
 
 
 def _choice_features(text: str) -> set[str]:
@@ -700,39 +707,44 @@ def _choice_features(text: str) -> set[str]:
 
 
 class BuiltinJudge:
-    """Relevance, support and choice from lexical and numeric evidence (no model)."""
+    """Relevance (the reader's best unit), support and choice, without a model."""
 
     name = "builtin"
     model = JUDGE_MODEL
 
     def relevance(self, query, passages, stage="rerank", ledger=None, idf=None):
-        """P(passage helps answer query) per key; `idf` (term -> idf) when the caller has
-        it. A passage that answers one part of a several-part question answers."""
+        """P(passage helps answer query) per key: sigmoid(best evidence - ABSTAIN_LOGIT)."""
         return {k: max(ps) for k, ps in
                 self.relevance_by_part(query, passages, stage, ledger, idf).items()}
 
+    def evidence(self, query, passages, idf=None) -> dict:
+        """Per key: [best evidence logit for the question, for part 1, part 2, ...]."""
+        ask = analyse(query)
+        docs = {k: evidence_terms(" ".join(str(p.get(f, "")) for f in ("text", "heading",
+                                                                        "path")))
+                for k, p in passages.items()}
+        vocab, out = set().union(*docs.values()) if docs else set(), {}
+        for a in (ask,) + ask.parts:
+            sc = _Scorer(a, weights_for(a, list(docs.values()), idf), vocab)
+            for k, p in passages.items():
+                units = split_units(p.get("text", "")) or ("",)
+                out.setdefault(k, []).append(max(
+                    evidence(sc.features(u, p.get("heading", ""), p.get("path", "")))
+                    for u in units))
+        return out
+
     def relevance_by_part(self, query, passages, stage="rerank", ledger=None, idf=None):
-        """Per key: [P(whole question), P(part 1), P(part 2), ...] (question_parts; the
-        parts only for a question of several)."""
+        """Per key: [P(whole question), P(part 1), ...] (the parts only when several)."""
         started = time.perf_counter()
-        qterms, qnums = query_terms(query), number_keys(query)
-        docs = [evidence_terms(" ".join(str(p.get(k, "")) for k in ("text", "heading", "path")))
-                for p in passages.values()]
-        parts = question_parts(query)
-        qterms += [t for part in parts[1:] for t in query_terms(part) if t not in qterms]
-        weights = idf_weights(qterms, docs, idf, qualifiers=qualifier_terms(query))
-        sets = [part_weights(weights, part) for part in parts] if len(parts) > 1 else []
-        weights.update({t: FOCUS_BOOST * weights[t] for t in question_focus(query)
-                        if t in weights})
-        out = {key: [_sigmoid(REL_BIAS + sum(REL_WEIGHTS[k] * v for k, v in
-                                             _relevance_features(qterms, qnums, w, p).items()))
-                     for w in [weights] + sets] for key, p in passages.items()}
+        out = {k: [_sigmoid(z - ABSTAIN_LOGIT) for z in zs]
+               for k, zs in self.evidence(query, passages, idf).items()}
         text = query + "".join(p.get("text", "") for p in passages.values())
         _record(ledger, stage, "builtin", JUDGE_MODEL, started, count_tokens(text))
         return out
 
     def support(self, claims, stage="verify", ledger=None):
-        """P(the sources state every fact of the sentence): terms and ALL numbers found."""
+        """P(the sources state the sentence): the share of its words the sources hold,
+        halved by the share of its numbers they lack (every number must be there)."""
         started = time.perf_counter()
         out, size = {}, 0
         for key, c in claims.items():
@@ -744,9 +756,7 @@ class BuiltinJudge:
             cov = (sum(_match(t, tset) for t in sterms) / len(sterms)) if sterms else 1.0
             nums = number_keys(sentence)
             share = len(nums & number_keys(sources)) / len(nums) if nums else 1.0
-            num_score = 1.0 if share == 1.0 else share / 2
-            out[key] = _sigmoid(SUPPORT_BIAS + SUPPORT_W_TERMS * cov
-                                + SUPPORT_W_NUMBERS * num_score)
+            out[key] = cov if share == 1.0 else cov * share / 2
         _record(ledger, stage, "builtin", JUDGE_MODEL, started, size)
         return out
 
@@ -755,12 +765,9 @@ class BuiltinJudge:
         started = time.perf_counter()
         feats = _choice_features(text)
         opt = {name: _choice_features(desc) for name, desc in options.items()}
-        n = len(opt)
-        scores = {}
-        for name, of in opt.items():
-            scores[name] = sum(float(np.log(1 + n / sum(f in o for o in opt.values())))
-                               for f in feats & of)
-        z = np.array([CHOICE_SHARPNESS * s for s in scores.values()])
+        scores = {name: sum(float(np.log(1 + len(opt) / sum(f in o for o in opt.values())))
+                            for f in feats & of) for name, of in opt.items()}
+        z = np.array(list(scores.values()))
         p = np.exp(z - z.max())
         p /= p.sum()
         probs = {name: float(v) for name, v in zip(scores, p)}
@@ -771,11 +778,9 @@ class BuiltinJudge:
 
 
 # --------------------------------------------------------------- builtin writer
-# (section owned by the pipeline developer: BuiltinWriter)
 # Extractive: reads the prompt generate.build_messages writes (the format constants live
-# here so that models never imports a stage module), picks whole sentences and cites them.
+# here so that models never imports a stage module), cites the reader's best units.
 
-WRITER_MODEL = "builtin-writer-v1"
 ABSTAIN_SENTENCE = "I don't know from my notes."    # generate.ABSTAIN
 PROMPT_NOTES = "Notes:"
 PROMPT_MODE = "Time mode:"
@@ -790,37 +795,7 @@ STATUS_OLDER_ENTRY = "older entry"   # an older dated section of a log
 SUPERSEDED_MARK = ", superseded by "  # status suffix naming the newer version (generate)
 LOG_ENTRY_MARK = " @ "               # "path @ date": a newer entry of the same log
 MAX_SENTENCES = 5
-MIN_EVIDENCE = 0.5        # a unit answers when its evidence reaches this, and ...
-MIN_COVERAGE = 0.6        # ... with its note's path/section/date covers this much query,
-MIN_OWN_COVERAGE = 0.5    # ... names this much of it itself (or in its section heading),
-                          # states a value, and holds the kinds of value asked for
-MIN_OWN_PARTIAL = 0.34    # a unit naming this much may complete another's answer
-EVIDENCE_WEIGHTS = {"cover": 0.55, "states": 0.2, "keyed": 0.15, "phrase": 0.1}
-KEY_WINDOW = 4            # keyed: a number within this many tokens after an asked term
-WRITER_ABSENT_WEIGHT = 1.0  # a word in no note: it cannot tell sentences apart, but counts
-SECTION_CREDIT = 0.8      # a query term found only in the unit's section heading
-HEAD_CREDIT = 0.6         # a query term found only in the note's path or date
-NOTE_CREDIT = 0.4         # a query term found only elsewhere in the same note
-SAME_NOTE_MARGIN = 0.1    # more units of the lead's note, this close to it, restating it
-PART_SHARE = 0.5          # a unit answers one part of a question naming half its words
-RESTATE_SHARE = 0.6       # a newer unit restates the best one: names this much of it
-# "Which shoes ...": an answer names a specific: a number or a capitalised word that does
-# not open the sentence ("racing in the Pacewell Tempo X"); "Changing shoes was right" not.
-SPECIFIC_RE = re.compile(r"\d|(?<=[\w,;:(\u2014-]\s)[A-Z]")
-# Present mode: a contrast clause names the value a correction replaces; it is cut.
-CONTRAST_RE = re.compile(r"\s*[,;(\u2014-]*\s*\b(?:instead of|rather than|in place of|"
-                         r"replacing)\b.*$", re.IGNORECASE)
-RANK_PRIOR = 0.1          # evidence bonus of the first note (0.1 * (n - i) / n for note i)
-# History: the line that changed between versions is worded like a line of the
-# neighbouring version but holds other values ("Status: not started" -> "Status: booked").
-DIFF_WEIGHT = 0.35        # evidence bonus of a changed line, times its similarity (0..1)
-OTHER_SIMILARITY = 0.2    # another note joins a history only as a changed line of the
-                          # document: a fifth of its words shared with one of its lines
-KEY_RE = re.compile(r"^([^:;,.]{1,40}):\s*\S")   # "Status: paid": the key of a key: value line
-
-
-def _seq(text: str) -> list[str]:
-    return [number_key(t) if t[0].isdigit() else t for t in terms(text)]
+REPLACES = "; this replaces the statement in {title} ({date}) [{id}]"
 
 
 def parse_prompt(prompt: str) -> tuple[str, str, list[dict]]:
@@ -849,296 +824,212 @@ def parse_prompt(prompt: str) -> tuple[str, str, list[dict]]:
 class _Unit:
     note: dict
     text: str
-    evidence: float
-    answers: bool         # enough evidence to answer the question on its own
-    partial: bool         # states a value about part of the question
-    named: frozenset      # query terms the unit names (a name also by path or section)
-    prior: float = 0.0    # the notes come most relevant first: a small bonus for rank
-    said: frozenset = frozenset()   # query terms it names itself or in its section
-    stated: bool = False  # states a value (states()) or holds the kinds asked for
+    at: int               # position in its note
+    f: list               # the five evidence features
+    ev: float             # evidence logit
+    score: float          # evidence plus rank and status: the writer's order
+    named: frozenset      # asked terms it names (itself or in its heading)
+
+    @property
+    def answers(self) -> bool:
+        """It holds a value of the asked kind near an asked term."""
+        return self.f[4] > 0 and self.f[5] > 0
 
 
-def _keyed(qterms, unit: str) -> bool:
-    """A value follows an asked term closely: "goal: 3:44:00", "rate is now 600"."""
-    toks = tokenize(unit)
-    asked = [i for i, t in enumerate(toks) if not t[0].isdigit() and _match(_stem(t), qterms)]
-    return any(toks[j][0].isdigit() for i in asked for j in range(i + 1, i + 1 + KEY_WINDOW)
-               if j < len(toks))
-
-
-def _said_focus(question: str, qterms: list, unit_terms: list) -> list[str]:
-    """The question's focus terms, when some unit names one in its own words (then a
-    unit must name one, itself or in its section heading, to answer); [] when none
-    does (the focus is only in titles and paths)."""
-    focus = [t for t in question_focus(question) if t in qterms]
-    if any(_match(t, ts) for ts in unit_terms for t in focus):
-        return focus
-    return []
-
-
-def _units(question: str, notes: list[dict]) -> tuple[list[_Unit], dict]:
-    """Every sentence/row of every note, scored against the question."""
-    qterms = query_terms(question)
-    qterms += [t for part in question_parts(question)[1:] for t in query_terms(part)
-               if t not in qterms]
-    qterms += [n for n in sorted(number_keys(question)) if n not in qterms]
-    raw = []
-    for note in notes:
-        ctx = (evidence_terms(note["section"]),
-               evidence_terms(f"{note['path']} {note['date']}"), evidence_terms(note["text"]))
-        raw += [(note, u, evidence_terms(plain(u)), ctx)
-                for u in split_units(note["text"], keep_links=True)]
-    seen = set().union(*(r[2] | r[3][0] | r[3][1] for r in raw)) if raw else set()
-    names = query_entities(question) & seen
-    qterms = [t for t in qterms if t in seen or t not in query_entities(question)]
-    kinds = {t for t in qterms if t in ANSWER_TYPES}   # the question asks for these values
-    asks = [kinds & set(query_terms(p)) for p in question_parts(question)]  # ... per part
-    weights = idf_weights(qterms, [evidence_terms(plain(r[1])) for r in raw],
-                          absent=WRITER_ABSENT_WEIGHT)  # df over the units' own words
-    focus = _said_focus(question, qterms, [r[2] for r in raw])
-    known = set(qterms)
-    # a note with a line naming the focus itself: its lines naming it only in the
-    # section heading do not answer (the NIF line of "NIF and bank" for "which bank")
-    says_focus = {id(note) for note, u, ts, _ in raw
-                  if any(_match(t, ts) for t in focus) and states(u, known)}
-    total = sum(weights.values()) or 1.0
+def unit_rows(ask: Ask, notes: list[dict]) -> list[_Unit]:
+    """Every unit of every note, scored for `ask` (IDF over the notes, as the judge's
+    is over documents: a topic word every kept note shares still weighs)."""
+    raw = [(note, i, u) for note in notes for i, u in enumerate(split_units(note["text"]))]
+    docs = [evidence_terms(f"{n['text']} {n['section']} {n['path']}") for n in notes]
+    w = weights_for(ask, docs)
+    sc = _Scorer(ask, w, set().union(*docs) if docs else set())
     out = []
-    for note, u, ts, (section, head, body) in raw:
-        credit = {t: max(_match(t, ts), SECTION_CREDIT * _match(t, section),
-                         (1.0 if t in names else HEAD_CREDIT) * _match(t, head))
-                  for t in qterms}  # a name in the path counts fully
-        own = sum(weights[t] * credit[t] for t in qterms) / total
-        cover = sum(weights[t] * max(credit[t], NOTE_CREDIT * _match(t, body))
-                    for t in qterms) / total
-        named = frozenset(t for t in qterms if credit[t] > 0)
-        stated = own > 0 and (states(u, known) or any(k and k <= ts for k in asks))
-        keyed = "who" not in kinds and _keyed(qterms, plain(u))        # a number after a term
-        ev = (EVIDENCE_WEIGHTS["cover"] * cover + EVIDENCE_WEIGHTS["states"] * stated
-              + EVIDENCE_WEIGHTS["keyed"] * keyed
-              + EVIDENCE_WEIGHTS["phrase"] * phrase_share(qterms, _seq(u)))
-        partial = stated and own >= MIN_OWN_PARTIAL
-        answers = (partial and own >= MIN_OWN_COVERAGE and ev >= MIN_EVIDENCE
-                   and cover >= MIN_COVERAGE and any(k <= named for k in asks)
-                   and (not focus or any(_match(t, ts) for t in focus)
-                        or id(note) not in says_focus
-                        and any(_match(t, section) for t in focus))
-                   and (not focus or bool(kinds) or bool(SPECIFIC_RE.search(plain(u)))))
-        prior = RANK_PRIOR * (len(notes) - note["order"]) / len(notes)
-        said = frozenset(t for t in qterms if max(_match(t, ts), _match(t, section)) > 0)
-        out.append(_Unit(note, plain(u), ev, answers, partial, named, prior, said, stated))
-    return out, weights
+    for note, i, u in raw:
+        f = sc.features(u, note["section"], note["path"])
+        ev = evidence(f)
+        rank = 1.0 / (1 + note["order"])
+        latest = float(note["status"] == STATUS_LATEST)
+        own = evidence_terms(u) | evidence_terms(note["section"])
+        out.append(_Unit(note, u, i, f, ev, ev + W_RANK * rank + W_LATEST * latest,
+                         frozenset(t for t in w if _match(t, own))))
+    return out
 
 
-def _date_key(note: dict) -> str:
-    return "" if note["date"] == UNDATED else note["date"]
+def _best(units: list[_Unit]) -> _Unit:
+    return max(units, key=lambda u: (u.score, -u.note["order"], -u.at))
 
 
-def _weight(ts, weights: dict) -> float:
-    return sum(weights[t] for t in ts)
+def _values(u: _Unit, kinds) -> set[str]:
+    """The values of the asked kinds a unit states (numbers canonical, names lowercased)."""
+    toks = TOKEN_RE.findall(u.text)
+    return {number_key(t) if t[0].isdigit() else t.lower() for i, t in enumerate(toks)
+            if _value_at(toks, i, kinds)}
 
 
-def _restates(u: _Unit, best: _Unit, weights: dict) -> bool:
-    """u names (almost) what the best answer names, with the same kinds of value: a
-    version of the same statement."""
-    kinds = {t for t in best.named if t in ANSWER_TYPES}
-    return kinds <= u.named and (_weight(u.named & best.named, weights)
-                                 >= RESTATE_SHARE * _weight(best.named, weights))
-
-
-def _best_per_version(units: list[_Unit]) -> list[_Unit]:
-    best: dict = {}
-    for u in units:
-        key = (u.note["path"], u.note["date"])
-        if key not in best or u.evidence > best[key].evidence:
-            best[key] = u
-    return list(best.values())
-
-
-def _strongest(units: list[_Unit]) -> _Unit:
-    return max(units, key=lambda u: (round(u.evidence + u.prior, 2), _date_key(u.note),
-                                     -u.note["order"]))
-
-
-def _select_current(units: list[_Unit], pool: list[_Unit], weights: dict,
-                    mode: str, question: str = "") -> list[_Unit]:
-    """any: the strongest unit leads; present: the newest unit restating it does (a
-    later correction in another note wins). Then more rows of the lead's note; then a
-    unit of `pool` for each part of the question still unanswered (_answer_parts)."""
-    tops = _best_per_version(units)
-    lead = _strongest(tops)
-    if mode == "present":
-        lead = max((u for u in tops if _restates(u, lead, weights)),
-                   key=lambda u: (_date_key(u.note), u.note["status"] == STATUS_LATEST,
-                                  u.evidence, -u.note["order"]))
-    chosen = [lead] + [u for u in units if u.note is lead.note and u is not lead
-                       and u.evidence >= lead.evidence - SAME_NOTE_MARGIN
-                       and _restates(u, lead, weights)]
-    chosen = chosen[:MAX_SENTENCES]
-
-    def allowed(u):  # present: no older unit that restates what the lead answers
-        older = _date_key(u.note) < _date_key(lead.note)
-        return not (mode == "present" and older and _weight(u.named & lead.named, weights)
-                    >= 0.5 * _weight(u.named, weights))
-
-    return _answer_parts(chosen, pool, question, weights, allowed)
-
-
-def _values(text: str) -> set[str]:
+def values(text: str) -> set[str]:
     """What a sentence states: its numbers and the terms of its capitalised names."""
     return number_keys(text) | {t for m in NAME_RE.findall(text) for t in terms(m)}
 
 
-def _said_share(u: _Unit, weights: dict) -> float:
-    """Weighted share of `weights`' terms the unit names itself or in its section."""
-    total = sum(weights.values())
-    return sum(w for t, w in weights.items() if t in u.said) / total if total else 0.0
-
-
-def _answer_parts(chosen: list[_Unit], pool: list[_Unit], question: str, weights: dict,
-                  allowed) -> list[_Unit]:
-    """Each part of the question (question_parts) that no chosen unit answers (names
-    PART_SHARE of the part's own words and holds its kinds of value) gets the unit of
-    `pool` that does and names most of the part in context (part_weights), stating a
-    value no chosen unit states; a part naming nothing of its own ("what do they get
-    for it?") takes the best such unit."""
-    for part in question_parts(question):
-        own = {t: weights[t] for t in query_terms(part) if t in weights}
-        kinds = {t for t in own if t in ANSWER_TYPES}
-        if len(chosen) >= MAX_SENTENCES or own and any(
-                kinds <= u.said and _said_share(u, own) >= PART_SHARE for u in chosen):
-            continue
-        have = set().union(*(_values(u.text) for u in chosen))
-        fits = [u for u in pool if u not in chosen and u.stated and allowed(u)
-                and kinds <= u.said and _values(u.text) - have
-                and (not own or _said_share(u, own) >= PART_SHARE)]
-        context = part_weights(weights, part)
-        if fits:
-            chosen.append(max(fits, key=lambda u: (round(_said_share(u, context) + u.prior, 2),
-                                                   u.evidence)))
-    return chosen
-
-
-def _family(note: dict) -> str:
+def _document(note: dict) -> str:
     """The document a note is a version of: the path its status says supersedes it
     (a log's newer entry: the log itself), else its own path."""
     _, _, newer = note["status"].partition(SUPERSEDED_MARK)
     return newer.split(LOG_ENTRY_MARK)[0].strip() if newer else note["path"]
 
 
-def _history_order(u: _Unit) -> tuple:
-    return (_date_key(u.note) or "9999", u.note["order"])
+def _newest(lead: _Unit, units: list[_Unit], ask: Ask) -> tuple[_Unit, _Unit | None]:
+    """Present mode: units of other documents that answer, name every asked term the
+    lead names and state other values of the asked kind (no kind asked: numbers): the
+    newest dated one wins (undated never does). (The answer's unit, the one it replaces or None.)"""
+    kinds = ask.kinds or frozenset({"number"})       # no kind asked: numbers only
+    mine = _values(lead, kinds)
+    rivals = [u for u in units if u.answers and holds(u.text, kinds)
+              and not INSTRUCTION_RE.search(u.text)     # no newer statement, an injection
+              and _document(u.note) != _document(lead.note) and lead.named <= u.named
+              and _values(u, kinds) and not _values(u, kinds) <= mine]
+    dated = [u for u in rivals + [lead] if u.note["date"] != UNDATED]
+    if not dated:
+        return lead, None
+    win = max(dated, key=lambda u: (u.note["date"], u is lead, u.score))
+    return (lead, None) if win is lead else (win, lead)
 
 
-def _line_key(text: str) -> str:
-    m = KEY_RE.match(text)
+def _older(w: _Unit, u: _Unit) -> bool:
+    """w's note is an older version or entry, or dated before u's note."""
+    dated = UNDATED not in (w.note["date"], u.note["date"])
+    return w.note["status"] != STATUS_LATEST or dated and w.note["date"] < u.note["date"]
+
+
+def _without_superseded(u: _Unit, units: list[_Unit], kinds) -> str:
+    """Present mode: u's text cut before the first value (of the asked kinds, else a
+    number or name) that only older notes (versions, entries, or notes dated before
+    u's) naming something asked state, when what stays still states a value: a
+    present answer does not repeat a superseded value."""
+    kinds = kinds or frozenset({"number", "name"})
+    older = set().union(*(_values(w, kinds) for w in units if _older(w, u) and w.named))
+    newer = set().union(*(_values(w, kinds) for w in units
+                          if not _older(w, u) and w.note is not u.note))
+    stale = older - newer - set(terms(u.note["section"]))
+    toks = list(TOKEN_RE.finditer(u.text))
+    for i, m in enumerate(toks):
+        key = number_key(m.group()) if m.group()[0].isdigit() else m.group().lower()
+        if i and key in stale and _value_at([t.group() for t in toks], i, kinds):
+            words = [t.group() for t in toks[:i]]
+            while words and words[-1].lower() in STOPWORDS:
+                words.pop()
+            cut = u.text[:toks[len(words) - 1].end()] if words else ""
+            return cut if words and holds(cut, kinds) else u.text
+    return u.text
+
+
+def _cite(u: _Unit, replaced: _Unit | None = None, text: str | None = None) -> str:
+    out = f"{(text or u.text).strip().rstrip(' .;,')} [{u.note['id']}]"
+    if replaced is not None:
+        title = replaced.note["path"].rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        out += REPLACES.format(title=title, date=replaced.note["date"],
+                               id=replaced.note["id"])
+    return out + "."
+
+
+def _current(question: str, mode: str, notes: list[dict]) -> list[str]:
+    """present / any: the best unit of each part asked, in order (present: the newest
+    statement of it); a list question: every answering line of the best unit's note."""
+    ask = analyse(question)
+    picked: list = []
+    for part in ask.parts or (ask,):
+        units = unit_rows(part, notes)
+        best, old = _best(units), None
+        if mode == "present":
+            best, old = _newest(best, units, part)
+        said = set().union(*(values(v.text) for v, _ in picked))
+        if picked and values(best.text) <= said:         # each part a value of its own
+            rest = [u for u in units if u.answers and not values(u.text) <= said]
+            best, old = (_best(rest), None) if rest else (best, None)
+        if (best.answers or not picked) and best.text not in {u.text for u, _ in picked}:
+            picked.append((best, old))
+        if ask.is_list and len(picked) == 1:
+            lead = picked[0][0]
+            picked += [(u, None) for u in units if u.note is lead.note and u is not lead
+                       and u.answers]
+            picked.sort(key=lambda p: p[0].at)
+    cut = (lambda u: _without_superseded(u, unit_rows(ask, notes), ask.kinds)
+           if mode == "present" else u.text)
+    return [_cite(u, o, cut(u)) for u, o in picked[:MAX_SENTENCES]]
+
+
+def _key(u: _Unit) -> str:
+    """The key of a "key: value" line ("Retainer: £2,400" -> "retainer"), else ""."""
+    m = KEY_RE.match(u.text)
     return " ".join(terms(m.group(1))) if m else ""
 
 
-def _changed(u: _Unit, other: list[_Unit]) -> float:
-    """How much u reads as an edited line of another version (`other`, its units):
-    0 when u holds no value (number, else word) that version lacks; 1 for the same
-    "key:" with another value; else the best word overlap (Jaccard) with one of its lines."""
-    mine = number_keys(u.text) or set(terms(u.text))
-    theirs = set().union(*(number_keys(w.text) or set(terms(w.text)) for w in other))
-    if not other or mine <= theirs:
-        return 0.0
-    key, words = _line_key(u.text), {t for t in terms(u.text) if not t[0].isdigit()}
-    best = 0.0
-    for w in other:
-        if key and key == _line_key(w.text):
-            return 1.0
-        ws = {t for t in terms(w.text) if not t[0].isdigit()}
-        best = max(best, len(words & ws) / (len(words | ws) or 1))
-    return best
-
-
-def _version_lines(units: list[_Unit], family: str, kinds=frozenset()) -> list[_Unit]:
-    """One line per version (path, date) of `family`, oldest first: its unit naming
-    something asked with the most evidence plus DIFF_WEIGHT times how much it reads as
-    the changed line against the previous version (the first: against the next); a
-    unit holding the kinds of value asked for (`kinds`: "date" for "what dates") first,
-    since a version's line that answers states such a value."""
+def _history(question: str, notes: list[dict]) -> list[str]:
+    """One line per version of the document whose versions answer best (the sum over
+    its versions of P(best unit)), oldest first, each the version's best unit (a line
+    with the "key:" most versions have first, then one stating a new value); then, when a kind of value is asked, units of other
+    notes that answer, name what the lead names and state such a value no line states. Past MAX_SENTENCES: the oldest, the
+    newest and the strongest between."""
+    ask = analyse(question)
+    units = unit_rows(ask, notes)
+    docs: dict = {}
+    for u in units:
+        if u.answers:
+            per = docs.setdefault(_document(u.note), {})
+            key = (u.note["date"], u.note["path"])
+            per[key] = max(per.get(key, 0.0), _sigmoid(u.score))
+    doc = (max(docs, key=lambda d: sum(docs[d].values())) if docs
+           else _document(_best(units).note))
+    lead = _best([u for u in units if _document(u.note) == doc])
     versions: dict = {}
     for u in units:
-        if _family(u.note) == family:
-            versions.setdefault((u.note["path"], u.note["date"]), []).append(u)
-    keys = sorted(versions, key=lambda k: _history_order(versions[k][0]))
-    out = []
-    for i, k in enumerate(keys):
-        near = versions[keys[i - 1]] if i else (versions[keys[1]] if len(keys) > 1 else [])
-        named = [u for u in versions[k] if u.named]
-        if named:
-            out.append(max(named, key=lambda u: (kinds <= u.said,
-                                                 u.evidence + DIFF_WEIGHT * _changed(u, near))))
-    return out
+        if _document(u.note) == doc and u.named:
+            versions.setdefault((u.note["date"], u.note["path"]), []).append(u)
+    counts: dict = {}        # the "key:" most versions state: the line that changed
+    for us in versions.values():
+        for k in {_key(u) for u in us if u.answers and _key(u)}:
+            counts[k] = counts.get(k, 0) + 1
+    common = max(counts, key=lambda k: (counts[k], k)) if counts else ""
+    lines, seen = [], set()
+    for key in sorted(versions):
+        best = max(versions[key], key=lambda u: (u.answers, bool(common) and _key(u) == common,
+                                                 bool(_values(u, ask.kinds) - seen), u.score))
+        lines.append(best)
+        seen |= _values(best, ask.kinds)
+    others: dict = {}
+    for u in units:
+        if (_document(u.note) != doc and u.answers and lead.named <= u.named
+                and ask.kinds and holds(u.text, ask.kinds) == 1.0
+                and u.note["date"] != UNDATED and _values(u, ask.kinds) - seen):
+            key = (u.note["path"], u.note["date"])
+            if key not in others or u.score > others[key].score:
+                others[key] = u
+    lines += list(others.values())
+    if len(lines) > MAX_SENTENCES:
+        lines.sort(key=lambda u: (u.note["date"], u.note["order"]))
+        middle = sorted(lines[1:-1], key=lambda u: -u.score)[:MAX_SENTENCES - 2]
+        lines = [lines[0]] + [u for u in lines[1:-1] if u in middle] + [lines[-1]]
+    lines.sort(key=lambda u: (u.note["date"] if u.note["date"] != UNDATED else "9999",
+                              u.note["order"]))
+    return [f"{'Undated' if u.note['date'] == UNDATED else 'On ' + u.note['date']}: "
+            f"{_cite(u)}" for u in lines]
 
 
-def _select_history(units: list[_Unit], answering: list[_Unit], weights: dict) -> list[_Unit]:
-    """Every version of the strongest answer's document (file versions or dated log
-    entries) gets a line (_version_lines); then one line per version of other notes
-    restating the strongest answer and reading as a changed line of the document
-    (_changed >= OTHER_SIMILARITY); oldest first, identical text once. Past
-    MAX_SENTENCES the document's own versions go first, then the others."""
-    best = _strongest(_best_per_version(answering))
-    family = _family(best.note)
-    own = _version_lines(units, family, {t for t in weights if t in ANSWER_TYPES})
-    mine = [u for u in units if _family(u.note) == family]
-    change = {id(u): _changed(u, mine) for u in answering if _family(u.note) != family}
-    fit = [u for u in answering if change.get(id(u), 0.0) >= OTHER_SIMILARITY
-           and _restates(u, best, weights)]
-    per: dict = {}
-    for u in fit:  # one line per version of each other note
-        key = (u.note["path"], u.note["date"])
-        if key not in per or (u.evidence + DIFF_WEIGHT * change[id(u)]
-                              > per[key].evidence + DIFF_WEIGHT * change[id(per[key])]):
-            per[key] = u
-    others = sorted(per.values(), key=lambda u: -u.evidence)
-    seen, out = set(), []
-    for u in own + others:
-        key = " ".join(tokenize(u.text))
-        if key not in seen:
-            seen.add(key)
-            out.append(u)
-    if len(out) > MAX_SENTENCES:
-        own = _span([u for u in out if u in own], MAX_SENTENCES)
-        out = own + _span([u for u in out if u not in own], MAX_SENTENCES - len(own))
-    return sorted(out, key=_history_order)
-
-
-def _span(lines: list[_Unit], n: int) -> list[_Unit]:
-    """At most n lines: the oldest and the newest, then the strongest in between."""
-    lines = sorted(lines, key=_history_order)
-    if len(lines) <= n or n < 2:
-        return lines[:n] if n < 2 else lines
-    middle = sorted(lines[1:-1], key=lambda u: -u.evidence)[:n - 2]
-    return [lines[0]] + [u for u in lines[1:-1] if u in middle] + [lines[-1]]
-
-
-def _clean(unit: str) -> str:
-    return unit.strip().rstrip(" .;,")
+def states_asked(question: str, notes: list[dict]) -> bool:
+    """Some unit of the notes holds a value of a kind asked (by the question or one of
+    its parts) near an asked term: the writer abstains when none does (the gate,
+    before it, has weighed the same evidence against ABSTAIN_LOGIT)."""
+    ask = analyse(question)
+    return any(u.answers for a in (ask,) + ask.parts for u in unit_rows(a, notes))
 
 
 def extract_answer(question: str, mode: str, notes: list[dict]) -> str:
     """The cited extractive answer, or ABSTAIN_SENTENCE when no unit answers."""
-    units, weights = _units(question, notes)
-    answering = [u for u in units if u.answers]
-    if not question.strip() or not answering:
+    if not question.strip() or not states_asked(question, notes):
         return ABSTAIN_SENTENCE
-    if mode == "history":
-        picked = _select_history(units, answering, weights)
-        return " ".join(
-            f"{'Undated' if u.note['date'] == UNDATED else 'On ' + u.note['date']}: "
-            f"{_clean(u.text)} [{u.note['id']}]." for u in picked)
-    picked = _select_current(answering, [u for u in units if u.partial], weights, mode,
-                             question)
-    return " ".join(f"{_clean(_present(u.text, mode))} [{u.note['id']}]." for u in picked)
-
-
-def _present(text: str, mode: str) -> str:
-    """Present mode: the sentence without a contrast clause naming the replaced value
-    ("racing in X now instead of Y" -> "racing in X now"), unless nothing would stay."""
-    cut = CONTRAST_RE.sub("", text) if mode == "present" else text
-    return cut if len(tokenize(cut)) >= 2 else text
+    lines = _history(question, notes) if mode == "history" else _current(question, mode,
+                                                                         notes)
+    return " ".join(lines)
 
 
 class BuiltinWriter:

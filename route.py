@@ -45,7 +45,6 @@ HISTORY_STRONG_RE = re.compile(
     r"historically|evolv(?:e|ed|es|ing)|progression|progress|how (?:has|have)|"
     r"each version|every version|all versions|timeline|over the (?:weeks|months|years)|"
     r"(?:went|gone|go|moved|rose|fell|increased|decreased|dropped|jumped|grew) from|"
-    r"buil(?:d|ds|ding|t) up|keeps? (?:changing|shifting|moving)|all the (?:dates|versions)|"
     r"from [\u00a3$\u20ac]?\d\S* to [\u00a3$\u20ac]?\d)\b")
 HISTORY_WEAK_RE = re.compile(r"\b(?:change|before|previous(?:ly)?|earlier|trend|since when)\b")
 PRESENT_RE = re.compile(

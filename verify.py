@@ -11,9 +11,11 @@ Code checks per sentence: every cited id exists; every number (shown with its un
 section, path or date); an "On 2026-04-03:" prefix names the date of a cited note; a
 factual sentence has a citation; in present mode no sentence cites an older version of
 a document when a newer version that answers (relevance >= threshold, or unjudged) is
-among the notes, and no numeric sentence is contradicted by a newer dated note that
-restates its topic with other numbers. An older version whose newer version does not
-answer may be cited: version.settle kept it because it is the only one that answers.
+among the notes, and no sentence is contradicted by a newer dated note of another
+document that restates its topic with other values (numbers or names; the writer's
+"; this replaces ..." clause is not checked as a claim). An older version whose newer
+version does not answer may be cited: version.settle kept it because it is the only
+one that answers.
 Then one batched judge.support call over the cited sentences. The abstain sentence
 alone ships without checks.
 """
@@ -33,10 +35,6 @@ CONFLICT_COVERAGE = 0.6    # newer unit naming this share of the sentence's term
 DATE_PREFIX_RE = re.compile(r"^(?:(?:on|as of)\s+(\d{4}-\d{2}-\d{2})|(undated))\s*[:,]\s*",
                             re.IGNORECASE)
 NUMBER_SHOWN_RE = re.compile(r"[\u00a3$\u20ac]?\d+(?:[.,]\d+)*(?:\s?%|/\w+)?")
-INSTRUCTION_RE = re.compile(  # text in a note that addresses the assistant, not the reader
-    r"\b(?:ignore|disregard|forget|override)\b[^.!?\n]{0,40}\b(?:instructions?|prompts?|"
-    r"rules|above|previous|everything)\b|\b(?:you are now|system prompt|new instructions|"
-    r"(?:reply|respond|answer) only with|as an ai)\b", re.IGNORECASE)
 MIN_TOPIC_SHARE = 0.2      # a sentence names at least this share of the question's topic
 META_TERMS = frozenset("""note according based here following summary found answer sure
 hope help let know notes say says said""".split())
@@ -101,12 +99,14 @@ def _stale(cited: list, notes: list, ids: dict) -> list[str]:
     return out
 
 
-def _newer_conflict(body: str, shown: list, cited: list, notes: list, ids: dict) -> list:
-    """A newer dated note restates the sentence's topic with other numbers."""
-    keys = {k for _, k in shown}
-    words = {t for t in models.terms(body) if not t[0].isdigit()} - META_TERMS
+def _newer_conflict(body: str, cited: list, notes: list, ids: dict) -> list:
+    """A newer dated note (another document, judged to answer) has a line on the same
+    topic (CONFLICT_COVERAGE of the sentence's words other than its values) that states
+    values (numbers, names), none of them the sentence's."""
+    values = models.values(body)
+    words = {t for t in models.terms(body) if not t[0].isdigit()} - META_TERMS - values
     dates = [c.date for c in cited if c.date != models.UNDATED]
-    if not keys or not words or not dates:
+    if not values or not words or not dates:
         return []
     for m in notes:
         if any(m is c for c in cited) or m.date == models.UNDATED or m.date <= max(dates):
@@ -114,12 +114,18 @@ def _newer_conflict(body: str, shown: list, cited: list, notes: list, ids: dict)
         if not _answers(m) or any(_same_document(m, c) for c in cited):
             continue  # the same document's newer version is the stale rule's case
         for unit in models.split_units(m.chunk.get("text", "")):
-            nums = models.number_keys(unit)
+            theirs = models.values(unit)
             share = len(words & set(models.terms(unit))) / len(words)
-            if nums and not nums & keys and share >= CONFLICT_COVERAGE:
-                return [f"a newer note ({ids[id(m)]}, {m.date}) gives other numbers: "
+            if theirs and not theirs & values and share >= CONFLICT_COVERAGE:
+                return [f"a newer note ({ids[id(m)]}, {m.date}) states otherwise: "
                         f"\"{unit}\""]
     return []
+
+
+def _own_clause(body: str) -> str:
+    """The sentence without the writer's "; this replaces ..." clause naming the older
+    statement it supersedes (that clause cites the older note on purpose)."""
+    return body.split(models.REPLACES.split("{")[0])[0]
 
 
 def _injected(body: str, shown: list, cited: list, ids: dict) -> list[str]:
@@ -127,11 +133,11 @@ def _injected(body: str, shown: list, cited: list, ids: dict) -> list[str]:
     assistant inside a cited note (prompt injection) is not a fact the notes state."""
     out = []
     for c in cited:
-        for line in re.split(r"(?<=[.!?])\s+|\n+", c.chunk.get("text", "")):
-            if not INSTRUCTION_RE.search(line):
+        for line in models.sentences(c.chunk.get("text", "")):
+            if not models.INSTRUCTION_RE.search(line):
                 continue
             keys = models.number_keys(line)
-            if INSTRUCTION_RE.search(body) or any(k in keys for _, k in shown):
+            if models.INSTRUCTION_RE.search(body) or any(k in keys for _, k in shown):
                 out.append(f"repeats an instruction planted in {ids[id(c)]}: "
                            f"'{line.strip()[:60]}'")
                 break
@@ -165,7 +171,7 @@ def _check_rules(index: int, sentence: str, cites: list, notes: list, mode: str)
         reasons += _injected(body, shown, cited, ids)
         if mode == "present":
             reasons += _stale(cited, notes, ids)
-            reasons += _newer_conflict(body, shown, cited, notes, ids)
+            reasons += _newer_conflict(_own_clause(body), cited, notes, ids)
     return row
 
 
@@ -198,51 +204,19 @@ def _off_question(rows: list, notes: list, question: str) -> None:
     """Question-aware checks: a cited sentence that names (with its note's section)
     under MIN_TOPIC_SHARE of the question's topic terms is off-topic; an answer to
     "how much / when / who ..." holding no value of that kind does not answer."""
-    qterms = models.query_terms(question)
-    topic = [t for t in qterms if t not in models.ANSWER_TYPES]
-    kinds = set(qterms) & set(models.ANSWER_TYPES)
+    ask = models.analyse(question)
     by_id = {f"c{i}": c for i, c in enumerate(notes, 1)}
-    weights = {t: 1.0 for t in qterms}
-    held = set()
-    for r in rows:
-        if not r["citations"]:
-            continue
+    weights = {t: 1.0 for t in ask.terms}
+    cited = [r for r in rows if r["citations"]]
+    for r in cited:
         heads = " ".join(by_id[i].chunk.get("heading", "") for i in r["citations"]
                          if i in by_id)
         found = models.evidence_terms(f"{r['claim']} {heads}")
-        held |= models.evidence_terms(r["claim"])
-        if topic and models.coverage(topic, weights, found) < MIN_TOPIC_SHARE:
+        if weights and models.term_share(weights, found) < MIN_TOPIC_SHARE:
             r["reasons"].append("names nothing the question asks about")
-    cited = [r for r in rows if r["citations"]]
-    if kinds and cited and not kinds & held:
+    if ask.kinds and cited and not any(models.holds(r["claim"], ask.kinds) for r in cited):
         cited[0]["reasons"].append(f"holds no value of the kind asked "
-                                   f"({', '.join(sorted(kinds))})")
-    if cited:
-        cited[0]["reasons"] += _focus_passed_over(cited, by_id, question)
-
-
-def _focus_passed_over(cited: list, by_id: dict, question: str) -> list[str]:
-    """Per part of the question with a focus ("which BANK ..."): no answer sentence
-    names it in its own words, yet a sentence of a cited note names it and states
-    something: the answer cites the right note but passes over the line asked for."""
-    says = set().union(*(models.evidence_terms(r["claim"]) for r in cited))
-    notes = {i: by_id[i] for r in cited for i in r["citations"] if i in by_id}
-    known = set(models.query_terms(question))
-    out = []
-    for part in models.question_parts(question):
-        focus = models.question_focus(part)
-        if not focus or any(models._match(t, says) for t in focus):
-            continue
-        for cid, c in notes.items():
-            line = next((u for u in models.split_units(c.chunk.get("text", ""), keep_links=True)
-                         if models.states(u, known) and any(
-                             models._match(t, models.evidence_terms(models.plain(u)))
-                             for t in focus)), None)
-            if line:
-                out.append(f"names no {' '.join(focus)}, which {cid} states: "
-                           f"\"{models.plain(line)}\"")
-                break
-    return out
+                                   f"({', '.join(sorted(ask.kinds))})")
 
 
 def verify(text: str, notes: list, time_mode: str, judge, ledger=None,

@@ -107,4 +107,4 @@ def test_generate_with_builtin_writer_records_ledger():
                           models.BuiltinWriter(), ledger=ledger)
     assert d.text == "Day rate: £600 [c1]." and d.citations == ["c1"]
     assert ledger.rows[0]["stage"] == "generate"
-    assert ledger.rows[0]["model"] == "builtin-writer-v1"
+    assert ledger.rows[0]["model"] == models.WRITER_MODEL

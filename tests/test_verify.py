@@ -162,25 +162,37 @@ def test_question_aware_checks_escalate_off_topic_and_missing_value():
     assert v.verdict == "SHIP"
 
 
-def test_answer_passing_over_the_focus_line_of_its_note_escalates():
-    nif = cand(4, "move/NIF and bank.md", "NIF is done: issued 27 May, fee €95.\n"
-               "Bank: account opened remotely with Banco Norte.")
-    nif.chunk["heading"] = "NIF and bank account"
-    q = "Which bank is my Portuguese account with?"
-    v = verify("NIF is done: issued 27 May, fee €95 [c1].", [nif], "any", FakeJudge(),
-               question=q)
-    assert v.verdict == "ESCALATE"
-    assert reasons(v) == ['names no bank, which c1 states: '
-                          '"Bank: account opened remotely with Banco Norte."']
-    v = verify("Bank: account opened remotely with Banco Norte [c1].", [nif], "any",
-               FakeJudge(), question=q)
-    assert v.verdict == "SHIP"
-    # a bare value under a heading naming the focus, no line of the note naming it: ships
-    hr = cand(5, "health/heart rate.md", "49 bpm. Taper, lowest ever.")
-    hr.chunk["heading"] = "Resting heart rate > Readings"
-    v = verify("49 bpm [c1].", [hr], "present", FakeJudge(),
-               question="What's my resting heart rate now?")
-    assert v.verdict == "SHIP"
+def test_a_newer_note_naming_another_person_escalates_a_present_answer():
+    # the contradicting value is a name, not a number: the check is about values
+    jan = cand(1, "meetings/2026-01-10 core group.md", "Chair: Ruth Amos, re-elected.",
+               "2026-01-10")
+    agm = cand(2, "meetings/agm.md", "Chair: Tom Baines, elected at the AGM.", "2026-03-02")
+    v = verify("Chair: Ruth Amos, re-elected [c1].", [jan, agm], "present", FakeJudge())
+    assert v.verdict == "ESCALATE" and "newer note (c2, 2026-03-02)" in reasons(v)[0]
+    # the same sentence in a history answer, or the newer one itself: no conflict
+    assert verify("Chair: Ruth Amos, re-elected [c1].", [jan, agm], "history",
+                  FakeJudge()).verdict == "SHIP"
+    assert verify("Chair: Tom Baines, elected at the AGM [c2].", [jan, agm], "present",
+                  FakeJudge()).verdict == "SHIP"
+
+
+def test_an_undated_or_unjudged_note_never_contradicts():
+    plan = cand(1, "farm/egg round.md", "Eggs: £3.20 a dozen.", "2026-08-01")
+    stall = cand(2, "farm/stall checklist.md", "Eggs: £3.00 a dozen.", "undated")
+    off = cand(3, "meetings/2026-10-12.md", "Eggs: £3.60 a dozen from now.", "2026-10-12",
+               relevance=0.1)
+    assert verify("Eggs: £3.20 a dozen [c1].", [plan, stall, off], "present",
+                  FakeJudge()).verdict == "SHIP"
+
+
+def test_the_replaces_clause_is_not_checked_as_a_claim_of_the_older_note():
+    new = cand(1, "meetings/2026-10-12.md", "Eggs: £3.60 a dozen from 12 October.",
+               "2026-10-12")
+    old = cand(2, "farm/egg round.md", "Eggs: £3.20 a dozen.", "2026-08-01")
+    answer = ("Eggs: £3.60 a dozen from 12 October [c1]; this replaces the statement in "
+              "egg round (2026-08-01) [c2].")
+    v = verify(answer, [new, old], "present", FakeJudge())
+    assert v.verdict == "SHIP", reasons(v)
 
 
 def test_a_value_from_an_instruction_planted_in_a_note_escalates():
