@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import fnmatch
+import functools
 import hashlib
 import json
 import os
@@ -87,7 +88,7 @@ ROWS = np.dtype([("end", "<i8"), ("crc", "<u4"), ("hash", "V32")])   # s<N>.rows
 SEG_FILES = ("vectors.npy", "rows.npy", "text", "chunks.json")
 INDEX_FILE_RE = re.compile(   # every name an index dir may hold besides lock (see "on disk")
     r"^(?:(?P<seg>s(?P<n>\d+))\.(?:vectors\.npy|rows\.npy|text|chunks\.json|(?P<bm25>bm25[\w.-]*))"
-    r"|[ge](?P<n2>\d+)\.(?:files\.json|idf\.npy)|manifest\.json|files\.json|chunks\.json"
+    r"|[ge](?P<n2>\d+)\.(?:files\.json|near\.json|idf\.npy)|manifest\.json|files\.json|chunks\.json"
     r"|vectors\.npy|idf\.npy|bm25\.npz|bm25_vocab\.json|.+\.prev|\..+\.tmp-[\d-]+)$")
 _TMP_IDS = itertools.count()
 PRIVACY = ("private", "shareable")
@@ -195,12 +196,18 @@ def _folder_setting(rel: str, cfg: dict, key: str, default):
 
 
 def _ignored(rel: str, globs: list) -> bool:
+    return _ignore_re(tuple(globs)).match(rel) is not None
+
+
+@functools.lru_cache(maxsize=16)
+def _ignore_re(globs: tuple) -> re.Pattern:
+    """One regex for the ignore globs (fnmatchcase each; "dir/" means "dir/**"; a
+    leading "**/" also matches at the top)."""
+    pats = []
     for g in globs:
         g = g + "**" if g.endswith("/") else g
-        if fnmatch.fnmatchcase(rel, g) or (g.startswith("**/")
-                                           and fnmatch.fnmatchcase(rel, g[3:])):
-            return True
-    return False
+        pats += [g] + ([g[3:]] if g.startswith("**/") else [])
+    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in pats) or "(?!)")
 
 
 def _inside(path: str, vault: Path) -> bool:
@@ -417,7 +424,7 @@ def _shingles(words: list[str]) -> set:
     return set(zip(*(words[i:] for i in range(SHINGLE))))
 
 
-def _mark_duplicates(recs: list[dict], norm_of) -> None:
+def _mark_duplicates(recs: list[dict], norm_of, known=None) -> None:
     """Exact copies by hash; near-copies only among files with the same real date.
     norm_of(rec) gives a record's whitespace-collapsed text (a reused record's note is
     read only when its shingle count leaves a near-copy possible)."""
@@ -437,20 +444,29 @@ def _mark_duplicates(recs: list[dict], norm_of) -> None:
                 other = members[j]
                 if keep["duplicate_of"] or other["duplicate_of"]:
                     continue
-                if kind == "sha" or _near_copy(keep, other, sets, norm_of):
+                if kind == "sha" or _near_copy(keep, other, sets, norm_of, known):
                     other["duplicate_of"] = keep["path"]
 
 
-def _near_copy(a: dict, b: dict, sets: dict, norm_of) -> bool:
-    """Word-shingle Jaccard >= NEAR_COPY_JACCARD; the shingle counts rule most pairs out."""
+def _near_copy(a: dict, b: dict, sets: dict, norm_of, known=None) -> bool:
+    """Word-shingle Jaccard >= NEAR_COPY_JACCARD; the shingle counts rule most pairs out.
+    known: {"old": {pair: result}, "new": {}}: the last run's results stand for two
+    notes reused unread (same size and mtime); every result goes into "new"."""
     if min(a["shingles"], b["shingles"]) < NEAR_COPY_JACCARD * max(a["shingles"],
                                                                    b["shingles"]):
         return False
+    pair = "\t".join(sorted((a["path"], b["path"])))
+    if known is not None and a.get("_reused") and b.get("_reused") and pair in known["old"]:
+        known["new"][pair] = known["old"][pair]
+        return known["new"][pair]
     for r in (a, b):
         if r["path"] not in sets:
             sets[r["path"]] = _shingles(norm_of(r).lower().split())
     x, y = sets[a["path"]], sets[b["path"]]
-    return len(x & y) / len(x | y) >= NEAR_COPY_JACCARD
+    near = len(x & y) / len(x | y) >= NEAR_COPY_JACCARD
+    if known is not None:
+        known["new"][pair] = near
+    return near
 
 
 def _mark_families(recs: list[dict]) -> None:
@@ -541,7 +557,7 @@ def _text_of(vault: Path, rec: dict) -> str:
 
 
 def _catalogue(vault: Path, paths: list[str], cfg: dict, progress=None, stats=None,
-               old=None):
+               old=None, known=None):
     """File records (files.json entries plus _body/_norm, or _chunks when reused) and
     skipped [{path, reason}]. old: path -> (previous record, its chunks or None), reused
     when stats (path -> [size, mtime_ns]) match the record; {} reads every note."""
@@ -558,7 +574,7 @@ def _catalogue(vault: Path, paths: list[str], cfg: dict, progress=None, stats=No
             skipped.append({"path": rel, "reason": reason})
             continue
         recs.append(_record(rel, text, st, cfg))
-    _mark_duplicates(recs, lambda r: _text_of(vault, r))
+    _mark_duplicates(recs, lambda r: _text_of(vault, r), known)
     for r in recs:                      # a former duplicate needs chunks of its own now
         if not r["duplicate_of"] and "_body" not in r and "_chunks" not in r:
             _text_of(vault, r)
@@ -761,6 +777,15 @@ def _old_records(prev, key: list) -> dict:
             for f in prev.files}
 
 
+def _near_pairs(prev) -> dict:
+    """The last run's near-copy results {"a\tb": bool} (see _near_copy); {} if unreadable."""
+    try:
+        data = json.loads((prev.dir / prev.manifest["near_file"]).read_bytes())
+        return dict(data["pairs"]) if data.get("format") == FORMAT else {}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
 def _old_rows(prev, keep: dict) -> dict:
     """hash -> (segment, row) of the previous rows of every note not kept in place
     (edited, renamed, deleted): their vectors serve new chunks of the same text."""
@@ -949,7 +974,8 @@ def _write_segment(index_dir: Path, name: str, pieces: list, dim: int, written: 
 def _referenced(manifest: dict) -> tuple[set, set]:
     """(file names, segment names) a manifest keeps alive."""
     segs = {s["name"] for s in manifest.get("segments", [])}
-    names = {"manifest.json", manifest.get("files_file"), manifest.get("idf_file")}
+    names = {"manifest.json", manifest.get("files_file"), manifest.get("idf_file"),
+             manifest.get("near_file")}
     names |= {f"{s}.{x}" for s in segs for x in SEG_FILES}
     return names - {None}, segs
 
@@ -991,7 +1017,7 @@ def _recover(index_dir: Path) -> str:
 
 
 def _commit(index_dir: Path, manifest: dict, files: list, pieces_by_seg: list,
-            idf) -> None:
+            idf, near: dict) -> None:
     """Write the new segments (name, pieces), the files and the IDF under new names,
     then the manifest; on failure remove what this run wrote, so the previous index is
     as it was. After the manifest, what it no longer names is removed."""
@@ -1003,6 +1029,8 @@ def _commit(index_dir: Path, manifest: dict, files: list, pieces_by_seg: list,
         if idf is not None:
             written.append(index_dir / manifest["idf_file"])
             write_atomic(written[-1], idf)
+        written.append(index_dir / manifest["near_file"])
+        write_atomic(written[-1], _json_bytes({"format": FORMAT, "pairs": near}))
         raw = _json_bytes({"format": FORMAT, "files": files})
         manifest["files_sha"] = hashlib.sha256(raw).hexdigest()
         written.append(index_dir / manifest["files_file"])
@@ -1233,6 +1261,10 @@ class _Chunks(Sequence):
         out[self.row[at]] = at
         return out
 
+    def files_of(self) -> tuple[np.ndarray, list]:
+        """(int64 [n]: each chunk's position in files, ascending; files)."""
+        return self.file_of, self.files
+
     def column(self, key: str) -> list:
         if key == "id":
             return list(range(len(self)))
@@ -1246,6 +1278,12 @@ class _Chunks(Sequence):
                 out[at] = np.array(getattr(seg, key) + [None], dtype=object)[:-1][self.row[at]]
             return out.tolist()
         return [c.get(key) for c in self]
+
+
+def chunk_files(chunks):
+    """(each chunk's position in the file records, the records) when the chunks come
+    from a loaded index, else None (a plain list: read the dicts)."""
+    return chunks.files_of() if isinstance(chunks, _Chunks) else None
 
 
 def chunk_column(chunks, key: str) -> list:
@@ -1458,14 +1496,15 @@ def _unchanged(index_dir: Path, vault: Path, stamp: str, backend):
 
 
 def _files_and_chunks(vault: Path, paths: list, cfg: dict, progress, stats: dict,
-                      old: dict):
+                      old: dict, known: dict):
     """(records, skipped, chunks of the notes read now, {files_read, files_reused,
     files_reread}); a reused note that changed while this ran means the whole catalogue
     is read afresh. A reused note keeps its previous rows (its record's _chunks)."""
     try:
-        recs, skipped = _catalogue(vault, paths, cfg, progress, stats, old)
+        recs, skipped = _catalogue(vault, paths, cfg, progress, stats, old, known)
     except _Stale:
-        recs, skipped = _catalogue(vault, paths, cfg, progress)
+        known["new"].clear()
+        recs, skipped = _catalogue(vault, paths, cfg, progress, known=known)
     reused = sum(1 for r in recs if r.get("_reused"))
     counts = {"files_read": len(paths) - reused, "files_reused": reused,
               "files_reread": sum(1 for r in recs if r.get("_reread"))}
@@ -1526,8 +1565,10 @@ def _build(vault, index_dir, config, rebuild, backend, progress):
         backend, builtin, prev, note = _previous(index_dir, vault, backend, rebuild, loaded)
         del loaded
         key = _reuse_key(cfg_path)
+        old = _old_records(prev, key)
+        known = {"old": _near_pairs(prev) if old else {}, "new": {}}
         recs, skipped, chunks, counts = _files_and_chunks(vault, paths, cfg, progress, stats,
-                                                          _old_records(prev, key))
+                                                          old, known)
         emb, prev, note, name = _embedder_for(backend, builtin, prev, note,
                                               [c["_embed"] for c in chunks])
         note = "; ".join(filter(None, (recovered, note)))
@@ -1544,7 +1585,9 @@ def _build(vault, index_dir, config, rebuild, backend, progress):
                                                   "families", "chunks")},
                        "skipped": len(summary["skipped"])},
             "skipped": summary["skipped"]})
-        _commit(index_dir, manifest, files, manifest.pop("_pieces"), manifest.pop("_idf"))
+        manifest["near_file"] = f"g{manifest['gen']}.near.json"
+        _commit(index_dir, manifest, files, manifest.pop("_pieces"), manifest.pop("_idf"),
+                known["new"])
     summary["seconds"] = round(time.perf_counter() - started, 3)
     return summary, None
 

@@ -40,6 +40,7 @@ BM25_FORMAT = 3          # 3: per segment, tf and lengths (weights from global s
 BM25_META = "bm25.json"  # s<N>.bm25.json: terms; s<N>.bm25-<array>.npy: the arrays
 BM25_SAVED = ("indptr", "docs", "tf", "lens")
 SPARSE_RATIO = 8         # postings < n_docs / SPARSE_RATIO: sum via np.unique, not n-long
+RETOKENIZE_SHARE = 0.05  # tombstoned rows up to this share are tokenized again for df
 STEM_MEMO_MAX = 200_000  # file stems remembered by _bm25_text
 _STEMS: dict[str, str] = {}
 
@@ -155,28 +156,37 @@ def _part(texts: list[str]) -> dict:
             "tf": tf.astype(np.int32), "lens": np.asarray(lens, dtype=np.int32)}
 
 
-def _live_df(part: dict, live) -> np.ndarray:
-    """int64 [V]: per term column, the live documents holding it."""
+def _live_df(part: dict, live, dead_texts=None) -> np.ndarray:
+    """int64 [V]: per term column, the live documents holding it. Tombstoned documents
+    are subtracted: tokenized again when their texts are given (few), else counted over
+    every posting."""
     indptr = np.asarray(part["indptr"])
     if live is None:
         return np.diff(indptr)
+    if dead_texts is not None:
+        vocab, k = dict(part["col"]), len(dead_texts)
+        keys, _, _ = _postings(dead_texts, vocab, np.arange(k), k)
+        if len(vocab) == len(part["col"]):       # every term known: subtract per column
+            return np.diff(indptr) - np.bincount(keys // max(k, 1),
+                                                 minlength=len(indptr) - 1)[:len(indptr) - 1]
     alive = np.r_[0, np.cumsum(live[np.asarray(part["docs"])] >= 0, dtype=np.int64)]
     return alive[indptr[1:]] - alive[indptr[:-1]]
 
 
-def _combine(parts: list[dict], lives: list) -> dict:
+def _combine(parts: list[dict], lives: list, dead_texts=None) -> dict:
     """One BM25 view over parts (segments): live[i] maps part i's rows to chunk ids (-1
-    tombstoned; None: row r is chunk r). Global document frequencies, document count
+    tombstoned; None: row r is chunk r); dead_texts[i], when given, the BM25 texts of
+    part i's tombstoned rows. Global document frequencies, document count
     and average length over the live documents only, so every score is what one index
     built from the live chunks gives. {"vocab" {term: column}, "idf" float64 [V],
     "n_docs", "avgdl", "parts"}."""
     n, total, dfs = 0, 0, []
-    for p, live in zip(parts, lives):
+    for p, live, dead in zip(parts, lives, dead_texts or [None] * len(parts)):
         lens = np.asarray(p["lens"], dtype=np.int64)
         rows = slice(None) if live is None else live >= 0
         n += len(lens) if live is None else int(rows.sum())
         total += int(lens[rows].sum())
-        dfs.append(_live_df(p, live))
+        dfs.append(_live_df(p, live, dead))
     avgdl = total / n if n and total else 1.0
     vocab, df, more = {}, np.zeros(0, dtype=np.int64), []
     for p, d in zip(parts, dfs):
@@ -288,6 +298,17 @@ def _segment_part(index, s: int, seg) -> dict:
     return part
 
 
+def _dead_texts(seg, live) -> list[str] | None:
+    """The BM25 texts of a segment's tombstoned rows when they are few (at most
+    RETOKENIZE_SHARE of its rows), else None (counted over the postings instead)."""
+    dead = np.flatnonzero(live < 0) if live is not None else []
+    if live is None or len(dead) > RETOKENIZE_SHARE * len(live):
+        return None
+    paths = seg.row_paths()
+    return [_bm25_text({"path": paths[r], "heading": seg.heading[r], "text": seg.text(r)})
+            for r in dead.tolist()]
+
+
 def load_bm25(index) -> dict:
     """BM25 over the index's live chunks: memory cache, else the segments' postings
     (read from disk, or tokenized once per segment and saved), combined with global
@@ -300,7 +321,8 @@ def load_bm25(index) -> dict:
         lives = [index.chunks.segment_ids(s) for s in range(len(segments))]
         if len(lives) == 1 and np.array_equal(lives[0], np.arange(len(lives[0]))):
             lives = [None]
-        bm = _combine(parts, lives)
+        bm = _combine(parts, lives, [_dead_texts(seg, live)
+                                     for seg, live in zip(segments, lives)])
     else:
         bm = build_bm25(index.chunks)
     index.cache["bm25"] = bm
@@ -315,10 +337,19 @@ def _meta(index) -> dict:
     meta = index.cache.get("retrieve_meta")
     if meta is None:
         paths: dict[str, int] = {}
-        col = np.array([paths.setdefault(p, len(paths))
-                        for p in ingest.chunk_column(index.chunks, "path")], dtype=np.int64)
-        private = np.array([bool(p) for p in ingest.chunk_column(index.chunks, "private")],
-                           dtype=bool)
+        by_file = ingest.chunk_files(index.chunks)
+        if by_file is not None:                    # chunks in file order: no dicts read
+            file_of, files = by_file
+            first = np.flatnonzero(np.r_[True, file_of[1:] != file_of[:-1]]) if len(
+                file_of) else np.zeros(0, dtype=np.int64)
+            paths = {files[j]["path"]: i for i, j in enumerate(file_of[first].tolist())}
+            col = np.cumsum(np.r_[False, file_of[1:] != file_of[:-1]]) if len(
+                file_of) else np.zeros(0, dtype=np.int64)
+            private = np.array([bool(f.get("private")) for f in files], dtype=bool)[file_of]
+        else:
+            col = np.array([paths.setdefault(c["path"], len(paths)) for c in index.chunks],
+                           dtype=np.int64)
+            private = np.array([bool(c.get("private")) for c in index.chunks], dtype=bool)
         order = np.argsort(col, kind="stable")
         bounds = np.searchsorted(col[order], np.arange(len(paths) + 1))
         ids = {p: order[bounds[j]:bounds[j + 1]] for p, j in paths.items()}

@@ -85,10 +85,10 @@ def _tables(index) -> dict:
             if not f.get("duplicate_of"):
                 members.setdefault(f.get("family") or f["path"], []).append(f)
         sections: dict[str, dict] = {}
-        columns = [ingest.chunk_column(index.chunks, k) for k in ("id", "path", "section_date")]
-        for cid, path, sdate in zip(*columns):
-            if sdate:
-                sections.setdefault(path, {}).setdefault(sdate, []).append(cid)
+        ids, paths, dates = (ingest.chunk_column(index.chunks, k)
+                             for k in ("id", "path", "section_date"))
+        for i in [i for i, d in enumerate(dates) if d]:
+            sections.setdefault(paths[i], {}).setdefault(dates[i], []).append(ids[i])
         tables = {"members": members, "sections": sections}
         index.cache["version"] = tables
     return tables

@@ -16,8 +16,8 @@ from vaults import index_file, write
 OLD = 1_600_000_000  # an mtime in 2020, so mtime dates are recognisable
 
 
-SEG1 = ["e1.idf.npy", "g1.files.json", "manifest.json", "s1.chunks.json", "s1.rows.npy",
-        "s1.text", "s1.vectors.npy"]   # a first build: one segment, the files, the IDF
+SEG1 = ["e1.idf.npy", "g1.files.json", "g1.near.json", "manifest.json", "s1.chunks.json",
+        "s1.rows.npy", "s1.text", "s1.vectors.npy"]   # one segment, files, near pairs, IDF
 
 
 def build(vault, tmp_path, **kw):
@@ -646,7 +646,8 @@ def test_incremental_equals_full_rebuild(vault, tmp_path, backend):
     inc = ingest.build_index(vault, tmp_path / "inc", backend=be)
     full = ingest.build_index(vault, tmp_path / "full", backend=be, rebuild=True)
     assert (inc["files_read"], inc["files_reused"]) == (4, 9)  # v1, other, target2, new log
-    assert inc["files_reread"] >= 3      # plan.md, plan copy.md (near copy), rates (1).md
+    assert inc["files_reread"] == 1      # rates (1).md, no longer a copy; plan.md and plan
+    # copy.md, unchanged, are not read again: the last run's near-copy result stands
     assert (full["files_read"], full["files_reused"]) == (13, 0)
     ia, ib = (ingest.load_index(tmp_path / d, backend=be) for d in ("inc", "full"))
     assert ia.files == ib.files
@@ -662,7 +663,7 @@ def test_incremental_equals_full_rebuild(vault, tmp_path, backend):
     assert ca == cb and any(c["path"] == "x/rates (1).md" for c in ca)
     assert not any(c["path"] == "y/source.md" for c in ca)
     ma, mb = ia.manifest, ib.manifest
-    skip = {"created", "gen", "segments", "dead", "files_file", "idf_file"} | (
+    skip = {"created", "gen", "segments", "dead", "files_file", "idf_file", "near_file"} | (
         {"embedder"} if backend == "builtin" else set())
     assert {k: v for k, v in ma.items() if k not in skip} == \
         {k: v for k, v in mb.items() if k not in skip}
@@ -696,6 +697,8 @@ def test_a_reused_note_changing_mid_run_means_a_fresh_catalogue(vault, tmp_path,
     write(vault, "c.md", "changed", mtime=T0)
     build(vault, tmp_path)
     write(vault, "c.md", "changed again", mtime=T0 + 5)
+    m = json.loads((tmp_path / "idx" / "manifest.json").read_text())
+    (tmp_path / "idx" / m["near_file"]).unlink()     # no remembered pair: plan.md is read
     real_read = ingest._read
 
     def meddling(path):              # the near-copy check reads a/plan.md: edit it first

@@ -152,7 +152,10 @@ def _segmented(tmp_path):
     return v, idx
 
 
-def test_bm25_across_segments_equals_one_index_of_the_live_chunks(tmp_path):
+@pytest.mark.parametrize("retokenize", [0.0, 1.0], ids=["df-from-postings", "df-retokenized"])
+def test_bm25_across_segments_equals_one_index_of_the_live_chunks(tmp_path, monkeypatch,
+                                                                  retokenize):
+    monkeypatch.setattr(retrieve, "RETOKENIZE_SHARE", retokenize)
     _, idx = _segmented(tmp_path)
     bm = retrieve.load_bm25(idx)
     one = retrieve.build_bm25(list(idx.chunks))
