@@ -143,6 +143,7 @@ class Index:
     embedder: object
     cache: dict = field(default_factory=dict)   # free for retrieve/version to memoise
     segments: list = field(default_factory=list)  # the Segments, in manifest order
+    where: dict = field(default_factory=dict)     # path -> [(segment, first row, rows)]
 
 
 def default_index_dir() -> Path:
@@ -415,7 +416,8 @@ def _family_name(stem: str) -> str:
 
 
 def _keeper_key(rec: dict):
-    return (bool(COPY_RE.search(Path(rec["path"]).stem)), len(rec["path"]), rec["path"])
+    stem = rec["path"].rsplit("/", 1)[-1].rsplit(".", 1)[0]    # Path(path).stem, faster
+    return (bool(COPY_RE.search(stem)), len(rec["path"]), rec["path"])
 
 
 def _shingles(words: list[str]) -> set:
@@ -772,7 +774,7 @@ def _old_records(prev, key: list) -> dict:
     duplicate) when prev was built under the same reuse key, else {}."""
     if prev is None or prev.manifest.get("reuse") != key:
         return {}
-    where = _live_notes(prev.segments, prev.manifest["dead"])
+    where = prev.where
     return {f["path"]: (f, where[f["path"]][0] if f["path"] in where else None)
             for f in prev.files}
 
@@ -792,7 +794,7 @@ def _old_rows(prev, keep: dict) -> dict:
     if prev is None:
         return {}
     out = {}
-    for path, places in _live_notes(prev.segments, prev.manifest["dead"]).items():
+    for path, places in prev.where.items():
         if path not in keep:
             s, start, count = places[0]
             seg = prev.segments[s]
@@ -1343,13 +1345,14 @@ def _load(d: Path, backend) -> Index:
         raise IndexProblem(f"{files_file} in {d} does not match its manifest (edited, or an "
                            f"ingest was interrupted): run {fix}")
     segments = [_load_segment(d, name, rows, sha, dim, vault) for name, rows, sha in names]
-    file_of, seg_of, row = _layout(d, files["files"], segments, dead, fix)
+    where = _live_notes(segments, dead)
+    file_of, seg_of, row = _layout(d, files["files"], where, fix)
     embedder = _load_embedder(d, manifest, backend, fix)
     idx = Index(d, manifest, files["files"],
                 _Chunks(files["files"], segments, file_of, seg_of, row),
                 _Vectors([s.vectors for s in segments], seg_of, row, dim),
                 {f["path"]: f for f in files["files"]}, embedder)
-    idx.segments = segments
+    idx.segments, idx.where = segments, where
     return idx
 
 
@@ -1401,10 +1404,9 @@ def _live_notes(segments: list, dead: dict) -> dict:
     return where
 
 
-def _layout(d: Path, files: list, segments: list, dead: dict, fix: str):
+def _layout(d: Path, files: list, where: dict, fix: str):
     """(file_of, seg_of, row): for each live chunk, in full-build order (notes by path,
     then their rows), its file's position in files, its segment and its row there."""
-    where = _live_notes(segments, dead)
     live = [(j, f["path"]) for j, f in enumerate(files) if not f.get("duplicate_of")]
     if len(where) != len(live) or any(len(where.get(p, ())) != 1 for _, p in live):
         raise IndexProblem(f"the segments in {d} do not match its files (a note missing or "
@@ -1601,7 +1603,7 @@ def _write_index(index_dir: Path, prev, recs: list, chunks: list, emb, progress)
     by_path = {r["path"]: [] for r in recs if not r["duplicate_of"] and r["path"] not in keep}
     for c in chunks:
         by_path[c["path"]].append(c)
-    old_where = _live_notes(prev.segments, prev.manifest["dead"]) if prev is not None else {}
+    old_where = prev.where if prev is not None else {}
     for path, cs in list(by_path.items()):
         if path in old_where and _same_rows(prev, old_where[path][0], cs):
             keep[path] = old_where[path][0]
