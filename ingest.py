@@ -1271,8 +1271,8 @@ class _Chunks(Sequence):
         if key == "id":
             return list(range(len(self)))
         if key in ("path", "private", "family", "is_latest"):
-            values = [f[key] for f in self.files]
-            return [values[j] for j in self.file_of.tolist()]
+            values = np.array([f[key] for f in self.files] + [None], dtype=object)[:-1]
+            return values[self.file_of].tolist()
         if key in ("heading", "section_date", "entry_latest"):
             out = np.empty(len(self), dtype=object)
             for s, seg in enumerate(self.segments):
@@ -1626,7 +1626,7 @@ def _write_index(index_dir: Path, prev, recs: list, chunks: list, emb, progress)
                              prev.manifest.get("idf_file") if same_idf else None),
                 "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "_pieces": [(f"s{gen}", pieces)] if pieces else [], "_idf": idf}
-    files = [{k: v for k, v in r.items() if not k.startswith("_")} for r in recs]
+    files = [{k: r[k] for k in r if k[0] != "_"} for r in recs]
     n_chunks = sum(keep[p][2] if p in keep else len(new[p].rows) for p in live)
     return manifest, files, (n_chunks, embedded)
 

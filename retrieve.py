@@ -271,7 +271,7 @@ def _read_part(folder: Path, seg: str, sha: str, n: int) -> dict | None:
     if not ok:
         return None
     return {**arrays, "terms": meta["terms"],
-            "col": {t: i for i, t in enumerate(meta["terms"])}}
+            "col": dict(zip(meta["terms"], range(len(meta["terms"]))))}
 
 
 def _save_part(folder: Path, seg: str, sha: str, part: dict) -> None:
