@@ -2,12 +2,15 @@
 
 In:  a folder of .md/.txt notes and an optional verso.toml (ignore globs; per folder
      `versioned` and `privacy`, default private).
-Out: an index dir (--index, else $VERSO_HOME, else ./.verso) with manifest.json,
-     files.json, chunks.json, vectors.npy and idf.npy (builtin embedder). Every JSON
-     starts with "format": 1; each file is written to a temp name, then os.replace'd into
-     place with the manifest last, and the old ones are put back if that step fails (or,
-     after a hard kill, by the next ingest or load: _recover). One writer at a time:
-     index_dir/lock holds its pid under a kernel lock; a dead writer's lock is taken over.
+Out: an index dir (--index, else $VERSO_HOME, else ./.verso) of immutable segments
+     (vectors, texts, per-row metadata of whole notes), the file records and a manifest
+     naming the live segments and the tombstoned notes in each (format 2; see "on
+     disk"). An ingest writes the notes it read into one new segment under new names
+     (merging segments past MERGE_SEGMENTS / MERGE_SHARE), then replaces the manifest
+     atomically, then removes what no manifest names: a crash leaves the previous index
+     whole. One writer at a time: index_dir/lock holds its pid under a kernel lock; a
+     dead writer's lock is taken over. load_index memory-maps and parses metadata only;
+     a chunk's text is read when asked for.
 Not: BM25 arrays, retrieval or question-time version choices (retrieve.py, version.py).
      Never writes inside the vault, and reads nothing outside it: symlinks are followed
      once, and only to targets inside the vault. A note that cannot be read (binary, too
@@ -475,8 +478,11 @@ def _mark_families(recs: list[dict]) -> None:
     fams = defaultdict(list)
     for r in recs:
         folder, _, name = r["path"].rpartition("/")
-        norm = _family_name(Path(name).stem) if r["versioned"] else ""
-        r["family"] = f"{folder}/{norm}" if norm and folder else (norm or r["path"])
+        if "_family" in r:              # reused: same name, rules and config (reuse key)
+            r["family"] = r.pop("_family")
+        else:
+            norm = _family_name(Path(name).stem) if r["versioned"] else ""
+            r["family"] = f"{folder}/{norm}" if norm and folder else (norm or r["path"])
         if not r["duplicate_of"]:
             fams[r["family"]].append(r)
     for members in fams.values():
@@ -486,14 +492,18 @@ def _mark_families(recs: list[dict]) -> None:
             m["is_latest"] = m["date"] == top
 
 
-def _resolve_links(recs: list[dict]) -> None:
-    """Wikilink targets -> vault-relative paths by stem or path (case-insensitive)."""
+def _resolve_links(recs: list[dict], keep_reused: bool = False) -> None:
+    """Wikilink targets -> vault-relative paths by stem or path (case-insensitive).
+    keep_reused: the notes and their duplicate flags are those of the last run, so a
+    reused record's links stand as they were."""
     by_key = defaultdict(list)
     for r in recs:
         no_ext = r["path"].rsplit(".", 1)[0].lower()
         by_key[no_ext].append(r)
         by_key[no_ext.rsplit("/", 1)[-1]].append(r)
     for r in recs:
+        if keep_reused and r.get("_reused"):
+            continue
         links, folder = [], r["path"].rpartition("/")[0]
         for raw in r["wikilinks"]:
             key = raw.strip().lower().removesuffix(".md").removesuffix(".txt")
@@ -541,7 +551,8 @@ def _reused(old: dict, chunks, cfg: dict) -> dict:
     rel = old["path"]
     rec = {**old, "family": rel, "is_latest": False, "duplicate_of": None,
            "private": _folder_setting(rel, cfg, "privacy", "private") == "private",
-           "versioned": _folder_setting(rel, cfg, "versioned", True), "_reused": True}
+           "versioned": _folder_setting(rel, cfg, "versioned", True), "_reused": True,
+           "_family": old["family"]}
     if chunks is not None:
         rec["_chunks"] = chunks
     return rec
@@ -581,7 +592,9 @@ def _catalogue(vault: Path, paths: list[str], cfg: dict, progress=None, stats=No
         if not r["duplicate_of"] and "_body" not in r and "_chunks" not in r:
             _text_of(vault, r)
     _mark_families(recs)
-    _resolve_links(recs)
+    same = {(p, bool(v[0]["duplicate_of"])) for p, v in old.items()} == {
+        (r["path"], bool(r["duplicate_of"])) for r in recs}
+    _resolve_links(recs, keep_reused=same)
     return recs, skipped
 
 

@@ -8,11 +8,13 @@ Out: list[Candidate], best first: the top k of the fused ranking, each with its 
      hop along wikilinks and backlinks (added_by="link", via=the seed note).
 Not: time modes or version filtering (version.py), relevance judgments (rerank.py),
      embedding the query (models.py), reading or writing the index itself (ingest.py).
-     The only file I/O is the BM25 cache (bm25.npz + bm25_vocab.json in the index dir).
+     The only file I/O is each segment's BM25 postings (s<N>.bm25-*.npy, s<N>.bm25.json
+     in the index dir), written once through ingest.write_atomic.
 
-Dense: one float32 matmul `vectors @ qvec`. BM25 Okapi over
-models.terms(heading + file stem + text), stored CSC-style: per term a run of
-(doc id, precomputed BM25 weight) so a query is one bincount scatter-add.
+Dense: one float32 matmul `vectors @ qvec` per segment. BM25 Okapi over
+models.terms(heading + file stem + text), stored CSC-style per segment: per term a run
+of (row, term frequency); a query weighs its terms' postings from the global document
+frequencies and average length of the live chunks, then one bincount scatter-add.
 Top-k everywhere by argpartition with ties broken by the lower chunk id.
 """
 
