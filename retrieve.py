@@ -210,8 +210,9 @@ def _combine(parts: list[dict], lives: list, dead_texts=None) -> dict:
             else:
                 more.append(c)
     df = np.r_[df, np.asarray(more, dtype=np.int64)].astype(np.float64)
-    views = [{"col": p["col"], "indptr": np.asarray(p["indptr"]), "docs": p["docs"],
-              "tf": p["tf"], "live": live, "dead": live is not None and bool((live < 0).any()),
+    views = [{"col": p["col"], "indptr": np.asarray(p["indptr"]),   # plain views of the
+              "docs": np.asarray(p["docs"]), "tf": np.asarray(p["tf"]),  # maps: no memmap
+              "live": live, "dead": live is not None and bool((live < 0).any()),  # cost
               "norm": K1 * (1.0 - B + B * np.asarray(p["lens"], dtype=np.float64) / avgdl)}
              for p, live in zip(parts, lives)]
     return {"vocab": vocab, "idf": np.log1p((n - df + 0.5) / (df + 0.5)), "n_docs": n,
