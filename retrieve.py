@@ -192,12 +192,10 @@ def _combine(parts: list[dict], lives: list, dead_texts=None) -> dict:
     avgdl = total / n if n and total else 1.0
     vocab, df, more = {}, np.zeros(0, dtype=np.int64), []
     for p, d in zip(parts, dfs):
-        if not vocab:                           # the first (largest) part: vectorised
-            keep = d > 0
-            terms = p["terms"] if keep.all() else [
-                t for t, k in zip(p["terms"], keep.tolist()) if k]
-            vocab = dict(p["col"]) if keep.all() else {t: i for i, t in enumerate(terms)}
-            df = d[keep].astype(np.int64)
+        if not vocab:                 # the first (largest) part: its columns, less the
+            vocab, df = dict(p["col"]), d.astype(np.int64)     # terms left with no doc
+            for c in np.flatnonzero(d == 0).tolist():
+                del vocab[p["terms"][c]]
             continue
         for t, c in zip(p["terms"], d.tolist()):
             g = vocab.setdefault(t, len(df) + len(more)) if c else None
