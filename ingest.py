@@ -278,7 +278,7 @@ def _scan(vault: Path, cfg: dict, stats: dict | None = None) -> tuple[list[str],
                     else:
                         notes.append(rel(e.path))
                         stats[notes[-1]] = stat_of(e)
-                        reals.add(real + os.sep + e.name)    # = os.path.join, faster
+                        reals.add(real.rstrip(os.sep) + os.sep + e.name)  # os.path.join
 
     walk(str(vault))
     while link_dirs:

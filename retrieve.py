@@ -305,9 +305,10 @@ def _dead_texts(seg, live) -> list[str] | None:
     dead = np.flatnonzero(live < 0) if live is not None else []
     if live is None or len(dead) > RETOKENIZE_SHARE * len(live):
         return None
-    paths = seg.row_paths()
-    return [_bm25_text({"path": paths[r], "heading": seg.heading[r], "text": seg.text(r)})
-            for r in dead.tolist()]
+    starts = np.array([start for _, start, _ in seg.files] or [0])
+    note = np.searchsorted(starts, dead, "right") - 1            # the note of each row
+    return [_bm25_text({"path": seg.files[j][0], "heading": seg.heading[r],
+                        "text": seg.text(r)}) for r, j in zip(dead.tolist(), note.tolist())]
 
 
 def load_bm25(index) -> dict:
