@@ -190,8 +190,17 @@ def _load_config(vault: Path, config=None) -> tuple[dict, Path | None]:
 
 
 def _folder_setting(rel: str, cfg: dict, key: str, default):
-    """The setting from the longest [folders.X] whose X is the file's folder or a prefix."""
-    parent, best = rel.rpartition("/")[0], None
+    """The setting from the longest [folders.X] whose X is the file's folder or a prefix
+    (remembered per folder in cfg["_memo"])."""
+    parent = rel.rpartition("/")[0]
+    memo = cfg.setdefault("_memo", {})
+    if (parent, key, default) not in memo:
+        memo[parent, key, default] = _setting_of(parent, cfg, key, default)
+    return memo[parent, key, default]
+
+
+def _setting_of(parent: str, cfg: dict, key: str, default):
+    best = None
     for name, table in cfg["folders"].items():
         if key in table and (parent == name or parent.startswith(name + "/")):
             if best is None or len(name) > len(best[0]):
@@ -1639,7 +1648,11 @@ def _write_index(index_dir: Path, prev, recs: list, chunks: list, emb, progress)
                              prev.manifest.get("idf_file") if same_idf else None),
                 "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "_pieces": [(f"s{gen}", pieces)] if pieces else [], "_idf": idf}
-    files = [{k: r[k] for k in r if k[0] != "_"} for r in recs]
+    scratch = [k for k in set().union(*recs) if k.startswith("_")]   # _body, _reused, ...
+    files = [r.copy() for r in recs]
+    for f in files:
+        for k in scratch:
+            f.pop(k, None)
     n_chunks = sum(keep[p][2] if p in keep else len(new[p].rows) for p in live)
     return manifest, files, (n_chunks, embedded)
 
