@@ -84,7 +84,7 @@ CONFIG_NAME = "verso.toml"
 FOLDER_KEYS = {"versioned": bool, "privacy": str}
 LOCK_NAME = "lock"                 # index_dir/lock: the writing ingest's pid, flock'ed
 LOAD_TRIES = 3                     # load_index re-reads a manifest a commit replaced meanwhile
-MERGE_SEGMENTS = 8                 # more delta segments than this: they are merged into one
+MERGE_SEGMENTS = 4                 # more delta segments than this: they are merged into one
 MERGE_SHARE = 0.25                 # delta + tombstoned rows above this share of the live
                                    # rows: everything is merged into one segment
 ROWS = np.dtype([("end", "<i8"), ("crc", "<u4"), ("hash", "V32")])   # s<N>.rows.npy
