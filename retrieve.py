@@ -210,11 +210,19 @@ def _combine(parts: list[dict], lives: list, dead_texts=None) -> dict:
     df = np.r_[df, np.asarray(more, dtype=np.int64)].astype(np.float64)
     views = [{"col": p["col"], "indptr": np.asarray(p["indptr"]),   # plain views of the
               "docs": np.asarray(p["docs"]), "tf": np.asarray(p["tf"]),  # maps: no memmap
-              "live": live, "dead": live is not None and bool((live < 0).any()),  # cost
-              "norm": K1 * (1.0 - B + B * np.asarray(p["lens"], dtype=np.float64) / avgdl)}
-             for p, live in zip(parts, lives)]
+              "live": live if live is None else np.where(live < 0, n, live),  # cost
+              "norm": _norm(p["lens"], avgdl, live)} for p, live in zip(parts, lives)]
     return {"vocab": vocab, "idf": np.log1p((n - df + 0.5) / (df + 0.5)), "n_docs": n,
             "avgdl": avgdl, "parts": views}
+
+
+def _norm(lens, avgdl: float, live) -> np.ndarray:
+    """float64 [rows]: K1 * (1 - B + B * len / avgdl), infinite for a tombstoned row, so
+    its weight is 0 (and its id is the sink n: no mask per query)."""
+    norm = K1 * (1.0 - B + B * np.asarray(lens, dtype=np.float64) / avgdl)
+    if live is not None:
+        norm[live < 0] = np.inf
+    return norm
 
 
 def build_bm25(chunks: list[dict]) -> dict:
@@ -239,17 +247,16 @@ def _bm25_scores(bm: dict, query: str) -> tuple[np.ndarray, np.ndarray]:
                 continue
             sl = slice(p["indptr"][c], p["indptr"][c + 1])
             rows, tf = p["docs"][sl], p["tf"][sl].astype(np.float64)
-            ids = rows if p["live"] is None else p["live"][rows]
-            if p["dead"]:
-                keep = ids >= 0
-                ids, rows, tf = ids[keep], rows[keep], tf[keep]
-            ds.append(ids)
-            ws.append(scale * tf / (tf + p["norm"][rows]))
-    d, w = np.concatenate(ds), np.concatenate(ws)
-    if d.size * SPARSE_RATIO < bm["n_docs"]:
+            ds.append(rows if p["live"] is None else p["live"][rows])
+            ws.append(scale * tf / (tf + p["norm"][rows]))   # a tombstone: weight 0
+    d, w, n = np.concatenate(ds), np.concatenate(ws), bm["n_docs"]
+    if d.size * SPARSE_RATIO < n:
         ids, inverse = np.unique(d, return_inverse=True)
-        return ids.astype(np.int64), np.bincount(inverse, weights=w)
-    full = np.bincount(d, weights=w, minlength=bm["n_docs"])
+        scores = np.bincount(inverse, weights=w)
+        if ids.size and ids[-1] == n:              # the tombstones' sink id
+            ids, scores = ids[:-1], scores[:-1]
+        return ids.astype(np.int64), scores
+    full = np.bincount(d, weights=w, minlength=n + 1)[:n]
     ids = np.flatnonzero(full)
     return ids, full[ids]
 
