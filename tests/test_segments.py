@@ -168,7 +168,12 @@ def test_bm25_across_segments_equals_one_index_of_the_live_chunks(tmp_path, monk
         (ia, sa), (ib, sb) = retrieve._bm25_scores(bm, q), retrieve._bm25_scores(one, q)
         np.testing.assert_array_equal(ia, ib)
         np.testing.assert_array_equal(sa, sb)             # bit for bit: same operations
+
+
+def test_bm25_across_segments_matches_the_bm25s_reference(tmp_path):
     bm25s = pytest.importorskip("bm25s")
+    _, idx = _segmented(tmp_path)
+    bm = retrieve.load_bm25(idx)
     docs = [models.terms(retrieve._bm25_text(c)) for c in idx.chunks]
     ref = bm25s.BM25(k1=retrieve.K1, b=retrieve.B, method="lucene")
     ref.index([d for d in docs], show_progress=False)
