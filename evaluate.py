@@ -26,6 +26,8 @@ import sys
 import unicodedata
 from pathlib import Path
 
+from ingest import write_atomic as _write_atomic
+
 FORMAT = 1
 FIELDS = {"id": str, "question": str, "category": str, "time_mode": str, "answer": str,
           "key_facts": list, "forbidden_facts": list, "gold_files": list,
@@ -359,12 +361,6 @@ def _git_commit() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return r.stdout.strip() if r.returncode == 0 else None
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def save_run(out: Path, records, result: dict, argv, config: dict) -> None:

@@ -2,12 +2,15 @@
 
 In:  a folder of .md/.txt notes and an optional verso.toml (ignore globs; per folder
      `versioned` and `privacy`, default private).
-Out: an index dir (--index, else $VERSO_HOME, else ./.verso) with manifest.json,
-     files.json, chunks.json, vectors.npy and idf.npy (builtin embedder). Every JSON
-     starts with "format": 1; each file is written to a temp name, then os.replace'd into
-     place with the manifest last, and the old ones are put back if that step fails (or,
-     after a hard kill, by the next ingest or load: _recover). One writer at a time:
-     index_dir/lock holds its pid under a kernel lock; a dead writer's lock is taken over.
+Out: an index dir (--index, else $VERSO_HOME, else ./.verso) of immutable segments
+     (vectors, texts, per-row metadata of whole notes), the file records and a manifest
+     naming the live segments and the tombstoned notes in each (format 2; see "on
+     disk"). An ingest writes the notes it read into one new segment under new names
+     (merging segments past MERGE_SEGMENTS / MERGE_SHARE), then replaces the manifest
+     atomically, then removes what no manifest names: a crash leaves the previous index
+     whole. One writer at a time: index_dir/lock holds its pid under a kernel lock; a
+     dead writer's lock is taken over. load_index memory-maps and parses metadata only;
+     a chunk's text is read when asked for.
 Not: BM25 arrays, retrieval or question-time version choices (retrieve.py, version.py).
      Never writes inside the vault, and reads nothing outside it: symlinks are followed
      once, and only to targets inside the vault. A note that cannot be read (binary, too
@@ -47,18 +50,21 @@ import argparse
 import calendar
 import codecs
 import fnmatch
+import functools
 import hashlib
 import json
 import os
 import re
+import itertools
 import shlex
-import shutil
 import stat
 import sys
 import time
 import tomllib
 import unicodedata
+import zlib
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
@@ -68,7 +74,7 @@ import numpy as np
 
 import models
 
-FORMAT = 1
+FORMAT = 2                         # 2: segments + tombstones (1: one chunks.json)
 MAX_FILE_BYTES = 5 * 1024 * 1024   # larger notes are skipped ("too large")
 CHUNK_WORDS = 180                  # most words in one chunk
 MAX_WORD_CHARS = 200               # longer "words" (base64, minified code) are cut in pieces
@@ -84,7 +90,17 @@ CONFIG_NAME = "verso.toml"
 FOLDER_KEYS = {"versioned": bool, "privacy": str}
 LOCK_NAME = "lock"                 # index_dir/lock: the writing ingest's pid, flock'ed
 COMMIT_WAIT = 5.0                  # seconds load_index waits for an ingest finishing its commit
-INDEX_FILES = ("manifest.json", "files.json", "chunks.json", "vectors.npy", "idf.npy")
+LOAD_TRIES = 3                     # load_index re-reads a manifest a commit replaced meanwhile
+MERGE_SEGMENTS = 4                 # more delta segments than this: they are merged into one
+MERGE_SHARE = 0.25                 # delta + tombstoned rows above this share of the live
+                                   # rows: everything is merged into one segment
+ROWS = np.dtype([("end", "<i8"), ("crc", "<u4"), ("hash", "V32")])   # s<N>.rows.npy
+SEG_FILES = ("vectors.npy", "rows.npy", "text", "chunks.json")
+INDEX_FILE_RE = re.compile(   # every name an index dir may hold besides lock (see "on disk")
+    r"^(?:(?P<seg>s(?P<n>\d+))\.(?:vectors\.npy|rows\.npy|text|chunks\.json|(?P<bm25>bm25[\w.-]*))"
+    r"|[ge](?P<n2>\d+)\.(?:files\.json|near\.json|idf\.npy)|manifest\.json|files\.json|chunks\.json"
+    r"|vectors\.npy|idf\.npy|bm25\.npz|bm25_vocab\.json|.+\.prev|\..+\.tmp-[\d-]+)$")
+_TMP_IDS = itertools.count()
 PRIVACY = ("private", "shareable")
 REUSE_RULES = 2                    # bump when reading/dating/chunking rules change: an
                                    # index made under other rules is not reused per file
@@ -138,11 +154,13 @@ class Index:
     manifest: dict
     files: list
     chunks: list
-    vectors: np.ndarray          # float32 [n_chunks, dim], memory-mapped, row i == chunks[i]
+    vectors: object              # float32 [n_chunks, dim] over memory maps, row i == chunks[i]
     by_path: dict
     embedder: object
     cache: dict = field(default_factory=dict)   # free for retrieve/version to memoise
     stat: list = field(default_factory=list)    # _index_stat of the files it was read from
+    segments: list = field(default_factory=list)  # the Segments, in manifest order
+    where: dict = field(default_factory=dict)     # path -> [(segment, first row, rows)]
 
 
 def default_index_dir() -> Path:
@@ -191,8 +209,17 @@ def _load_config(vault: Path, config=None) -> tuple[dict, Path | None]:
 
 
 def _folder_setting(rel: str, cfg: dict, key: str, default):
-    """The setting from the longest [folders.X] whose X is the file's folder or a prefix."""
-    parent, best = rel.rpartition("/")[0], None
+    """The setting from the longest [folders.X] whose X is the file's folder or a prefix
+    (remembered per folder in cfg["_memo"])."""
+    parent = rel.rpartition("/")[0]
+    memo = cfg.setdefault("_memo", {})
+    if (parent, key, default) not in memo:
+        memo[parent, key, default] = _setting_of(parent, cfg, key, default)
+    return memo[parent, key, default]
+
+
+def _setting_of(parent: str, cfg: dict, key: str, default):
+    best = None
     for name, table in cfg["folders"].items():
         if key in table and (parent == name or parent.startswith(name + "/")):
             if best is None or len(name) > len(best[0]):
@@ -201,20 +228,28 @@ def _folder_setting(rel: str, cfg: dict, key: str, default):
 
 
 def _ignored(rel: str, globs: list) -> bool:
+    return _ignore_re(tuple(globs)).match(rel) is not None
+
+
+@functools.lru_cache(maxsize=16)
+def _ignore_re(globs: tuple) -> re.Pattern:
+    """One regex for the ignore globs (fnmatchcase each; "dir/" means "dir/**"; a
+    leading "**/" also matches at the top)."""
+    pats = []
     for g in globs:
         g = g + "**" if g.endswith("/") else g
-        if fnmatch.fnmatchcase(rel, g) or (g.startswith("**/")
-                                           and fnmatch.fnmatchcase(rel, g[3:])):
-            return True
-    return False
+        pats += [g] + ([g[3:]] if g.startswith("**/") else [])
+    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in pats) or "(?!)")
 
 
 def _inside(path: str, vault: Path) -> bool:
     return path == str(vault) or path.startswith(str(vault) + os.sep)
 
 
-def _scan(vault: Path, cfg: dict) -> tuple[list[str], list[dict]]:
-    """Vault-relative note paths, sorted, and what was passed over [{path, reason}].
+def _scan(vault: Path, cfg: dict, stats: dict | None = None) -> tuple[list[str], list[dict]]:
+    """Vault-relative note paths, sorted, and what was passed over [{path, reason}];
+    stats, when given, gets path -> [size, mtime_ns] (or None) of every note, from the
+    same walk (one stat per note, no Path objects: the harness does this per question).
 
     Real folders are walked first; then each symlinked folder once, under its link path,
     if its target is inside the vault and was not walked yet (so loops end, and a note
@@ -223,11 +258,21 @@ def _scan(vault: Path, cfg: dict) -> tuple[list[str], list[dict]]:
     the boundary of what Verso reads. Unreadable folders are listed, never fatal."""
     notes, skipped, seen, reals = [], [], set(), set()
     link_dirs, link_files = [], []
+    stats = {} if stats is None else stats
+    cut = len(str(vault)) + 1
+    slash = os.sep != "/"
 
-    prefix = os.path.join(str(vault), "")     # every path below is a join onto it
+    def rel(path: str) -> str:
+        if len(path) < cut:
+            return "."
+        return path[cut:].replace(os.sep, "/") if slash else path[cut:]
 
-    def rel(path: str) -> str:                # Path.relative_to, without its parsing cost
-        return path[len(prefix):].replace(os.sep, "/") or "."
+    def stat_of(entry) -> list | None:
+        try:
+            st = entry.stat() if not isinstance(entry, str) else os.stat(entry)
+        except OSError:
+            return None
+        return [st.st_size, st.st_mtime_ns]
 
     def walk(top: str) -> None:
         stack = [top]
@@ -255,12 +300,13 @@ def _scan(vault: Path, cfg: dict) -> tuple[list[str], list[dict]]:
                     if e.name.lower() not in SKIP_DIRS:
                         (link_dirs if link else stack).append(e.path)
                 elif (e.name.lower().endswith(TEXT_EXTS)
-                      and not _ignored(rel(e.path), cfg["ignore"])):
+                      and not (cfg["ignore"] and _ignored(rel(e.path), cfg["ignore"]))):
                     if link:
                         link_files.append(e.path)
                     else:
                         notes.append(rel(e.path))
-                        reals.add(os.path.join(real, e.name))
+                        stats[notes[-1]] = stat_of(e)
+                        reals.add(real.rstrip(os.sep) + os.sep + e.name)  # os.path.join
 
     walk(str(vault))
     while link_dirs:
@@ -280,7 +326,12 @@ def _scan(vault: Path, cfg: dict) -> tuple[list[str], list[dict]]:
         elif target not in reals:             # else indexed at its real path already
             reals.add(target)
             notes.append(rel(path))
-    return sorted(notes), skipped
+            stats[notes[-1]] = stat_of(path)
+    notes.sort()
+    ordered = {p: stats[p] for p in notes}    # path order, as the stamp hashes them
+    stats.clear()
+    stats.update(ordered)
+    return notes, skipped
 
 
 def _read(path: Path) -> tuple[str | None, os.stat_result | int, str]:
@@ -444,7 +495,8 @@ def _family_name(stem: str) -> str:
 
 
 def _keeper_key(rec: dict):
-    return (bool(COPY_RE.search(Path(rec["path"]).stem)), len(rec["path"]), rec["path"])
+    stem = rec["path"].rsplit("/", 1)[-1].rsplit(".", 1)[0]    # Path(path).stem, faster
+    return (bool(COPY_RE.search(stem)), len(rec["path"]), rec["path"])
 
 
 def _shingles(words: list[str]) -> set:
@@ -453,7 +505,7 @@ def _shingles(words: list[str]) -> set:
     return set(zip(*(words[i:] for i in range(SHINGLE))))
 
 
-def _mark_duplicates(recs: list[dict], norm_of) -> None:
+def _mark_duplicates(recs: list[dict], norm_of, known=None) -> None:
     """Exact copies by hash; near-copies only among files with the same real date.
     norm_of(rec) gives a record's whitespace-collapsed text (a reused record's note is
     read only when its shingle count leaves a near-copy possible)."""
@@ -473,28 +525,40 @@ def _mark_duplicates(recs: list[dict], norm_of) -> None:
                 other = members[j]
                 if keep["duplicate_of"] or other["duplicate_of"]:
                     continue
-                if kind == "sha" or _near_copy(keep, other, sets, norm_of):
+                if kind == "sha" or _near_copy(keep, other, sets, norm_of, known):
                     other["duplicate_of"] = keep["path"]
 
 
-def _near_copy(a: dict, b: dict, sets: dict, norm_of) -> bool:
-    """Word-shingle Jaccard >= NEAR_COPY_JACCARD; the shingle counts rule most pairs out."""
+def _near_copy(a: dict, b: dict, sets: dict, norm_of, known=None) -> bool:
+    """Word-shingle Jaccard >= NEAR_COPY_JACCARD; the shingle counts rule most pairs out.
+    known: {"old": {pair: result}, "new": {}}: the last run's results stand for two
+    notes reused unread (same size and mtime); every result goes into "new"."""
     if min(a["shingles"], b["shingles"]) < NEAR_COPY_JACCARD * max(a["shingles"],
                                                                    b["shingles"]):
         return False
+    pair = "\t".join(sorted((a["path"], b["path"])))
+    if known is not None and a.get("_reused") and b.get("_reused") and pair in known["old"]:
+        known["new"][pair] = known["old"][pair]
+        return known["new"][pair]
     for r in (a, b):
         if r["path"] not in sets:
             sets[r["path"]] = _shingles(norm_of(r).lower().split())
     x, y = sets[a["path"]], sets[b["path"]]
-    return len(x & y) / len(x | y) >= NEAR_COPY_JACCARD
+    near = len(x & y) / len(x | y) >= NEAR_COPY_JACCARD
+    if known is not None:
+        known["new"][pair] = near
+    return near
 
 
 def _mark_families(recs: list[dict]) -> None:
     fams = defaultdict(list)
     for r in recs:
         folder, _, name = r["path"].rpartition("/")
-        norm = _family_name(Path(name).stem) if r["versioned"] else ""
-        r["family"] = f"{folder}/{norm}" if norm and folder else (norm or r["path"])
+        if "_family" in r:              # reused: same name, rules and config (reuse key)
+            r["family"] = r.pop("_family")
+        else:
+            norm = _family_name(Path(name).stem) if r["versioned"] else ""
+            r["family"] = f"{folder}/{norm}" if norm and folder else (norm or r["path"])
         if not r["duplicate_of"]:
             fams[r["family"]].append(r)
     for members in fams.values():
@@ -504,14 +568,18 @@ def _mark_families(recs: list[dict]) -> None:
             m["is_latest"] = m["date"] == top
 
 
-def _resolve_links(recs: list[dict]) -> None:
-    """Wikilink targets -> vault-relative paths by stem or path (case-insensitive)."""
+def _resolve_links(recs: list[dict], keep_reused: bool = False) -> None:
+    """Wikilink targets -> vault-relative paths by stem or path (case-insensitive).
+    keep_reused: the notes and their duplicate flags are those of the last run, so a
+    reused record's links stand as they were."""
     by_key = defaultdict(list)
     for r in recs:
         no_ext = r["path"].rsplit(".", 1)[0].lower()
         by_key[no_ext].append(r)
         by_key[no_ext.rsplit("/", 1)[-1]].append(r)
     for r in recs:
+        if keep_reused and r.get("_reused"):
+            continue
         links, folder = [], r["path"].rpartition("/")[0]
         for raw in r["wikilinks"]:
             key = raw.strip().lower().removesuffix(".md").removesuffix(".txt")
@@ -561,7 +629,7 @@ def _reused(old: dict, chunks, cfg: dict) -> dict:
     rec = {**old, "family": rel, "is_latest": False, "duplicate_of": None,
            "private": _folder_setting(rel, cfg, "privacy", "private") == "private",
            "versioned": _folder_setting(rel, cfg, "versioned", True), "_reused": True,
-           "_date_order": cfg["date_order"]}
+           "_date_order": cfg["date_order"], "_family": old["family"]}
     if chunks is not None:
         rec["_chunks"] = chunks
     return rec
@@ -579,7 +647,7 @@ def _text_of(vault: Path, rec: dict) -> str:
 
 
 def _catalogue(vault: Path, paths: list[str], cfg: dict, progress=None, stats=None,
-               old=None):
+               old=None, known=None):
     """File records (files.json entries plus _body/_norm, or _chunks when reused) and
     skipped [{path, reason}]. old: path -> (previous record, its chunks or None), reused
     when stats (path -> [size, mtime_ns]) match the record; {} reads every note."""
@@ -596,12 +664,14 @@ def _catalogue(vault: Path, paths: list[str], cfg: dict, progress=None, stats=No
             skipped.append({"path": rel, "reason": reason})
             continue
         recs.append(_record(rel, text, st, cfg))
-    _mark_duplicates(recs, lambda r: _text_of(vault, r))
+    _mark_duplicates(recs, lambda r: _text_of(vault, r), known)
     for r in recs:                      # a former duplicate needs chunks of its own now
         if not r["duplicate_of"] and "_body" not in r and "_chunks" not in r:
             _text_of(vault, r)
     _mark_families(recs)
-    _resolve_links(recs)
+    same = {(p, bool(v[0]["duplicate_of"])) for p, v in old.items()} == {
+        (r["path"], bool(r["duplicate_of"])) for r in recs}
+    _resolve_links(recs, keep_reused=same)
     return recs, skipped
 
 
@@ -711,31 +781,29 @@ def _pieces(body: str, date_order: str = "ymd") -> list[tuple[str, str | None, s
     return out or ([("", None, body.strip())] if body.strip() else [])
 
 
-def _rows(r: dict) -> list[tuple]:
-    """(heading, section_date, text, entry_latest, hash) per chunk of one record: its
-    previous chunks if reused (hash "" when not), else chunked from its body now."""
-    if "_chunks" in r:
-        return [(c["heading"], c["section_date"], c["text"], c["entry_latest"], c["hash"])
-                for c in r["_chunks"]]
-    pieces = _pieces(r["_body"], r.get("_date_order", "ymd"))
-    newest = max((d for _, d, _ in pieces if d), default=None)
-    return [(h, d, t, None if d is None else d == newest, "") for h, d, t in pieces]
+def _chunk_dict(cid: int, r: dict, heading: str, sdate, entry_latest, text: str,
+                digest: str) -> dict:
+    """A chunk as the pipeline sees it: its own fields plus those of its file's record
+    (the one home of this shape: a new build and a loaded index make it here)."""
+    return {"id": cid, "path": r["path"], "heading": heading, "section_date": sdate,
+            "date": sdate or r["date"],
+            "date_source": "section" if sdate else r["date_source"],
+            "family": r["family"], "is_latest": r["is_latest"], "entry_latest": entry_latest,
+            "private": r["private"], "text": text, "hash": digest}
 
 
 def _chunk_all(recs: list[dict]) -> list[dict]:
+    """The chunks of the records read now (duplicates have none), with _embed text."""
     chunks = []
     for r in recs:
         if r["duplicate_of"]:
             continue
-        for heading, sdate, text, entry_latest, digest in _rows(r):
-            chunks.append({
-                "id": len(chunks), "path": r["path"], "heading": heading,
-                "section_date": sdate, "date": sdate or r["date"],
-                "date_source": "section" if sdate else r["date_source"],
-                "family": r["family"], "is_latest": r["is_latest"],
-                "entry_latest": entry_latest,
-                "private": r["private"], "text": text, "hash": digest,
-                "_embed": f"{r['title']}\n{heading}\n{text}"})
+        pieces = _pieces(r["_body"], r.get("_date_order", "ymd"))
+        newest = max((d for _, d, _ in pieces if d), default=None)
+        for heading, sdate, text in pieces:
+            chunks.append(_chunk_dict(len(chunks), r, heading, sdate,
+                                      None if sdate is None else sdate == newest, text, ""))
+            chunks[-1]["_embed"] = f"{r['title']}\n{heading}\n{text}"
     return chunks
 
 
@@ -754,10 +822,21 @@ def _previous(index_dir: Path, vault: Path, backend, rebuild: bool, loaded=None)
             prev = loaded if loaded is not None and builtin else load_index(
                 index_dir, None if builtin else backend)
         except (IndexProblem, models.BackendError) as e:
-            note = f"previous index unusable ({e}); rebuilt"
+            note = _old_format(index_dir) or f"previous index unusable ({e}); rebuilt"
         if prev and prev.manifest.get("vault") != str(vault):
             prev, note = None, "previous index was for another vault; rebuilt"
     return backend, builtin, prev, note
+
+
+def _old_format(index_dir: Path) -> str:
+    """The one line for an index an older Verso wrote, else ""."""
+    try:
+        old = json.loads((index_dir / "manifest.json").read_bytes()).get("format")
+    except (OSError, ValueError, AttributeError):
+        return ""
+    if type(old) is int and old < FORMAT:
+        return f"index format {old} is older than this Verso's ({FORMAT}); rebuilt"
+    return ""
 
 
 def _embedder_for(backend, builtin: bool, prev, note: str, texts: list[str]):
@@ -783,27 +862,57 @@ def _reuse_key(cfg_path) -> list:
 
 
 def _old_records(prev, key: list) -> dict:
-    """path -> (previous record, its chunks or None) when prev was built under the same
-    reuse key, else {}."""
+    """path -> (previous record, its live rows (segment, first row, rows) or None for a
+    duplicate) when prev was built under the same reuse key, else {}."""
     if prev is None or prev.manifest.get("reuse") != key:
         return {}
-    by_path = defaultdict(list)
-    for c in prev.chunks:
-        by_path[c["path"]].append(c)
-    return {f["path"]: (f, None if f["duplicate_of"] else by_path.get(f["path"], []))
+    where = prev.where
+    return {f["path"]: (f, where[f["path"]][0] if f["path"] in where else None)
             for f in prev.files}
 
 
-def _embed(chunks: list[dict], emb, prev, progress=None) -> tuple[np.ndarray, int]:
-    """float32 [n, dim] rows for chunks: old rows by hash, the rest embedded now."""
-    old = {c["hash"]: c["id"] for c in prev.chunks} if prev else {}
+def _near_pairs(prev) -> dict:
+    """The last run's near-copy results {"a\tb": bool} (see _near_copy); {} if unreadable."""
+    try:
+        data = json.loads((prev.dir / prev.manifest["near_file"]).read_bytes())
+        return dict(data["pairs"]) if data.get("format") == FORMAT else {}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def _old_rows(prev, keep: dict) -> dict:
+    """hash -> (segment, row) of the previous rows of every note not kept in place
+    (edited, renamed, deleted): their vectors serve new chunks of the same text."""
+    if prev is None:
+        return {}
+    out = {}
+    for path, places in prev.where.items():
+        if path not in keep:
+            s, start, count = places[0]
+            seg = prev.segments[s]
+            out.update((seg.digest(r), (seg, r)) for r in range(start, start + count))
+    return out
+
+
+def _same_rows(prev, place, chunks: list[dict]) -> bool:
+    """Whether a re-read note's chunks are the rows it already has (a touched note)."""
+    seg, start, count = prev.segments[place[0]], place[1], place[2]
+    return count == len(chunks) and all(
+        (seg.digest(r), seg.heading[r], seg.section_date[r], seg.entry_latest[r],
+         seg.text(r)) == (c["hash"], c["heading"], c["section_date"], c["entry_latest"],
+                          c["text"]) for r, c in zip(range(start, start + count), chunks))
+
+
+def _embed(chunks: list[dict], emb, old: dict, progress=None) -> tuple[np.ndarray, int]:
+    """float32 [n, dim] rows for the new chunks: old rows by hash, the rest embedded now."""
     vectors = np.zeros((len(chunks), emb.dim), dtype=np.float32)
     todo = []
-    for c in chunks:
+    for i, c in enumerate(chunks):
         if c["hash"] in old:
-            vectors[c["id"]] = prev.vectors[old[c["hash"]]]
+            seg, r = old[c["hash"]]
+            vectors[i] = seg.vectors[r]
         else:
-            todo.append(c["id"])
+            todo.append(i)
     for start in range(0, len(todo), EMBED_BATCH):
         if progress:
             progress("embedding", start, len(todo))
@@ -817,92 +926,215 @@ def _embed(chunks: list[dict], emb, prev, progress=None) -> tuple[np.ndarray, in
     return vectors, len(todo)
 
 
+def _segments_after(prev, live: list[str], keep: dict, new: dict) -> tuple[list, dict, list]:
+    """(old segments kept, their tombstones {name: [paths]}, pieces of the one new
+    segment in row order). live: the paths with chunks, in path order; keep: path -> old
+    rows left in place; new: path -> its new _Piece. Deltas are merged when they pass a
+    count (MERGE_SEGMENTS), everything into one segment when delta and dead rows pass
+    MERGE_SHARE of the live rows."""
+    segs = list(prev.segments) if prev is not None else []
+    if not segs:
+        return [], {}, [new[p] for p in live]
+    total = sum(keep[p][2] if p in keep else len(new[p].rows) for p in live)
+    here = [{p for p in keep if keep[p][0] == s} for s in range(len(segs))]
+    dead_rows = sum(n for s, seg in enumerate(segs) for p, _, n in seg.files
+                    if p not in here[s])
+    delta_rows = sum(len(seg.rows) for seg in segs[1:]) + sum(len(x.rows) for x in new.values())
+    if delta_rows + dead_rows > MERGE_SHARE * max(total, 1):
+        return [], {}, [new[p] if p in new else _old_piece(segs[keep[p][0]], p, *keep[p][1:])
+                        for p in live]
+    stay = range(len(segs))
+    if len(segs) - 1 + bool(new) > MERGE_SEGMENTS:        # the deltas into one
+        stay = [0]
+        new = {p: new[p] if p in new else _old_piece(segs[keep[p][0]], p, *keep[p][1:])
+               for p in live if p in new or keep[p][0] != 0}
+    kept, dead = [], {}
+    for s in stay:
+        gone = sorted(p for p, _, _ in segs[s].files if p not in here[s])
+        if len(gone) < len(segs[s].files):             # a segment left with no note goes
+            kept.append(s)
+            if gone:
+                dead[segs[s].name] = gone
+    return kept, dead, [new[p] for p in live if p in new]
+
+
+def _next_gen(index_dir: Path, prev_manifest: dict | None) -> int:
+    """A number no file of the index dir uses yet."""
+    used = [int(m.group("n")) for p in index_dir.iterdir()
+            if (m := INDEX_FILE_RE.match(p.name)) and m.group("n")]
+    return max(used + [int((prev_manifest or {}).get("gen") or 0)]) + 1
+
+
 # --------------------------------------------------------------------- on disk
+#
+# index_dir/manifest.json names everything live and is replaced last (atomically):
+#   s<N>.vectors.npy  a segment: float32 [rows, dim], one row per chunk of whole notes
+#   s<N>.rows.npy     per row: end offset of its text in s<N>.text, crc32, sha256 (hash)
+#   s<N>.text         the rows' texts, UTF-8, back to back (read only when asked for)
+#   s<N>.chunks.json  per row heading, section_date, entry_latest; per note [path, row, n]
+#   s<N>.bm25-*       the segment's BM25 postings (retrieve.py, on the first question)
+#   g<N>.files.json   every file's record; e<N>.idf.npy the builtin embedder's IDF
+# A segment is never rewritten: an ingest writes new files, then the manifest, whose
+# "dead" lists the notes of each segment replaced or deleted since (tombstones). Files
+# no manifest names are removed after the commit, or by the next ingest (under the lock).
 
 def _json_bytes(obj) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def _write(path: Path, data) -> None:
+    """data (bytes, str, ndarray, or fn(binary file)) into path, flushed to disk."""
     with open(path, "wb") as f:
         if isinstance(data, np.ndarray):
             np.save(f, data)
+        elif callable(data):
+            data(f)
         else:
-            f.write(data)
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
         f.flush()
         os.fsync(f.fileno())
 
 
-def _commit(staged: list[tuple[Path, Path]]) -> None:
-    """os.replace each temp file into place in order; on any failure the old files
-    (kept as hard links, else copies) are put back, so the previous index stays whole."""
-    backups = []
+def write_atomic(path, data) -> None:
+    """The one atomic writer (index, BM25 arrays, evaluation runs): data goes to a temp
+    name beside path, then os.replace'd into place; on failure path is as it was."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{next(_TMP_IDS)}")
     try:
-        for tmp, final in staged:
-            bak = final.with_name(final.name + ".prev")
-            if final.exists():
-                bak.unlink(missing_ok=True)
-                try:
-                    os.link(final, bak)
-                except OSError:
-                    shutil.copy2(final, bak)
-            backups.append((bak if final.exists() else None, final))
-            os.replace(tmp, final)
+        _write(tmp, data)
+        os.replace(tmp, path)
     except BaseException:
-        for bak, final in reversed(backups):
-            if bak:
-                os.replace(bak, final)
-            else:
-                final.unlink(missing_ok=True)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
         raise
-    finally:
-        for bak, _ in backups:
-            if bak:
-                bak.unlink(missing_ok=True)
 
 
-def _save(index_dir: Path, manifest: dict, files: list, chunks: list, vectors, emb) -> None:
-    for junk in index_dir.glob(".*.tmp-*"):
-        junk.unlink(missing_ok=True)   # left by an ingest that was killed
-    blobs = {"files.json": _json_bytes({"format": FORMAT, "files": files}),
-             "chunks.json": _json_bytes({"format": FORMAT, "chunks": chunks})}
-    manifest["chunks_sha"] = hashlib.sha256(blobs["chunks.json"]).hexdigest()
-    manifest["files_sha"] = hashlib.sha256(blobs["files.json"]).hexdigest()
-    order = [("vectors.npy", vectors), *blobs.items(),
-             ("manifest.json", json.dumps(manifest, indent=1).encode("utf-8"))]
-    if isinstance(emb, models.BuiltinEmbedder):
-        order.insert(0, ("idf.npy", emb.idf))
-    staged = []
-    try:
-        for name, data in order:
-            tmp = index_dir / f".{name}.tmp-{os.getpid()}"
-            staged.append((tmp, index_dir / name))
-            _write(tmp, data)
-        _commit(staged)
-    finally:
-        for tmp, _ in staged:
-            tmp.unlink(missing_ok=True)
+@dataclass
+class _Piece:
+    """One note's rows, on their way into a new segment."""
+    path: str
+    vectors: np.ndarray          # float32 [k, dim]
+    text: bytes                  # the k texts back to back
+    rows: np.ndarray             # ROWS [k], "end" counted from the start of text
+    heading: list
+    section_date: list
+    entry_latest: list
+
+
+def _new_piece(path: str, chunks: list[dict], vectors: np.ndarray) -> _Piece:
+    blobs = [c["text"].encode("utf-8") for c in chunks]
+    rows = np.zeros(len(blobs), ROWS)
+    rows["end"] = np.cumsum([len(b) for b in blobs])
+    rows["crc"] = [zlib.crc32(b) for b in blobs]
+    rows["hash"] = [bytes.fromhex(c["hash"]) for c in chunks]
+    return _Piece(path, vectors, b"".join(blobs), rows, [c["heading"] for c in chunks],
+                  [c["section_date"] for c in chunks], [c["entry_latest"] for c in chunks])
+
+
+def _old_piece(seg, path: str, start: int, count: int) -> _Piece:
+    rows = np.array(seg.rows[start:start + count])
+    first = int(seg.rows["end"][start - 1]) if start else 0
+    last = int(rows["end"][-1]) if count else first
+    rows["end"] -= first
+    sl = slice(start, start + count)
+    return _Piece(path, np.asarray(seg.vectors[sl]), bytes(seg.blob[first:last]), rows,
+                  seg.heading[sl], seg.section_date[sl], seg.entry_latest[sl])
+
+
+def _write_segment(index_dir: Path, name: str, pieces: list, dim: int, written: list) -> dict:
+    """The four files of segment `name` from pieces (in row order); its manifest entry."""
+    files, at, ends, base = [], 0, [], 0
+    for p in pieces:
+        files.append([p.path, at, len(p.rows)])
+        at += len(p.rows)
+        ends.append(p.rows["end"] + base)
+        base += len(p.text)
+    rows = np.concatenate([p.rows for p in pieces]) if pieces else np.zeros(0, ROWS)
+    if pieces:
+        rows["end"] = np.concatenate(ends)
+    vectors = (np.concatenate([p.vectors for p in pieces]).astype(np.float32, copy=False)
+               if pieces else np.zeros((0, dim), np.float32))
+    meta = _json_bytes({"format": FORMAT, "files": files,
+                        "heading": [h for p in pieces for h in p.heading],
+                        "section_date": [d for p in pieces for d in p.section_date],
+                        "entry_latest": [e for p in pieces for e in p.entry_latest]})
+    for suffix, data in (("vectors.npy", vectors), ("rows.npy", rows),
+                         ("text", b"".join(p.text for p in pieces)), ("chunks.json", meta)):
+        written.append(index_dir / f"{name}.{suffix}")
+        write_atomic(written[-1], data)
+    return {"name": name, "rows": int(at), "sha": hashlib.sha256(meta).hexdigest()}
+
+
+def _referenced(manifest: dict) -> tuple[set, set]:
+    """(file names, segment names) a manifest keeps alive."""
+    segs = {s["name"] for s in manifest.get("segments", [])}
+    names = {"manifest.json", manifest.get("files_file"), manifest.get("idf_file"),
+             manifest.get("near_file")}
+    names |= {f"{s}.{x}" for s in segs for x in SEG_FILES}
+    return names - {None}, segs
+
+
+def _collect(index_dir: Path, manifest: dict) -> int:
+    """Remove the index files `manifest` does not name (old segments, an older format,
+    leftovers of an interrupted ingest); a segment's BM25 files live as long as it does.
+    Files that cannot be removed now (mapped on Windows) are left for the next run."""
+    names, segs = _referenced(manifest)
+    removed = 0
+    for p in index_dir.iterdir():
+        m = INDEX_FILE_RE.match(p.name)
+        if not m or p.name in names or (m.group("seg") in segs and m.group("bm25")):
+            continue
+        try:
+            p.unlink()
+            removed += 1
+        except OSError:
+            pass
+    return removed
 
 
 def _recover(index_dir: Path) -> str:
-    """Finish or undo the commit of an ingest killed inside _commit, whose *.prev files
-    are the old copies of what it had replaced. The manifest goes in last, so a
-    manifest.json.prev that differs from manifest.json means the new index is whole: the
-    old copies go. Otherwise they are put back. Call with the lock held. "" if clean."""
-    prevs = sorted(index_dir.glob("*.prev"), key=lambda p: (p.name == "manifest.json.prev",
-                                                            p.name))
-    if not prevs:
-        return ""
-    man = index_dir / "manifest.json"
-    old = index_dir / "manifest.json.prev"
-    done = old.exists() and man.exists() and old.read_bytes() != man.read_bytes()
-    for prev in prevs:                 # the manifest's copy last: it decides a rerun
-        if done:
-            prev.unlink(missing_ok=True)
-        else:
-            os.replace(prev, prev.with_suffix(""))
-    return ("an interrupted ingest had written the new index; finished it" if done else
-            "an interrupted ingest had replaced part of the index; put the old files back")
+    """Before an ingest writes (lock held): remove what an interrupted one left (temp
+    files, segments no manifest names). "" when there was nothing, else one line."""
+    try:
+        manifest = json.loads((index_dir / "manifest.json").read_bytes())
+        usable = isinstance(manifest, dict) and manifest.get("format") == FORMAT
+    except (OSError, ValueError):
+        manifest, usable = {}, False
+    if usable:
+        removed = _collect(index_dir, manifest)
+    else:                              # no (readable) manifest: only what is surely junk
+        removed = 0
+        for p in index_dir.glob(".*.tmp-*"):
+            p.unlink(missing_ok=True)
+            removed += 1
+    return (f"removed {removed} files an interrupted ingest had left" if removed else "")
+
+
+def _commit(index_dir: Path, manifest: dict, files: list, pieces_by_seg: list,
+            idf, near: dict) -> None:
+    """Write the new segments (name, pieces), the files and the IDF under new names,
+    then the manifest; on failure remove what this run wrote, so the previous index is
+    as it was. After the manifest, what it no longer names is removed."""
+    written, dim = [], manifest["dim"]
+    try:
+        for name, pieces in pieces_by_seg:
+            entry = _write_segment(index_dir, name, pieces, dim, written)
+            manifest["segments"].append(entry)
+        if idf is not None:
+            written.append(index_dir / manifest["idf_file"])
+            write_atomic(written[-1], idf)
+        written.append(index_dir / manifest["near_file"])
+        write_atomic(written[-1], _json_bytes({"format": FORMAT, "pairs": near}))
+        raw = _json_bytes({"format": FORMAT, "files": files})
+        manifest["files_sha"] = hashlib.sha256(raw).hexdigest()
+        written.append(index_dir / manifest["files_file"])
+        write_atomic(written[-1], raw)
+        write_atomic(index_dir / "manifest.json", json.dumps(manifest, indent=1))
+    except BaseException:
+        for p in written:
+            p.unlink(missing_ok=True)
+        raise
+    _collect(index_dir, manifest)
 
 
 def _alive(pid: int) -> bool:
@@ -1030,44 +1262,189 @@ def built_from(index_dir=None) -> tuple[str, str] | None:
         raise IndexProblem(f"the index in {d} is damaged and does not say which vault it "
                            f"was built from: run python ingest.py YOUR_NOTES --index {d} "
                            f"--rebuild") from None
+@dataclass
+class Segment:
+    """One segment, memory-mapped: rows of chunks of whole notes."""
+    name: str
+    files: list                  # [[path, first row, rows]] in row order
+    heading: list
+    section_date: list
+    entry_latest: list
+    vectors: np.ndarray          # float32 [rows, dim] (memory map)
+    rows: np.ndarray             # ROWS [rows] (memory map)
+    blob: object                 # the texts: uint8 memory map (b"" when empty)
+    where: str                   # "s3.text in DIR", for errors
+    fix: str                     # the command that rebuilds the index
+
+    def text(self, r: int) -> str:
+        start = int(self.rows["end"][r - 1]) if r else 0
+        raw = bytes(self.blob[start:int(self.rows["end"][r])])
+        if zlib.crc32(raw) != int(self.rows["crc"][r]):
+            raise IndexProblem(f"{self.where} does not match its rows (edited or damaged): "
+                               f"run {self.fix}")
+        return raw.decode("utf-8")
+
+    def digest(self, r: int) -> str:
+        return bytes(self.rows["hash"][r]).hex()
+
+    def row_paths(self) -> list[str]:
+        return [p for p, _, n in self.files for _ in range(n)]
+
+
+class _Vectors:
+    """The vectors of the live chunks in chunk-id order, over the segments' memory maps
+    (never copied): `v @ q`, `v[i]`, `v[ids]`, shape, dtype, nbytes, np.asarray(v)."""
+
+    def __init__(self, mats: list, seg_of: np.ndarray, row: np.ndarray, dim: int):
+        self.mats = [np.asarray(m) for m in mats]
+        base = np.cumsum([0] + [m.shape[0] for m in mats])
+        self.base, self.rows = base, base[seg_of] + row      # chunk id -> global row
+        self.shape, self.dtype, self.ndim = (len(row), dim), np.dtype(np.float32), 2
+        self.nbytes = len(row) * dim * 4
+        self.plain = (self.mats[0] if len(mats) == 1 and base[-1] == len(row)
+                      and np.array_equal(self.rows, np.arange(len(row))) else None)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __matmul__(self, q):
+        if self.plain is not None:
+            return self.plain @ q
+        return np.concatenate([m @ q for m in self.mats])[self.rows]
+
+    def __getitem__(self, i):
+        if self.plain is not None:
+            return self.plain[i]
+        g = self.rows[i]
+        if np.ndim(g) == 0:
+            s = int(np.searchsorted(self.base, g, "right")) - 1
+            return self.mats[s][g - self.base[s]]
+        g = np.asarray(g)
+        out = np.empty(g.shape + (self.shape[1],), np.float32)
+        seg = np.searchsorted(self.base, g, "right") - 1
+        for s in np.unique(seg):
+            at = seg == s
+            out[at] = self.mats[s][g[at] - self.base[s]]
+        return out
+
+    def __array__(self, dtype=None, copy=None):
+        out = self[np.arange(len(self))] if self.plain is None else np.array(self.plain)
+        return out if dtype is None else out.astype(dtype)
+
+
+class _Chunks(Sequence):
+    """The live chunks in id order, each dict built from its segment and its file's
+    record when first asked for (its text read then); equal to the list a full build
+    makes. column(key) gives one field of every chunk without building the dicts."""
+
+    def __init__(self, files: list, segments: list, file_of, seg_of, row):
+        self.files, self.segments = files, segments
+        self.file_of, self.seg_of, self.row = file_of, seg_of, row
+        self.memo: dict[int, dict] = {}
+
+    def __len__(self) -> int:
+        return len(self.row)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        i = int(i) + (len(self) if int(i) < 0 else 0)
+        if not 0 <= i < len(self):
+            raise IndexError("chunk id out of range")
+        c = self.memo.get(i)
+        if c is None:
+            seg, r = self.segments[self.seg_of[i]], int(self.row[i])
+            c = self.memo[i] = _chunk_dict(i, self.files[self.file_of[i]], seg.heading[r],
+                                           seg.section_date[r], seg.entry_latest[r],
+                                           seg.text(r), seg.digest(r))
+        return c
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def segment_ids(self, s: int) -> np.ndarray:
+        """int64 [rows of segment s]: each row's chunk id, -1 when tombstoned."""
+        out = np.full(len(self.segments[s].rows), -1, dtype=np.int64)
+        at = np.flatnonzero(self.seg_of == s)
+        out[self.row[at]] = at
+        return out
+
+    def files_of(self) -> tuple[np.ndarray, list]:
+        """(int64 [n]: each chunk's position in files, ascending; files)."""
+        return self.file_of, self.files
+
+    def column(self, key: str) -> list:
+        if key == "id":
+            return list(range(len(self)))
+        if key in ("path", "private", "family", "is_latest"):
+            values = np.array([f[key] for f in self.files] + [None], dtype=object)[:-1]
+            return values[self.file_of].tolist()
+        if key in ("heading", "section_date", "entry_latest"):
+            out = np.empty(len(self), dtype=object)
+            for s, seg in enumerate(self.segments):
+                at = self.seg_of == s
+                out[at] = np.array(getattr(seg, key) + [None], dtype=object)[:-1][self.row[at]]
+            return out.tolist()
+        return [c.get(key) for c in self]
+
+
+def chunk_files(chunks):
+    """(each chunk's position in the file records, the records) when the chunks come
+    from a loaded index, else None (a plain list: read the dicts)."""
+    return chunks.files_of() if isinstance(chunks, _Chunks) else None
+
+
+def chunk_column(chunks, key: str) -> list:
+    """One field of every chunk, in id order; from an index's columns when it has them
+    (no chunk dict built, no text read), else from the dicts."""
+    if isinstance(chunks, _Chunks):
+        return chunks.column(key)
+    return [c.get(key) for c in chunks]
 
 
 def load_index(index_dir=None, backend=None) -> Index:
-    """The index in index_dir (default_index_dir()), checked: format, the chunks and
-    files the manifest was written with, vector rows and dim, and the embedder.
-    `backend` supplies the embedder of a non-builtin index. The commit of an ingest
-    killed while replacing files is finished or undone first (see _recover)."""
+    """The index in index_dir (default_index_dir()), checked: format, the files and
+    segments the manifest names, vector rows and dim, and the embedder. Texts are read
+    (and checked) only when a chunk is asked for. `backend` supplies the embedder of a
+    non-builtin index. An ingest that commits meanwhile is followed to its new manifest."""
     d = Path(index_dir or default_index_dir()).expanduser().resolve()
     if not (d / "manifest.json").exists():
         raise IndexProblem(f"no index in {d}: run python ingest.py VAULT"
                            + ("" if d == default_index_dir().resolve() else f" --index {d}"))
-    if any(d.glob("*.prev")):
-        _recover_for_load(d)
-    try:
-        return _load(d, backend)
-    except IndexProblem:
-        if (pid := _holder(d)) is not None:    # read while an ingest replaces the files
-            raise IndexProblem(f"an ingest (pid {pid}) is writing {d}: try again when it "
-                               "finishes") from None
-        raise
+    for attempt in range(LOAD_TRIES):
+        seen = _manifest_bytes(d)
+        try:
+            return _load(d, backend)
+        except IndexProblem:
+            if attempt + 1 < LOAD_TRIES and _manifest_bytes(d) != seen:
+                continue                       # a commit replaced the files: read anew
+            if (pid := _holder(d)) is not None:
+                raise IndexProblem(f"an ingest (pid {pid}) is writing {d}: try again when "
+                                   "it finishes") from None
+            raise
 
 
-def _recover_for_load(d: Path) -> None:
+def _manifest_bytes(d: Path) -> bytes:
     try:
-        with _lock(d, wait=COMMIT_WAIT):
-            _recover(d)
-    except IndexBusy:
-        raise IndexProblem(f"an ingest (pid {_holder(d)}) is writing {d}: try again when "
-                           "it finishes") from None
-    except OSError as e:
-        raise IndexProblem(f"an ingest was interrupted while replacing the index in {d} and "
-                           f"this process cannot repair it ({e.strerror}): run "
-                           f"{_fix(d)}") from None
+        return (d / "manifest.json").read_bytes()
+    except OSError:
+        return b""
 
 
 def _index_stat(d: Path) -> list:
-    """[size, mtime_ns] of every index file: equal lists, the same files on disk."""
-    return [_stat(d / name) for name in INDEX_FILES]
+    """[name, size, mtime_ns] of every file in the index dir but the lock and temp files:
+    an equal list means the files on disk are the ones that were read (a commit, a merge
+    or a damaged file all show as a change)."""
+    try:
+        entries = list(os.scandir(d))
+    except OSError:
+        return []
+    out = []
+    for e in entries:
+        if e.name != LOCK_NAME and not e.name.startswith(".") and e.is_file():
+            st = e.stat()
+            out.append([e.name, st.st_size, st.st_mtime_ns])
+    return sorted(out)
 
 
 def _load(d: Path, backend) -> Index:
@@ -1079,38 +1456,104 @@ def _load(d: Path, backend) -> Index:
     if not isinstance(manifest["embedder"], str) or type(dim) is not int or dim < 1:
         raise IndexProblem(f"manifest.json in {d} has a bad embedder or dim "
                            f"({manifest['embedder']!r}, {dim!r}): run {fix}")
-    files, files_raw = _read_json(d, "files.json", "files", vault)
-    chunks, chunks_raw = _read_json(d, "chunks.json", "chunks", vault)
-    for raw, key, name in ((chunks_raw, "chunks_sha", "chunks.json"),
-                           (files_raw, "files_sha", "files.json")):
-        if hashlib.sha256(raw).hexdigest() != manifest.get(key):
-            raise IndexProblem(f"{name} in {d} does not match its manifest (edited, or an "
-                               f"ingest was interrupted): run {fix}")
     try:
-        vectors = np.load(d / "vectors.npy", mmap_mode="r")
-    except (OSError, ValueError, EOFError) as e:
-        raise IndexProblem(f"vectors.npy in {d} is unreadable ({_line(e)}): run "
+        names = [(s["name"], s["rows"], s["sha"]) for s in manifest["segments"]]
+        dead = {k: set(v) for k, v in manifest["dead"].items()}
+        files_file = str(manifest["files_file"])
+    except (KeyError, TypeError, AttributeError):
+        raise IndexProblem(f"manifest.json in {d} lacks its segments or files: run "
                            f"{fix}") from None
-    n = len(chunks["chunks"])
-    if vectors.dtype != np.float32 or vectors.shape != (n, dim):
-        raise IndexProblem(f"vectors.npy in {d} has shape {vectors.shape} {vectors.dtype}, "
-                           f"expected ({n}, {dim}) float32: run {fix}")
+    files, files_raw = _read_json(d, files_file, "files", vault)
+    if hashlib.sha256(files_raw).hexdigest() != manifest.get("files_sha"):
+        raise IndexProblem(f"{files_file} in {d} does not match its manifest (edited, or an "
+                           f"ingest was interrupted): run {fix}")
+    segments = [_load_segment(d, name, rows, sha, dim, vault) for name, rows, sha in names]
+    where = _live_notes(segments, dead)
+    file_of, seg_of, row = _layout(d, files["files"], where, fix)
     embedder = _load_embedder(d, manifest, backend, fix)
-    return Index(d, manifest, files["files"], chunks["chunks"], vectors,
-                 {f["path"]: f for f in files["files"]}, embedder, stat=stat)
+    idx = Index(d, manifest, files["files"],
+                _Chunks(files["files"], segments, file_of, seg_of, row),
+                _Vectors([s.vectors for s in segments], seg_of, row, dim),
+                {f["path"]: f for f in files["files"]}, embedder, stat=stat)
+    idx.segments, idx.where = segments, where
+    return idx
+
+
+def _mapped(path: Path, fix: str, dtype=None, shape=None):
+    """np.load(mmap) of a .npy, checked against dtype and shape (one line if not)."""
+    try:
+        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError, EOFError) as e:
+        raise IndexProblem(f"{path.name} in {path.parent} is unreadable ({_line(e)}): run "
+                           f"{fix}") from None
+    if arr.dtype != dtype or arr.shape != shape:
+        raise IndexProblem(f"{path.name} in {path.parent} has shape {arr.shape} {arr.dtype}, "
+                           f"expected {shape} {np.dtype(dtype)}: run {fix}")
+    return arr
+
+
+def _load_segment(d: Path, name: str, n: int, sha: str, dim: int, vault) -> Segment:
+    fix = _fix(d, vault)
+    meta, raw = _read_json(d, f"{name}.chunks.json", "files", vault)
+    if hashlib.sha256(raw).hexdigest() != sha:
+        raise IndexProblem(f"{name}.chunks.json in {d} does not match its manifest (edited, "
+                           f"or an ingest was interrupted): run {fix}")
+    vectors = _mapped(d / f"{name}.vectors.npy", fix, np.float32, (n, dim))
+    rows = _mapped(d / f"{name}.rows.npy", fix, ROWS, (n,))
+    text = d / f"{name}.text"
+    try:
+        size = text.stat().st_size
+        blob = np.memmap(text, dtype=np.uint8, mode="r") if size else b""
+    except (OSError, ValueError) as e:
+        raise IndexProblem(f"{name}.text in {d} is unreadable ({_line(e)}): run "
+                           f"{fix}") from None
+    if size != (int(rows["end"][-1]) if n else 0) or not all(
+            len(meta.get(k) or []) == n for k in ("heading", "section_date", "entry_latest")):
+        raise IndexProblem(f"{name}.text in {d} does not match its rows (edited or "
+                           f"damaged): run {fix}")
+    return Segment(name, meta["files"], meta["heading"], meta["section_date"],
+                   meta["entry_latest"], vectors, rows, blob, f"{name}.text in {d}", fix)
+
+
+def _live_notes(segments: list, dead: dict) -> dict:
+    """path -> [(segment, first row, rows)] of every note not tombstoned (one each in a
+    whole index)."""
+    where = {}
+    for s, seg in enumerate(segments):
+        gone = dead.get(seg.name, ())
+        for path, start, count in seg.files:
+            if path not in gone:
+                where.setdefault(path, []).append((s, start, count))
+    return where
+
+
+def _layout(d: Path, files: list, where: dict, fix: str):
+    """(file_of, seg_of, row): for each live chunk, in full-build order (notes by path,
+    then their rows), its file's position in files, its segment and its row there."""
+    live = [(j, f["path"]) for j, f in enumerate(files) if not f.get("duplicate_of")]
+    if len(where) != len(live) or any(len(where.get(p, ())) != 1 for _, p in live):
+        raise IndexProblem(f"the segments in {d} do not match its files (a note missing or "
+                           f"indexed twice): run {fix}")
+    loc = np.array([where[p][0] for _, p in live], dtype=np.int64).reshape(-1, 3)
+    counts = loc[:, 2]
+    first = np.cumsum(counts) - counts                 # each note's first chunk id
+    row = np.arange(int(counts.sum()), dtype=np.int64) + np.repeat(loc[:, 1] - first, counts)
+    return (np.repeat(np.array([j for j, _ in live], dtype=np.int64), counts),
+            np.repeat(loc[:, 0], counts), row)
 
 
 def _load_embedder(d: Path, manifest: dict, backend, fix: str):
-    """The embedder the vectors were made with: builtin from idf.npy, Ollama by model
-    name (no server call), anything else from the backend passed in."""
+    """The embedder the vectors were made with: builtin from its IDF file, Ollama by
+    model name (no server call), anything else from the backend passed in."""
     eid = manifest["embedder"]
     if backend is not None:
         emb = getattr(backend, "embedder", backend)
     elif eid.startswith(models.BUILTIN_EMBEDDER):
+        name = str(manifest.get("idf_file"))
         try:
-            emb = models.BuiltinEmbedder(np.load(d / "idf.npy"))
+            emb = models.BuiltinEmbedder(np.load(d / name))
         except (OSError, ValueError, EOFError) as e:
-            raise IndexProblem(f"idf.npy in {d} is unreadable ({_line(e)}): run "
+            raise IndexProblem(f"{name} in {d} is unreadable ({_line(e)}): run "
                                f"{fix}") from None
     elif eid.startswith("ollama:") and hasattr(models, "OllamaEmbedder"):
         emb = models.OllamaEmbedder(eid[len("ollama:"):], dim=manifest["dim"])
@@ -1184,25 +1627,27 @@ def _unchanged(index_dir: Path, vault: Path, stamp: str, backend, current=None):
 
 
 def _files_and_chunks(vault: Path, paths: list, cfg: dict, progress, stats: dict,
-                      old: dict):
-    """(records, skipped, chunks, {files_read, files_reused, files_reread}); a reused
-    note that changed while this ran means the whole catalogue is read afresh."""
+                      old: dict, known: dict):
+    """(records, skipped, chunks of the notes read now, {files_read, files_reused,
+    files_reread}); a reused note that changed while this ran means the whole catalogue
+    is read afresh. A reused note keeps its previous rows (its record's _chunks)."""
     try:
-        recs, skipped = _catalogue(vault, paths, cfg, progress, stats, old)
+        recs, skipped = _catalogue(vault, paths, cfg, progress, stats, old, known)
     except _Stale:
-        recs, skipped = _catalogue(vault, paths, cfg, progress)
+        known["new"].clear()
+        recs, skipped = _catalogue(vault, paths, cfg, progress, known=known)
     reused = sum(1 for r in recs if r.get("_reused"))
     counts = {"files_read": len(paths) - reused, "files_reused": reused,
               "files_reread": sum(1 for r in recs if r.get("_reread"))}
-    return recs, skipped, _chunk_all(recs), counts
+    return recs, skipped, _chunk_all([r for r in recs if "_chunks" not in r]), counts
 
 
-def _summary(paths, passed_over, files, chunks, embedded, skipped, counts) -> dict:
+def _summary(paths, passed_over, files, n_chunks, embedded, skipped, counts) -> dict:
     live = [f for f in files if not f["duplicate_of"]]
     return {"files_seen": len(paths) + len(passed_over), "indexed": len(live),
             "duplicates": len(files) - len(live),
-            "families": len({f["family"] for f in live}), "chunks": len(chunks),
-            "embedded": embedded, "reused": len(chunks) - embedded, **counts,
+            "families": len({f["family"] for f in live}), "chunks": n_chunks,
+            "embedded": embedded, "reused": n_chunks - embedded, **counts,
             "dated": dict(Counter(f["date_source"] for f in files)), "skipped": skipped}
 
 
@@ -1230,8 +1675,8 @@ def _build(vault, index_dir, config, rebuild, backend, progress, current=None):
     """(summary, the loaded Index when nothing changed, else None).
     backend: None/"builtin", a backend name, or a models.Backend; progress(stage, done,
     total) is called while reading and embedding. Notes whose size and mtime match their
-    previous record (same vault, embedder, rules and config) are not read or chunked
-    again; everything that depends on other notes is recomputed for every note."""
+    previous record (same vault, embedder, rules and config) are not read again and keep
+    their rows; everything that depends on other notes is recomputed for every note."""
     started = time.perf_counter()
     vault = Path(vault).expanduser().resolve()
     if not vault.is_dir():
@@ -1241,9 +1686,8 @@ def _build(vault, index_dir, config, rebuild, backend, progress, current=None):
         raise ValueError(f"index dir {index_dir} is inside the vault; Verso never writes "
                          f"there: pass --index DIR outside it or set VERSO_HOME")
     cfg, cfg_path = _load_config(vault, config)
-    paths, passed_over = _scan(vault, cfg)
-    root = os.path.join(str(vault), "")
-    stats = {p: _stat(root + p) for p in paths}
+    stats = {}
+    paths, passed_over = _scan(vault, cfg, stats)
     stamp = _stamp(vault, stats, passed_over, cfg_path, backend)
     with _lock(index_dir):
         recovered = _recover(index_dir)
@@ -1255,33 +1699,72 @@ def _build(vault, index_dir, config, rebuild, backend, progress, current=None):
         backend, builtin, prev, note = _previous(index_dir, vault, backend, rebuild, loaded)
         del loaded
         key = _reuse_key(cfg_path)
+        old = _old_records(prev, key)
+        known = {"old": _near_pairs(prev) if old else {}, "new": {}}
         recs, skipped, chunks, counts = _files_and_chunks(vault, paths, cfg, progress, stats,
-                                                          _old_records(prev, key))
+                                                          old, known)
         emb, prev, note, name = _embedder_for(backend, builtin, prev, note,
                                               [c["_embed"] for c in chunks])
         note = "; ".join(filter(None, (recovered, note)))
-        for c in chunks:               # a reused hash stands only under the same embedder
-            if prev is None or not c["hash"]:
-                c["hash"] = hashlib.sha256(f"{c['_embed']}\n{emb.id}".encode()).hexdigest()
-        vectors, embedded = _embed(chunks, emb, prev, progress)
-        del prev                        # release the old memory map before replacing it
         for c in chunks:
-            del c["_embed"]
-        files = [{k: v for k, v in r.items() if not k.startswith("_")} for r in recs]
-        summary = {**_summary(paths, passed_over, files, chunks, embedded,
+            c["hash"] = hashlib.sha256(f"{c['_embed']}\n{emb.id}".encode()).hexdigest()
+        manifest, files, summary = _write_index(index_dir, prev, recs, chunks, emb, progress)
+        summary = {**_summary(paths, passed_over, files, summary[0], summary[1],
                               passed_over + skipped, counts),
                    "seconds": 0.0, "index": str(index_dir), "embedder": emb.id, "note": note}
-        manifest = {"format": FORMAT, "embedder": emb.id, "dim": int(emb.dim),
-                    "backend": name, "vault": str(vault), "stamp": stamp,
-                    "config": str(cfg_path) if cfg_path else None, "reuse": key,
-                    "counts": {**{k: summary[k] for k in ("files_seen", "indexed", "duplicates",
-                                                          "families", "chunks")},
-                               "skipped": len(summary["skipped"])},
-                    "skipped": summary["skipped"],
-                    "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-        _save(index_dir, manifest, files, chunks, vectors, emb)
+        manifest.update({
+            "backend": name, "vault": str(vault), "stamp": stamp,
+            "config": str(cfg_path) if cfg_path else None, "reuse": key,
+            "counts": {**{k: summary[k] for k in ("files_seen", "indexed", "duplicates",
+                                                  "families", "chunks")},
+                       "skipped": len(summary["skipped"])},
+            "skipped": summary["skipped"]})
+        manifest["near_file"] = f"g{manifest['gen']}.near.json"
+        _commit(index_dir, manifest, files, manifest.pop("_pieces"), manifest.pop("_idf"),
+                known["new"])
     summary["seconds"] = round(time.perf_counter() - started, 3)
     return summary, None
+
+
+def _write_index(index_dir: Path, prev, recs: list, chunks: list, emb, progress):
+    """(manifest without the vault fields, files, (chunks, embedded)) of the new index:
+    reused notes keep their rows, a touched note whose chunks did not change too; the
+    rest go into one new segment (with the notes a merge moves). The manifest carries
+    the new segment's pieces and the IDF to write under _pieces and _idf."""
+    keep = {r["path"]: r["_chunks"] for r in recs if "_chunks" in r and not r["duplicate_of"]}
+    by_path = {r["path"]: [] for r in recs if not r["duplicate_of"] and r["path"] not in keep}
+    for c in chunks:
+        by_path[c["path"]].append(c)
+    old_where = prev.where if prev is not None else {}
+    for path, cs in list(by_path.items()):
+        if path in old_where and _same_rows(prev, old_where[path][0], cs):
+            keep[path] = old_where[path][0]
+            del by_path[path]
+    todo = [c for cs in by_path.values() for c in cs]
+    vectors, embedded = _embed(todo, emb, _old_rows(prev, keep), progress)
+    new, at = {}, 0
+    for path, cs in by_path.items():
+        new[path] = _new_piece(path, cs, vectors[at:at + len(cs)])
+        at += len(cs)
+    live = [r["path"] for r in recs if not r["duplicate_of"]]
+    kept, dead, pieces = _segments_after(prev, live, keep, new)
+    gen = _next_gen(index_dir, prev.manifest if prev is not None else None)
+    same_idf = prev is not None and prev.embedder is emb
+    idf = (emb.idf if isinstance(emb, models.BuiltinEmbedder) and not same_idf else None)
+    manifest = {"format": FORMAT, "embedder": emb.id, "dim": int(emb.dim), "gen": gen,
+                "segments": [prev.manifest["segments"][s] for s in kept], "dead": dead,
+                "files_file": f"g{gen}.files.json",
+                "idf_file": (f"e{gen}.idf.npy" if idf is not None else
+                             prev.manifest.get("idf_file") if same_idf else None),
+                "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "_pieces": [(f"s{gen}", pieces)] if pieces else [], "_idf": idf}
+    scratch = [k for k in set().union(*recs) if k.startswith("_")]   # _body, _reused, ...
+    files = [r.copy() for r in recs]
+    for f in files:
+        for k in scratch:
+            f.pop(k, None)
+    n_chunks = sum(keep[p][2] if p in keep else len(new[p].rows) for p in live)
+    return manifest, files, (n_chunks, embedded)
 
 
 def _human(s: dict) -> str:

@@ -8,26 +8,26 @@ Out: list[Candidate], best first: the top k of the fused ranking, each with its 
      hop along wikilinks and backlinks (added_by="link", via=the seed note).
 Not: time modes or version filtering (version.py), relevance judgments (rerank.py),
      embedding the query (models.py), reading or writing the index itself (ingest.py).
-     The only file I/O is the BM25 cache (bm25.npz + bm25_vocab.json in the index dir).
+     The only file I/O is each segment's BM25 postings (s<N>.bm25-*.npy, s<N>.bm25.json
+     in the index dir), written once through ingest.write_atomic.
 
-Dense: one float32 matmul `vectors @ qvec`. BM25 Okapi over
-models.terms(heading + file stem + text), stored CSC-style: per term a run of
-(doc id, precomputed BM25 weight) so a query is one bincount scatter-add.
+Dense: one float32 matmul `vectors @ qvec` per segment. BM25 Okapi over
+models.terms(heading + file stem + text), stored CSC-style per segment: per term a run
+of (row, term frequency); a query weighs its terms' postings from the global document
+frequencies and average length of the live chunks, then one bincount scatter-add.
 Top-k everywhere by argpartition with ties broken by the lower chunk id.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import numpy as np
 
+import ingest
 import models
 
 K1 = 1.5                 # BM25 term-frequency saturation
@@ -38,11 +38,11 @@ FUSE_DEPTH_MIN = 50      # each ranking contributes its top max(3k, FUSE_DEPTH_M
 LINK_SEEDS = 5           # distinct notes whose links and backlinks are followed
 LINK_MAX = 5             # extra candidates link expansion may add
 METHODS = ("hybrid", "bm25", "dense")
-BM25_FORMAT = 2          # 2: term frequencies, lengths and chunk keys kept (update_bm25)
-BM25_ARRAYS = "bm25.npz"
-BM25_VOCAB = "bm25_vocab.json"
-BM25_SAVED = ("indptr", "docs", "weights", "idf", "tf", "lens", "keys")
+BM25_FORMAT = 3          # 3: per segment, tf and lengths (weights from global statistics)
+BM25_META = "bm25.json"  # s<N>.bm25.json: terms; s<N>.bm25-<array>.npy: the arrays
+BM25_SAVED = ("indptr", "docs", "tf", "lens")
 SPARSE_RATIO = 8         # postings < n_docs / SPARSE_RATIO: sum via np.unique, not n-long
+RETOKENIZE_SHARE = 0.05  # tombstoned rows up to this share are tokenized again for df
 STEM_MEMO_MAX = 200_000  # file stems remembered by _bm25_text
 _STEMS: dict[str, str] = {}
 
@@ -124,12 +124,6 @@ def _bm25_text(chunk: dict) -> str:
     return f"{chunk.get('heading') or ''} {stem} {chunk.get('text') or ''}"
 
 
-def _chunk_keys(texts: list[str]) -> np.ndarray:
-    """uint64 [n]: blake2b of each BM25 text; equal keys, equal postings."""
-    return np.frombuffer(b"".join(hashlib.blake2b(t.encode("utf-8"), digest_size=8).digest()
-                                  for t in texts), dtype=np.uint64)
-
-
 def _postings(texts: list[str], vocab: dict, doc_ids: np.ndarray, n: int):
     """(keys, tf, lens) of texts placed at doc_ids among n docs: keys = term * n + doc,
     ascending, one per (term, doc) with its term frequency. Terms new to vocab join it
@@ -150,192 +144,196 @@ def _postings(texts: list[str], vocab: dict, doc_ids: np.ndarray, n: int):
     return keys[starts], np.diff(np.r_[starts, keys.size]), lens
 
 
-def _assemble(keys, tf, lens, vocab: dict, chunk_keys) -> dict:
-    """The BM25 arrays from sorted (term * n + doc) keys, their tf and the doc lengths;
-    terms left without postings (an incremental update) leave the vocabulary."""
-    n = len(lens)
+def _part(texts: list[str]) -> dict:
+    """The postings of one set of documents (a segment): {"terms" [V] alphabetical,
+    "col" {term: column}, "indptr" int64 [V+1], "docs" int32 [P] (ascending per term),
+    "tf" int32 [P], "lens" int32 [n]}; no weights, which depend on every segment."""
+    n, vocab = len(texts), {}
+    keys, tf, lens = _postings(texts, vocab, np.arange(n), n)
     term = keys // max(n, 1)
-    doc = np.remainder(keys, max(n, 1), out=keys)   # keys are ours: reused for doc
-    df = np.bincount(term, minlength=len(vocab))
-    if not df.all():
-        keep = df > 0
-        remap = np.cumsum(keep) - 1
-        term, df = remap[term], df[keep]
-        vocab = {t: int(remap[c]) for t, c in vocab.items() if keep[c]}
-    df = df.astype(np.float64)
-    idf = np.log1p((n - df + 0.5) / (df + 0.5))
-    avgdl = float(lens.mean()) if n and lens.sum() else 1.0
-    # idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * len / avgdl)), the same float64
-    # operations per posting as one expression, with fewer postings-long temporaries
-    weights = idf[term]
-    weights *= tf
-    weights *= K1 + 1.0
-    denom = (K1 * (1.0 - B + B * lens / avgdl))[doc]
-    denom += tf
-    weights /= denom
     indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
-    indptr[1:] = np.cumsum(df.astype(np.int64))
-    return {"indptr": indptr, "docs": doc.astype(np.int32),
-            "weights": weights.astype(np.float32), "idf": idf.astype(np.float32),
-            "tf": tf.astype(np.int32, copy=False), "lens": lens.astype(np.int64),
-            "keys": np.asarray(chunk_keys, dtype=np.uint64),
-            "vocab": vocab, "n_docs": n, "avgdl": avgdl}
+    np.cumsum(np.bincount(term, minlength=len(vocab)), out=indptr[1:])
+    return {"terms": sorted(vocab, key=vocab.get), "col": vocab, "indptr": indptr,
+            "docs": np.remainder(keys, max(n, 1)).astype(np.int32),
+            "tf": tf.astype(np.int32), "lens": np.asarray(lens, dtype=np.int32)}
+
+
+def _live_df(part: dict, live, dead_texts=None) -> np.ndarray:
+    """int64 [V]: per term column, the live documents holding it. Tombstoned documents
+    are subtracted: tokenized again when their texts are given (few), else counted over
+    every posting."""
+    indptr = np.asarray(part["indptr"])
+    if live is None:
+        return np.diff(indptr)
+    if dead_texts is not None:
+        vocab, k = dict(part["col"]), len(dead_texts)
+        keys, _, _ = _postings(dead_texts, vocab, np.arange(k), k)
+        if len(vocab) == len(part["col"]):       # every term known: subtract per column
+            return np.diff(indptr) - np.bincount(keys // max(k, 1),
+                                                 minlength=len(indptr) - 1)[:len(indptr) - 1]
+    alive = np.r_[0, np.cumsum(live[np.asarray(part["docs"])] >= 0, dtype=np.int64)]
+    return alive[indptr[1:]] - alive[indptr[:-1]]
+
+
+def _combine(parts: list[dict], lives: list, dead_texts=None) -> dict:
+    """One BM25 view over parts (segments): live[i] maps part i's rows to chunk ids (-1
+    tombstoned; None: row r is chunk r); dead_texts[i], when given, the BM25 texts of
+    part i's tombstoned rows. Global document frequencies, document count
+    and average length over the live documents only, so every score is what one index
+    built from the live chunks gives. {"vocab" {term: column}, "idf" float64 [V],
+    "n_docs", "avgdl", "parts"}."""
+    n, total, dfs = 0, 0, []
+    for p, live, dead in zip(parts, lives, dead_texts or [None] * len(parts)):
+        lens = np.asarray(p["lens"], dtype=np.int64)
+        rows = slice(None) if live is None else live >= 0
+        n += len(lens) if live is None else int(rows.sum())
+        total += int(lens[rows].sum())
+        dfs.append(_live_df(p, live, dead))
+    avgdl = total / n if n and total else 1.0
+    vocab, df, more = {}, np.zeros(0, dtype=np.int64), []
+    for p, d in zip(parts, dfs):
+        if not vocab:                 # the first (largest) part: its columns, less the
+            vocab, df = dict(p["col"]), d.astype(np.int64)     # terms left with no doc
+            for c in np.flatnonzero(d == 0).tolist():
+                del vocab[p["terms"][c]]
+            continue
+        for t, c in zip(p["terms"], d.tolist()):
+            g = vocab.setdefault(t, len(df) + len(more)) if c else None
+            if g is None:
+                continue
+            if g < len(df):
+                df[g] += c
+            elif g - len(df) < len(more):
+                more[g - len(df)] += c
+            else:
+                more.append(c)
+    df = np.r_[df, np.asarray(more, dtype=np.int64)].astype(np.float64)
+    views = [{"col": p["col"], "indptr": np.asarray(p["indptr"]),   # plain views of the
+              "docs": np.asarray(p["docs"]), "tf": np.asarray(p["tf"]),  # maps: no memmap
+              "live": live if live is None else np.where(live < 0, n, live),  # cost
+              "norm": _norm(p["lens"], avgdl, live)} for p, live in zip(parts, lives)]
+    return {"vocab": vocab, "idf": np.log1p((n - df + 0.5) / (df + 0.5)), "n_docs": n,
+            "avgdl": avgdl, "parts": views}
+
+
+def _norm(lens, avgdl: float, live) -> np.ndarray:
+    """float64 [rows]: K1 * (1 - B + B * len / avgdl), infinite for a tombstoned row, so
+    its weight is 0 (and its id is the sink n: no mask per query)."""
+    norm = K1 * (1.0 - B + B * np.asarray(lens, dtype=np.float64) / avgdl)
+    if live is not None:
+        norm[live < 0] = np.inf
+    return norm
 
 
 def build_bm25(chunks: list[dict]) -> dict:
-    """Okapi BM25 postings: CSC arrays, column = term, weights precomputed per (term, doc).
-
-    Returns {"indptr" int64 [V+1], "docs" int32 [P], "weights" float32 [P],
-    "idf" float32 [V], "tf" int32 [P], "lens" int64 [n], "keys" uint64 [n] (chunk text
-    digests, for update_bm25), "vocab" {term: column}, "n_docs", "avgdl"}; the postings
-    of term column j are docs[indptr[j]:indptr[j+1]] (ascending doc ids).
-    """
-    texts = [_bm25_text(c) for c in chunks]
-    vocab: dict[str, int] = {}
-    keys, tf, lens = _postings(texts, vocab, np.arange(len(texts)), len(texts))
-    return _assemble(keys, tf, lens, vocab, _chunk_keys(texts))
-
-
-def _match_keys(old: np.ndarray, new: np.ndarray) -> np.ndarray:
-    """int64 [len(old)]: the new doc with the same key, else -1; the i-th copy of a key
-    among the new docs takes the i-th among the old ones."""
-    o2n = np.full(len(old), -1, dtype=np.int64)
-    if not (len(old) and len(new)):
-        return o2n
-    by_key = np.argsort(old, kind="stable")
-    sorted_old = old[by_key]
-    left = np.searchsorted(sorted_old, new, "left")
-    right = np.searchsorted(sorted_old, new, "right")
-    order = np.argsort(new, kind="stable")
-    run = np.flatnonzero(np.r_[True, new[order][1:] != new[order][:-1]])
-    rank = np.empty(len(new), dtype=np.int64)
-    rank[order] = np.arange(len(new)) - np.repeat(run, np.diff(np.r_[run, len(new)]))
-    ok = np.flatnonzero(left + rank < right)
-    o2n[by_key[left[ok] + rank[ok]]] = ok
-    return o2n
-
-
-def update_bm25(prev: dict, chunks: list[dict]) -> dict:
-    """build_bm25(chunks), reusing prev's postings for every chunk whose BM25 text is
-    unchanged (by key): only new or edited chunks are tokenized. Same weights and
-    scores as a full build; term columns may be numbered differently."""
-    texts = [_bm25_text(c) for c in chunks]
-    n, ck = len(texts), _chunk_keys(texts)
-    o2n = _match_keys(prev["keys"], ck)             # old doc -> the new doc reusing it
-    reused = o2n[o2n >= 0]
-    fresh = np.ones(n, dtype=bool)
-    fresh[reused] = False
-    todo = np.flatnonzero(fresh)                    # new or edited: tokenized now
-    vocab = dict(prev["vocab"])
-    kept = np.repeat(np.arange(len(prev["indptr"]) - 1), np.diff(prev["indptr"]))
-    kept *= max(n, 1)                               # old term * n + new doc, in place
-    new_doc = o2n[prev["docs"]]
-    kept += new_doc
-    keep = new_doc >= 0
-    del new_doc
-    kept, kept_tf = kept[keep], prev["tf"][keep]
-    add, add_tf, add_lens = _postings([texts[i] for i in todo], vocab, todo, n)
-    lens = np.zeros(n, dtype=np.int64)
-    lens[reused] = prev["lens"][o2n >= 0]
-    lens[todo] = add_lens
-    if kept.size < 2 or np.all(kept[1:] > kept[:-1]):   # chunk order kept: one merge
-        at = np.searchsorted(kept, add)
-        keys, tf = np.insert(kept, at, add), np.insert(kept_tf, at, add_tf)
-    else:
-        order = np.argsort(np.r_[kept, add], kind="stable")
-        keys, tf = np.r_[kept, add][order], np.r_[kept_tf, add_tf][order]
-    return _assemble(keys, tf, lens, vocab, ck)
+    """Okapi BM25 over chunks (heading + file stem + text), as one part: see _combine."""
+    return _combine([_part([_bm25_text(c) for c in chunks])], [None])
 
 
 def _bm25_scores(bm: dict, query: str) -> tuple[np.ndarray, np.ndarray]:
-    """(matched doc ids ascending, BM25 scores float64); a repeated query term counts
-    twice, as in the Okapi sum over query terms."""
+    """(matched chunk ids ascending, BM25 scores float64); a repeated query term counts
+    twice, as in the Okapi sum over query terms. Weights are computed here, per posting
+    of the query's terms, from the global idf and average length."""
     vocab = bm["vocab"]
     found = Counter(t for t in models.terms(query) if t in vocab)
     if not found:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
-    # summed in term order, so the scores do not depend on how columns are numbered
-    ucols = [vocab[t] for t in sorted(found)]
-    counts = [found[t] for t in sorted(found)]
-    indptr, docs, weights = bm["indptr"], bm["docs"], bm["weights"]
-    d = np.concatenate([docs[indptr[c]:indptr[c + 1]] for c in ucols])
-    w = np.concatenate([weights[indptr[c]:indptr[c + 1]].astype(np.float64) * m
-                        for c, m in zip(ucols, counts)])
-    if d.size * SPARSE_RATIO < bm["n_docs"]:
+    ds, ws = [], []
+    for t in sorted(found):        # summed in term order: no dependence on numbering
+        scale = bm["idf"][vocab[t]] * found[t] * (K1 + 1.0)
+        for p in bm["parts"]:
+            c = p["col"].get(t)
+            if c is None:
+                continue
+            sl = slice(p["indptr"][c], p["indptr"][c + 1])
+            rows, tf = p["docs"][sl], p["tf"][sl].astype(np.float64)
+            ds.append(rows if p["live"] is None else p["live"][rows])
+            ws.append(scale * tf / (tf + p["norm"][rows]))   # a tombstone: weight 0
+    d, w, n = np.concatenate(ds), np.concatenate(ws), bm["n_docs"]
+    if d.size * SPARSE_RATIO < n:
         ids, inverse = np.unique(d, return_inverse=True)
-        return ids.astype(np.int64), np.bincount(inverse, weights=w)
-    full = np.bincount(d, weights=w, minlength=bm["n_docs"])
+        scores = np.bincount(inverse, weights=w)
+        if ids.size and ids[-1] == n:              # the tombstones' sink id
+            ids, scores = ids[:-1], scores[:-1]
+        return ids.astype(np.int64), scores
+    full = np.bincount(d, weights=w, minlength=n + 1)[:n]
     ids = np.flatnonzero(full)
     return ids, full[ids]
 
 
-# ----------------------------------------------------------------- BM25 cache on disk
+# ------------------------------------------------------------ BM25 per segment on disk
 
 
-def _read_bm25(folder: Path, key: str, n: int) -> tuple[dict | None, dict | None]:
-    """(the cached arrays if they match this index (format, key, constants), else None;
-    the cached arrays of an older index of this dir when readable, for update_bm25)."""
+def _read_part(folder: Path, seg: str, sha: str, n: int) -> dict | None:
+    """A segment's postings from disk (memory-mapped) if whole and made for it."""
     try:
-        meta = json.loads((folder / BM25_VOCAB).read_text(encoding="utf-8"))
-        with np.load(folder / BM25_ARRAYS, allow_pickle=False) as z:
-            arrays = {name: z[name] for name in BM25_SAVED + ("key",)}
-        stored = str(arrays.pop("key"))
-        usable = (meta["format"] == BM25_FORMAT and meta["k1"] == K1 and meta["b"] == B
-                  and len(arrays["indptr"]) == len(meta["terms"]) + 1
-                  and arrays["indptr"][-1] == len(arrays["docs"]) == len(arrays["tf"])
-                  and len(arrays["keys"]) == len(arrays["lens"]) == meta["n_docs"])
+        meta = json.loads((folder / f"{seg}.{BM25_META}").read_text(encoding="utf-8"))
+        arrays = {k: np.load(folder / f"{seg}.bm25-{k}.npy", mmap_mode="r",
+                             allow_pickle=False) for k in BM25_SAVED}
+        ok = (meta["format"] == BM25_FORMAT and meta["segment_sha"] == sha
+              and meta["n_docs"] == n == len(arrays["lens"])
+              and len(arrays["indptr"]) == len(meta["terms"]) + 1
+              and arrays["indptr"][-1] == len(arrays["docs"]) == len(arrays["tf"]))
     except (OSError, ValueError, KeyError, TypeError):
-        return None, None  # missing or damaged: rebuilt and rewritten by the caller
-    if not usable:
-        return None, None
-    bm = {**arrays, "lens": arrays["lens"].astype(np.int64),
-          "vocab": {t: i for i, t in enumerate(meta["terms"])},
-          "n_docs": meta["n_docs"], "avgdl": meta["avgdl"]}
-    fresh = meta["chunks_sha"] == key and stored == key and meta["n_docs"] == n
-    return (bm, None) if fresh else (None, bm)
+        return None                     # missing or damaged: rebuilt by the caller
+    if not ok:
+        return None
+    return {**arrays, "terms": meta["terms"],
+            "col": dict(zip(meta["terms"], range(len(meta["terms"]))))}
 
 
-def _write_atomic(path: Path, write) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+def _save_part(folder: Path, seg: str, sha: str, part: dict) -> None:
+    for k in BM25_SAVED:                # arrays first, the sidecar naming them last
+        ingest.write_atomic(folder / f"{seg}.bm25-{k}.npy", part[k])
+    meta = {"format": BM25_FORMAT, "segment_sha": sha, "n_docs": len(part["lens"]),
+            "terms": part["terms"]}
+    ingest.write_atomic(folder / f"{seg}.{BM25_META}",
+                        json.dumps(meta, ensure_ascii=False).encode("utf-8"))
 
 
-def _save_bm25(folder: Path, key: str, bm: dict) -> None:
-    terms = sorted(bm["vocab"], key=bm["vocab"].get)
-    meta = {"format": BM25_FORMAT, "chunks_sha": key, "k1": K1, "b": B,
-            "n_docs": bm["n_docs"], "avgdl": bm["avgdl"], "terms": terms}
-    arrays = {k: bm[k] for k in BM25_SAVED}
-    _write_atomic(folder / BM25_ARRAYS,
-                  lambda fh: np.savez(fh, key=np.array(key), **arrays))
-    _write_atomic(folder / BM25_VOCAB,
-                  lambda fh: fh.write(json.dumps(meta, ensure_ascii=False).encode("utf-8")))
+def _segment_part(index, s: int, seg) -> dict:
+    """Segment s's postings: from its BM25 files, else tokenized now and saved (memory
+    only when the index dir is not writable). Tombstoned rows are kept: masked later."""
+    sha = index.manifest["segments"][s]["sha"]
+    part = _read_part(Path(index.dir), seg.name, sha, len(seg.rows))
+    if part is None:
+        part = _part([_bm25_text({"path": p, "heading": seg.heading[r], "text": seg.text(r)})
+                      for r, p in enumerate(seg.row_paths())])
+        try:
+            _save_part(Path(index.dir), seg.name, sha, part)
+        except OSError:
+            pass
+    return part
+
+
+def _dead_texts(seg, live) -> list[str] | None:
+    """The BM25 texts of a segment's tombstoned rows when they are few (at most
+    RETOKENIZE_SHARE of its rows), else None (counted over the postings instead)."""
+    dead = np.flatnonzero(live < 0) if live is not None else []
+    if live is None or len(dead) > RETOKENIZE_SHARE * len(live):
+        return None
+    starts = np.array([start for _, start, _ in seg.files] or [0])
+    note = np.searchsorted(starts, dead, "right") - 1            # the note of each row
+    return [_bm25_text({"path": seg.files[j][0], "heading": seg.heading[r],
+                        "text": seg.text(r)}) for r, j in zip(dead.tolist(), note.tolist())]
 
 
 def load_bm25(index) -> dict:
-    """BM25 arrays for the index: memory cache, else bm25.npz if it was built from the
-    manifest's chunks_sha, else built now (updated from the dir's previous arrays when
-    there are any: only changed chunks are tokenized) and saved atomically (memory only
-    when the index dir is not writable or the manifest has no chunks_sha)."""
+    """BM25 over the index's live chunks: memory cache, else the segments' postings
+    (read from disk, or tokenized once per segment and saved), combined with global
+    statistics; an index without segments (a plain chunk list) is tokenized in memory."""
     if "bm25" in index.cache:
         return index.cache["bm25"]
-    key = str((getattr(index, "manifest", None) or {}).get("chunks_sha") or "")
-    folder = Path(index.dir) if key and getattr(index, "dir", None) else None
-    bm, stale = _read_bm25(folder, key, len(index.chunks)) if folder else (None, None)
-    if bm is None:
-        bm = (update_bm25(stale, index.chunks) if stale is not None
-              else build_bm25(index.chunks))
-        if folder is not None:
-            try:
-                _save_bm25(folder, key, bm)
-            except OSError:
-                pass  # read-only index dir: the in-memory copy serves this process
+    segments = getattr(index, "segments", None)
+    if segments:
+        parts = [_segment_part(index, s, seg) for s, seg in enumerate(segments)]
+        lives = [index.chunks.segment_ids(s) for s in range(len(segments))]
+        if len(lives) == 1 and np.array_equal(lives[0], np.arange(len(lives[0]))):
+            lives = [None]
+        bm = _combine(parts, lives, [_dead_texts(seg, live)
+                                     for seg, live in zip(segments, lives)])
+    else:
+        bm = build_bm25(index.chunks)
     index.cache["bm25"] = bm
     return bm
 
@@ -348,9 +346,19 @@ def _meta(index) -> dict:
     meta = index.cache.get("retrieve_meta")
     if meta is None:
         paths: dict[str, int] = {}
-        col = np.array([paths.setdefault(c["path"], len(paths)) for c in index.chunks],
-                       dtype=np.int64)
-        private = np.array([bool(c.get("private")) for c in index.chunks], dtype=bool)
+        by_file = ingest.chunk_files(index.chunks)
+        if by_file is not None:                    # chunks in file order: no dicts read
+            file_of, files = by_file
+            first = np.flatnonzero(np.r_[True, file_of[1:] != file_of[:-1]]) if len(
+                file_of) else np.zeros(0, dtype=np.int64)
+            paths = {files[j]["path"]: i for i, j in enumerate(file_of[first].tolist())}
+            col = np.cumsum(np.r_[False, file_of[1:] != file_of[:-1]]) if len(
+                file_of) else np.zeros(0, dtype=np.int64)
+            private = np.array([bool(f.get("private")) for f in files], dtype=bool)[file_of]
+        else:
+            col = np.array([paths.setdefault(c["path"], len(paths)) for c in index.chunks],
+                           dtype=np.int64)
+            private = np.array([bool(c.get("private")) for c in index.chunks], dtype=bool)
         order = np.argsort(col, kind="stable")
         bounds = np.searchsorted(col[order], np.arange(len(paths) + 1))
         ids = {p: order[bounds[j]:bounds[j + 1]] for p, j in paths.items()}
@@ -359,12 +367,14 @@ def _meta(index) -> dict:
     return meta
 
 
-def _matrix(index) -> np.ndarray:
-    """index.vectors as a plain ndarray view (same memory: no copy, and none of
-    np.memmap's per-operation overhead), cached on the index."""
+def _matrix(index):
+    """index.vectors as something to multiply and index: a plain ndarray view (same
+    memory: no copy, and none of np.memmap's per-operation overhead), or the index's own
+    view over its segments (ingest._Vectors, which never copies), cached on the index."""
     m = index.cache.get("retrieve_matrix")
     if m is None:
-        m = index.cache["retrieve_matrix"] = np.asarray(index.vectors)
+        v = index.vectors
+        m = index.cache["retrieve_matrix"] = v if hasattr(v, "mats") else np.asarray(v)
     return m
 
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import ingest
 import retrieve
 from retrieve import Candidate
 
@@ -84,10 +85,10 @@ def _tables(index) -> dict:
             if not f.get("duplicate_of"):
                 members.setdefault(f.get("family") or f["path"], []).append(f)
         sections: dict[str, dict] = {}
-        for c in index.chunks:
-            if c.get("section_date"):
-                by_date = sections.setdefault(c["path"], {})
-                by_date.setdefault(c["section_date"], []).append(c["id"])
+        ids, paths, dates = (ingest.chunk_column(index.chunks, k)
+                             for k in ("id", "path", "section_date"))
+        for i in [i for i, d in enumerate(dates) if d]:
+            sections.setdefault(paths[i], {}).setdefault(dates[i], []).append(ids[i])
         tables = {"members": members, "sections": sections}
         index.cache["version"] = tables
     return tables

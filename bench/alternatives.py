@@ -16,8 +16,11 @@ Not: timing loops or the table (bench/run.py).
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -70,6 +73,20 @@ class FTS5:
             "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?",
             (self.or_query(words), k)).fetchall()
         return [r[0] for r in rows]
+
+    def replace_process(self, rows: dict) -> float:
+        """Wall seconds of a fresh Python process that opens this database, deletes the
+        rows {rowid: text} and inserts them again, and commits: one note re-indexed."""
+        code = ("import json, sqlite3, sys; rows = json.loads(sys.stdin.read()); "
+                "con = sqlite3.connect(sys.argv[1]); ids = [(int(k),) for k in rows]\n"
+                "with con:\n"
+                "    con.executemany('DELETE FROM chunks_fts WHERE rowid = ?', ids)\n"
+                "    con.executemany('INSERT INTO chunks_fts(rowid, content) VALUES (?, ?)',"
+                " [(int(k), v) for k, v in rows.items()])\n")
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code, str(self.path)], input=json.dumps(rows),
+                       text=True, check=True)
+        return time.perf_counter() - started
 
     def disk_bytes(self) -> int:
         return sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*"))

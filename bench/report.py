@@ -2,7 +2,7 @@
 
 In:  the run dict bench/run.py writes (also readable back from bench/out/*.json).
 Out: one plain-text report: machine, per-size figures, ratios Verso / alternative,
-     growth between sizes, the issue-6 targets.
+     growth between sizes, the targets of issues 6 and 14.
 
     python bench/report.py bench/out/latest.json
 """
@@ -68,6 +68,19 @@ def _sizes(run: dict) -> list[str]:
     add("  peak RSS (child) MB", lambda s: _num(ing(s)["scratch"]["rss_mb"], "{:,.0f}"))
     add("incremental, 1 note changed s", lambda s: _num(ing(s)["incremental"]["total_s"]))
     add("  of which BM25 arrays s", lambda s: _num(ing(s)["incremental"]["bm25_s"]))
+    pr = lambda s, k, f="{:,.2f}": _num(ing(s).get("process", {}).get(k), f)  # noqa: E731
+    rows.append("whole processes, wall s (median of fresh runs)")
+    for label, key in (("  python ingest.py, 1 note edited", "edit_wall_s"),
+                       ("    1 note added", "add_wall_s"), ("    1 note deleted", "delete_wall_s"),
+                       ("    1 note renamed", "rename_wall_s"),
+                       ("  python harness.py \"q\", unchanged", "harness_wall_s"),
+                       ("  python -c \"import numpy, json\"", "numpy_json_s"),
+                       ("  vault scan (in process)", "scan_s")):
+        add(label, lambda s, key=key: pr(s, key, "{:.3f}"))
+    add("  harness peak RSS MB", lambda s: pr(s, "harness_rss_mb", "{:,.0f}"))
+    add("  segments after the edits", lambda s: pr(s, "segments", "{:d}"))
+    add("  FTS5 delete + insert 1 note (process)", lambda s: _num(
+        s["alt"]["fts5"].get("replace_note_s"), "{:.3f}"))
     add("index on disk MB", lambda s: _num(ing(s)["disk_bytes"] / 2**20, "{:.1f}"))
     add("load cold: process wall s", lambda s: _num(ing(s)["cold"]["wall_s"]))
     add("  load_index + BM25 in it s", lambda s: _num(ing(s)["cold"]["load_s"]
@@ -157,7 +170,7 @@ def _growth(run: dict) -> list[str]:
 
 
 def _targets(run: dict) -> list[str]:
-    rows = [f"{'target (issue 6)':<52}{'limit':>10}{'measured':>12}{'at':>14}  met"]
+    rows = [f"{'target (issues 6, 14)':<52}{'limit':>10}{'measured':>12}{'at':>14}  met"]
     for t in run["targets"]:
         met = {True: "yes", False: "MISSED", None: "-"}[t["met"]]
         if not t["measured_at_target_size"] and t["value"] is not None:

@@ -11,7 +11,9 @@ Per size, on one seeded synthetic vault (bench/synth.py) and its questions:
   size on disk; and in the same run SQLite FTS5 (insert, OR query, top-10 overlap),
   rank_bm25 and bm25s (when installed: build, query, top-10 agreement with our BM25),
   the plain-matmul dense floor and the memory-bandwidth floor. Then ratios Verso /
-  alternative, growth factors between sizes, and the issue-6 targets, met or missed.
+  alternative, growth factors between sizes, and the targets of issues 6 and 14
+  (whole-process walls: ingest after an edit, add, delete, rename; harness cold),
+  met or missed.
 Not: a timed test (tests/test_bench.py only runs the machinery at a tiny size).
 
     python bench/run.py [--sizes 1k,10k,100k] [--big] [--quick] [--queries 200]
@@ -58,19 +60,29 @@ TOP = 10                     # top-k compared between engines
 MODE = "present"             # time mode for the version filter
 SAMPLE_QUESTION = "What is Maren's current day rate?"
 CLI_RUNS = 5
-TARGETS = {  # key: (description, limit, "<=" | "<", size in chunks or None)
-    "dense_vs_floor": ("dense search / plain matmul floor", 1.3, "<=", 100_000),
-    "retrieve_p50_ms": ("retrieve stage p50 (ms)", 20.0, "<", 100_000),
-    "bm25_vs_fts5": ("BM25 p50 / FTS5 OR p50 (our terms)", 1.0, "<=", 100_000),
-    "bm25_vs_fts5_seed": ("BM25 p50 / FTS5 OR p50 (all words, seed 004)", 1.0, "<=", 100_000),
+TARGETS = {  # key: (description, limit, "<=" | "<" | ">=", size in chunks or None)
+    "edit_wall_s": ("one changed note, python ingest.py (s wall)", 0.5, "<", 100_000),
+    "edit_vs_fts5": ("  / FTS5 delete + insert of its rows (process)", 5.0, "<=", 100_000),
+    "add_wall_s": ("one new note, python ingest.py (s wall)", 0.5, "<", 100_000),
+    "delete_wall_s": ("one deleted note, python ingest.py (s wall)", 0.5, "<", 100_000),
+    "rename_wall_s": ("one renamed note, python ingest.py (s wall)", 0.5, "<", 100_000),
+    "harness_wall_s": ("python harness.py \"q\", nothing changed (s wall)", 0.6, "<",
+                       100_000),
+    "harness_vs_numpy": ("  / python -c \"import numpy, json\"", 3.0, "<", 100_000),
+    "scan_s": ("vault scan, nothing changed (s)", 0.15, "<", 100_000),
+    "harness_rss_mb": ("peak memory of python harness.py (MB)", 300.0, "<", 100_000),
+    "peak_rss_mb": ("peak memory of ingest from scratch (MB)", 2048.0, "<", 100_000),
+    "retrieve_p50_ms": ("retrieve stage p50 (ms)", 12.0, "<", 100_000),
+    "bm25_vs_bm25s": ("BM25 p50 / bm25s p50", 1.0, "<=", 100_000),
+    "dense_vs_floor": ("dense search / plain matmul floor", 1.2, "<=", 100_000),
     "bm25_ref_agreement": ("BM25 top 10 valid under bm25s (lucene) scores", 0.999, ">=",
                            100_000),
+    "bm25_vs_fts5": ("BM25 p50 / FTS5 OR p50 (our terms)", 1.0, "<=", 100_000),
     "ask_p50_ms": ("builtin ask() p50 (ms)", 50.0, "<", 10_000),
     "cli_wall_s": ("python harness.py \"q\" on the sample vault (s wall)", 0.5, "<", None),
     "ingest_s": ("ingest from scratch incl. BM25 (s)", 60.0, "<", 100_000),
-    "incremental_s": ("one changed note re-indexed incl. BM25 (s)", 2.0, "<", 100_000),
-    "peak_rss_mb": ("peak memory of ingest (MB)", 2048.0, "<", 100_000),
 }
+PROCESS_RUNS = 3             # fresh processes per wall-clock figure (median)
 
 
 # ------------------------------------------------------------------------ helpers
@@ -177,12 +189,72 @@ def _change_one_note(vault: Path) -> str:
     return target.relative_to(vault).as_posix()
 
 
-def _ingest_all(vault: Path, index: Path, question: str, cold_runs: int) -> dict:
+def _wall(cmd: list[str], runs: int = 1, **kw) -> float:
+    """Median wall seconds of a command in a fresh process."""
+    walls = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run(cmd, capture_output=True, check=True, **kw)
+        walls.append(time.perf_counter() - t)
+    return float(np.median(walls))
+
+
+def _process_figures(vault: Path, index: Path, question: str) -> dict:
+    """Whole-process walls: python ingest.py after one edited, added, deleted and renamed
+    note; python harness.py with nothing changed (and its peak memory, VmHWM); the
+    vault scan; python -c "import numpy, json" for reference."""
+    import ingest
+    ing = [sys.executable, str(ROOT / "ingest.py"), str(vault), "--index", str(index)]
+    notes = sorted(p for p in vault.rglob("*.md") if "journal" not in p.parts)
+    out = {"edited": _change_one_note(vault)}
+    out["edit_wall_s"] = _wall(ing)
+    new = vault / "work" / "a note added by the benchmark.md"
+    new.parent.mkdir(exist_ok=True)
+    new.write_text("# Added\nA new note about the vendor rate, 1,550 a day.\n", encoding="utf-8")
+    out["add_wall_s"] = _wall(ing)
+    notes[len(notes) // 3].unlink()
+    out["delete_wall_s"] = _wall(ing)
+    src = notes[2 * len(notes) // 3]
+    src.rename(src.with_name("renamed by the benchmark " + src.name))
+    out["rename_wall_s"] = _wall(ing)
+    har = [sys.executable, str(ROOT / "harness.py"), "--vault", str(vault), "--index",
+           str(index), "--backend", "builtin", question]
+    subprocess.run(har, capture_output=True, check=True)    # the new segments' BM25 once
+    out["harness_wall_s"] = _wall(har, PROCESS_RUNS)
+    out["numpy_json_s"] = _wall([sys.executable, "-c", "import numpy, json"], PROCESS_RUNS)
+    peak = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child",
+                           "harness", *har[2:]], capture_output=True, text=True, check=True)
+    out["harness_rss_mb"] = json.loads(peak.stdout.strip().splitlines()[-1])["rss_mb"]
+    cfg, _ = ingest._load_config(vault.resolve())
+    scans = []
+    for _ in range(PROCESS_RUNS):
+        t = time.perf_counter()
+        ingest._scan(vault.resolve(), cfg, {})
+        scans.append(time.perf_counter() - t)
+    out["scan_s"], out["segments"] = float(np.median(scans)), len(
+        json.loads((index / "manifest.json").read_text())["segments"])
+    return out
+
+
+def child_harness(argv: list[str]) -> dict:
+    """python harness.py ARGV in this process; its peak memory (VmHWM)."""
+    import contextlib
+    import io
+    import harness
+    with contextlib.redirect_stdout(io.StringIO()):
+        harness.main(argv)
+    return {"rss_mb": _rss_mb()}
+
+
+def _ingest_all(vault: Path, index: Path, question: str, cold_runs: int,
+                processes: bool = True) -> dict:
     out = {}
     out["scratch"], _ = _child(["--child", "ingest", str(vault), str(index), "--rebuild"])
     out["disk_bytes"] = _dir_bytes(index)
     out["changed"] = _change_one_note(vault)
     out["incremental"], _ = _child(["--child", "ingest", str(vault), str(index)])
+    if processes:
+        out["process"] = _process_figures(vault, index, question)
     colds = [_child(["--child", "load", str(index), question]) for _ in range(cold_runs)]
     walls = [w for _, w in colds]
     out["cold"] = {"wall_s": float(np.median(walls)), "runs": len(walls),
@@ -213,7 +285,8 @@ def _verso_queries(idx, questions: list[str], n_ask: int) -> tuple[dict, dict]:
     r["embed"], qvecs = _timed(idx.embedder.embed_query, questions)
     pairs = list(zip(questions, qvecs))
     r["dense"], dense = _timed(lambda qv: retrieve.dense_ranking(idx, qv, depth), qvecs)
-    r["matmul_floor"], _ = _timed(lambda qv: alt.matmul_floor(idx.vectors, qv), qvecs)
+    flat = np.ascontiguousarray(np.asarray(idx.vectors))   # the same rows in one array
+    r["matmul_floor"], _ = _timed(lambda qv: alt.matmul_floor(flat, qv), qvecs)
     r["bm25"], bm25 = _timed(lambda q: retrieve.bm25_ranking(idx, q, depth), questions)
     lists = [{"dense": d, "bm25": b} for d, b in zip(dense, bm25)]
     items = list(zip(lists, qvecs))
@@ -238,7 +311,8 @@ def _verso_queries(idx, questions: list[str], n_ask: int) -> tuple[dict, dict]:
     return r, ranked
 
 
-def _alternatives(idx, questions: list[str], ours_top: list, work: Path) -> dict:
+def _alternatives(idx, questions: list[str], ours_top: list, work: Path,
+                  edited: str | None = None) -> dict:
     """FTS5 (both query styles), rank_bm25 and bm25s on the same chunks and questions."""
     import models
     import retrieve
@@ -256,6 +330,11 @@ def _alternatives(idx, questions: list[str], ours_top: list, work: Path) -> dict
         res["overlap"] = _mean_overlap(ours_top, top)
         res["disk_bytes"] = fts.disk_bytes()
         fts.close()
+        if edited:                    # the note the ingest figures re-indexed
+            rows = {i: t for i, (c, t) in enumerate(zip(idx.chunks, texts))
+                    if c["path"] == edited}
+            res["replace_note_s"] = float(np.median([fts.replace_process(rows)
+                                                     for _ in range(PROCESS_RUNS)]))
         out["fts5"] = res
     else:
         out["fts5"] = {"skipped": "this sqlite3 has no FTS5"}
@@ -287,7 +366,7 @@ def _found(ranked_paths: list, truth: list[str], k: int = TOP) -> float:
 
 
 def bench_size(n_chunks: int, work: Path, seed: int, n_queries: int,
-               cold_runs: int = COLD_RUNS, log=print) -> dict:
+               cold_runs: int = COLD_RUNS, log=print, processes: bool = True) -> dict:
     """Every figure for one size; the vault and index live under work/."""
     import ingest
     import retrieve
@@ -299,7 +378,7 @@ def bench_size(n_chunks: int, work: Path, seed: int, n_queries: int,
            "synth_s": time.perf_counter() - t, "kinds": v.counts}
     questions = [q["question"] for q in v.questions]
     log(f"[{n_chunks}] vault: {v.notes} notes, {v.bytes / 2**20:.1f} MB; ingesting")
-    res["ingest"] = _ingest_all(vault, index, questions[0], cold_runs)
+    res["ingest"] = _ingest_all(vault, index, questions[0], cold_runs, processes)
     res["chunks"] = res["ingest"]["scratch"]["chunks"]
     res["warm_load"] = _warm_load(index)
     idx = ingest.load_index(index)
@@ -309,8 +388,10 @@ def bench_size(n_chunks: int, work: Path, seed: int, n_queries: int,
     res["verso"], ranked = _verso_queries(idx, questions, min(n_queries, ASK_QUERIES))
     res["found_at_10"] = _found(ranked["retrieve"], [q["path"] for q in v.questions])
     log(f"[{n_chunks}] alternatives")
-    res["alt"] = _alternatives(idx, questions, ranked["bm25"], work)
+    res["alt"] = _alternatives(idx, questions, ranked["bm25"], work,
+                               res["ingest"].get("process", {}).get("edited"))
     res["vector_bytes"] = int(idx.vectors.nbytes)
+    res["segments"] = len(getattr(idx, "segments", []) or [1])
     del idx
     return res
 
@@ -414,6 +495,10 @@ GROWTH = {
 }
 
 
+def _proc(s: dict, key: str):
+    return s["ingest"].get("process", {}).get(key)
+
+
 def _targets(run: dict, ratios: dict) -> list[dict]:
     by = {s["size"]: s for s in run["sizes"]}
     got = {
@@ -424,8 +509,15 @@ def _targets(run: dict, ratios: dict) -> list[dict]:
         "bm25_ref_agreement": lambda s: s["alt"]["bm25s"].get("agreement"),
         "ask_p50_ms": lambda s: s["verso"]["ask"]["p50"],
         "ingest_s": lambda s: s["ingest"]["scratch"]["total_s"],
-        "incremental_s": lambda s: s["ingest"]["incremental"]["total_s"],
         "peak_rss_mb": lambda s: s["ingest"]["scratch"]["rss_mb"],
+        "bm25_vs_bm25s": lambda s: ratios[s["size"]].get("bm25_vs_bm25s"),
+        "edit_vs_fts5": lambda s: (_proc(s, "edit_wall_s") / s["alt"]["fts5"]["replace_note_s"]
+                                   if s["alt"]["fts5"].get("replace_note_s") else None),
+        "harness_vs_numpy": lambda s: (_proc(s, "harness_wall_s") / _proc(s, "numpy_json_s")
+                                       if _proc(s, "numpy_json_s") else None),
+        **{k: (lambda s, k=k: _proc(s, k)) for k in (
+            "edit_wall_s", "add_wall_s", "delete_wall_s", "rename_wall_s", "harness_wall_s",
+            "scan_s", "harness_rss_mb")},
     }
     out = []
     for key, (desc, limit, op, size) in TARGETS.items():
@@ -451,8 +543,8 @@ def run_all(sizes, seed: int, n_queries: int, work: Path, out_dir: Path,
     ticks = cpu_ticks()
     log("measuring memory bandwidth")
     run["bandwidth"] = alt.bandwidth()
-    run["sizes"] = [bench_size(n, work / f"size-{n}", seed, n_queries, cold_runs, log)
-                    for n in sizes]
+    run["sizes"] = [bench_size(n, work / f"size-{n}", seed, n_queries, cold_runs, log,
+                               processes=cli) for n in sizes]
     if cli:
         log("timing the CLI on the sample vault")
         run["cli"] = cli_wall(work)
@@ -475,6 +567,8 @@ def main(argv=None) -> int:
         kind, rest = argv[1], argv[2:]
         if kind == "ingest":
             res = child_ingest(rest[0], rest[1], rebuild="--rebuild" in rest)
+        elif kind == "harness":
+            res = child_harness(rest)
         else:
             res = child_load(rest[0], rest[1])
         print(json.dumps(res))

@@ -80,7 +80,7 @@ def test_run_all_end_to_end_at_a_tiny_size(tmp_path, monkeypatch):
     assert {t["target"] for t in run["targets"]} == set(bench.TARGETS)
     saved = json.loads((tmp_path / "out" / "latest.json").read_text())
     text = report.render(saved)                         # the JSON renders the same table
-    assert "dense / plain matmul" in text and "target (issue 6)" in text
+    assert "dense / plain matmul" in text and "target (issues 6, 14)" in text
 
 
 def test_size_argument():

@@ -11,9 +11,13 @@ from hypothesis import given, settings, strategies as st
 
 import ingest
 import models
-from vaults import write
+from vaults import index_file, write
 
 OLD = 1_600_000_000  # an mtime in 2020, so mtime dates are recognisable
+
+
+SEG1 = ["e1.idf.npy", "g1.files.json", "g1.near.json", "manifest.json", "s1.chunks.json",
+        "s1.rows.npy", "s1.text", "s1.vectors.npy"]   # one segment, files, near pairs, IDF
 
 
 def build(vault, tmp_path, **kw):
@@ -425,24 +429,23 @@ def test_ollama_index_loads_its_embedder_without_a_server(vault, tmp_path):
 def test_load_index_contents(vault, tmp_path):
     write(vault, "a.md", "# A\nalpha beta")
     _, idx = build(vault, tmp_path)
-    assert idx.vectors.dtype == np.float32 and isinstance(idx.vectors, np.memmap)
+    assert idx.vectors.dtype == np.float32 and isinstance(idx.segments[0].vectors, np.memmap)
     assert np.allclose(np.linalg.norm(idx.vectors, axis=1), 1.0, atol=1e-5)
     assert idx.by_path["a.md"]["title"] == "A" and idx.cache == {}
     q = idx.embedder.embed_query("alpha beta")
     assert q.shape == (models.EMBED_DIM,) and float(idx.vectors[0] @ q) > 0.5
-    for name in ("manifest.json", "files.json", "chunks.json"):
-        assert json.loads((idx.dir / name).read_text())["format"] == 1
-    assert sorted(p.name for p in idx.dir.iterdir()) == [
-        "chunks.json", "files.json", "idf.npy", "manifest.json", "vectors.npy"]
+    for name in ("manifest.json", "g1.files.json", "s1.chunks.json"):
+        assert json.loads((idx.dir / name).read_text())["format"] == ingest.FORMAT
+    assert sorted(p.name for p in idx.dir.iterdir()) == SEG1
 
 
 def _damage_truncate(d):
-    raw = (d / "vectors.npy").read_bytes()
-    (d / "vectors.npy").write_bytes(raw[:len(raw) // 2])
+    raw = index_file(d, "vectors.npy").read_bytes()
+    index_file(d, "vectors.npy").write_bytes(raw[:len(raw) // 2])
 
 
 def _damage_rows(d):
-    np.save(d / "vectors.npy", np.zeros((1, models.EMBED_DIM), np.float32))
+    np.save(index_file(d, "vectors.npy"), np.zeros((1, models.EMBED_DIM), np.float32))
 
 
 def _damage_format(d):
@@ -451,17 +454,17 @@ def _damage_format(d):
 
 
 def _damage_edit(d):
-    c = json.loads((d / "chunks.json").read_text())
-    c["chunks"][0]["text"] = "hand edited"
-    (d / "chunks.json").write_text(json.dumps(c))
+    c = json.loads(index_file(d, "chunks.json").read_text())
+    c["heading"][0] = "hand edited"
+    index_file(d, "chunks.json").write_text(json.dumps(c))
 
 
 def _damage_garbage(d):
-    (d / "files.json").write_text("{not json")
+    index_file(d, "files.json").write_text("{not json")
 
 
 def _damage_idf(d):
-    np.save(d / "idf.npy", np.full(models.EMBED_DIM, 2.0, np.float32))
+    np.save(index_file(d, "idf.npy"), np.full(models.EMBED_DIM, 2.0, np.float32))
 
 
 @pytest.mark.parametrize("damage, words", [
@@ -495,7 +498,7 @@ def test_crash_while_writing_keeps_previous_index(vault, tmp_path, monkeypatch):
     build(vault, tmp_path)
     write(vault, "b.md", "# B\nbeta")
     real_replace = os.replace
-    for fail_at in range(1, 6):                          # idf, vectors, chunks, files, manifest
+    for fail_at in range(1, 7):          # vectors, rows, text, chunks, files, manifest
         calls = []
 
         def flaky(src, dst, calls=calls, fail_at=fail_at):
@@ -510,8 +513,7 @@ def test_crash_while_writing_keeps_previous_index(vault, tmp_path, monkeypatch):
         monkeypatch.setattr(ingest.os, "replace", real_replace)
         idx = ingest.load_index(tmp_path / "idx")
         assert [c["path"] for c in idx.chunks] == ["a.md"]
-        assert sorted(p.name for p in (tmp_path / "idx").iterdir()) == [
-            "chunks.json", "files.json", "idf.npy", "manifest.json", "vectors.npy"]
+        assert sorted(p.name for p in (tmp_path / "idx").iterdir()) == SEG1
     summary, idx = build(vault, tmp_path)
     assert [c["path"] for c in idx.chunks] == ["a.md", "b.md"] and summary["reused"] == 1
 
@@ -576,7 +578,7 @@ def test_unchanged_vault_is_not_reingested_and_a_touched_note_is(vault, tmp_path
     assert third["note"] != again["note"] and third["reused"] == 2
     assert manifest.stat().st_mtime_ns != written
     # a damaged index under an unchanged vault is rebuilt, not trusted
-    (tmp_path / "idx" / "chunks.json").write_text('{"format": 1, "chunks": []}')
+    index_file(tmp_path / "idx", "chunks.json").write_text('{"format": 2, "files": []}')
     fourth, idx = build(vault, tmp_path)
     assert "unusable" in fourth["note"] and len(idx.chunks) == 2
 
@@ -644,28 +646,29 @@ def test_incremental_equals_full_rebuild(vault, tmp_path, backend):
     inc = ingest.build_index(vault, tmp_path / "inc", backend=be)
     full = ingest.build_index(vault, tmp_path / "full", backend=be, rebuild=True)
     assert (inc["files_read"], inc["files_reused"]) == (4, 9)  # v1, other, target2, new log
-    assert inc["files_reread"] >= 3      # plan.md, plan copy.md (near copy), rates (1).md
+    assert inc["files_reread"] == 1      # rates (1).md, no longer a copy; plan.md and plan
+    # copy.md, unchanged, are not read again: the last run's near-copy result stands
     assert (full["files_read"], full["files_reused"]) == (13, 0)
-    a, b = (json.loads((tmp_path / d / "files.json").read_text()) for d in ("inc", "full"))
-    assert a == b
-    f = {x["path"]: x for x in a["files"]}
+    ia, ib = (ingest.load_index(tmp_path / d, backend=be) for d in ("inc", "full"))
+    assert ia.files == ib.files
+    f = {x["path"]: x for x in ia.files}
     assert f["w/plan v1.md"]["is_latest"] and not f["w/plan v2.md"]["is_latest"]
     assert f["y/source.md"]["duplicate_of"] == "y/other.md"
     assert f["x/rates (1).md"]["duplicate_of"] is None
     assert f["b/plan copy.md"]["duplicate_of"] == "a/plan.md"
     assert f["shared/links.md"]["links"] == ["target", "w/plan v2.md", "rates"]
-    ca, cb = (json.loads((tmp_path / d / "chunks.json").read_text())["chunks"]
-              for d in ("inc", "full"))
+    ca, cb = list(ia.chunks), list(ib.chunks)
     if backend == "builtin":             # --rebuild re-fits the IDF: other hashes, vectors
         ca, cb = ([{k: v for k, v in c.items() if k != "hash"} for c in x] for x in (ca, cb))
     assert ca == cb and any(c["path"] == "x/rates (1).md" for c in ca)
     assert not any(c["path"] == "y/source.md" for c in ca)
-    ma, mb = (json.loads((tmp_path / d / "manifest.json").read_text()) for d in ("inc", "full"))
-    skip = {"created"} | ({"embedder", "chunks_sha"} if backend == "builtin" else set())
+    ma, mb = ia.manifest, ib.manifest
+    skip = {"created", "gen", "segments", "dead", "files_file", "idf_file", "near_file"} | (
+        {"embedder"} if backend == "builtin" else set())
     assert {k: v for k, v in ma.items() if k not in skip} == \
         {k: v for k, v in mb.items() if k not in skip}
     if backend == "fixed":
-        va, vb = (np.load(tmp_path / d / "vectors.npy") for d in ("inc", "full"))
+        va, vb = np.asarray(ia.vectors), np.asarray(ib.vectors)
         assert va.shape == vb.shape and np.allclose(va, vb, atol=1e-6, rtol=0)
 
 
@@ -694,6 +697,8 @@ def test_a_reused_note_changing_mid_run_means_a_fresh_catalogue(vault, tmp_path,
     write(vault, "c.md", "changed", mtime=T0)
     build(vault, tmp_path)
     write(vault, "c.md", "changed again", mtime=T0 + 5)
+    m = json.loads((tmp_path / "idx" / "manifest.json").read_text())
+    (tmp_path / "idx" / m["near_file"]).unlink()     # no remembered pair: plan.md is read
     real_read = ingest._read
 
     def meddling(path):              # the near-copy check reads a/plan.md: edit it first

@@ -344,12 +344,18 @@ def test_private_probes_over_raw_lines(raw):
     # the fixture's teardown checks every byte written for the marker
 
 
+def _segment_chunks(index: Path) -> Path:
+    """The chunks.json of the index's first live segment (format 2)."""
+    name = json.loads((index / "manifest.json").read_text())["segments"][0]["name"]
+    return index / f"{name}.chunks.json"
+
+
 def test_a_damaged_index_is_rebuilt_or_reported_and_serving_goes_on(raw, cmd):
     index = Path(cmd[cmd.index("--index") + 1])
-    (index / "chunks.json").write_text("{ damaged")
+    _segment_chunks(index).write_text("{ damaged")
     r = raw.tool(90, "search_notes", {"query": RATE_Q})["result"]
     assert not r["isError"] and r["structuredContent"]["passages"][0]["path"] == RATES[-1]
-    json.loads((index / "chunks.json").read_text())        # rebuilt from the vault
+    json.loads(_segment_chunks(index).read_text())          # rebuilt from the vault
     (index / "manifest.json").unlink()
     (index / "manifest.json").mkdir()                      # beyond repair
     r = raw.tool(91, "search_notes", {"query": RATE_Q})["result"]
@@ -408,7 +414,7 @@ def test_the_index_stays_in_memory_until_the_vault_or_index_changes(cmd, vault):
     srv = mcp_server.Server(vault, cmd[cmd.index("--index") + 1], "builtin")
     first = srv.index()
     assert srv.index() is first                       # nothing changed: no second parse
-    (first.dir / "files.json").touch()                # the index files changed on disk
+    (first.dir / first.manifest["files_file"]).touch()  # the index files changed on disk
     second = srv.index()
     assert second is not first and srv.index() is second
 

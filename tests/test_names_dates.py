@@ -2,7 +2,6 @@
 month-only file names with a day in the note, d/m/y digits by config, weeks, quarters,
 timestamps)."""
 
-import json
 from datetime import date
 
 import pytest
@@ -15,7 +14,7 @@ OLD = 1_600_000_000   # an mtime in 2020, far from every date written in the not
 
 
 def files_of(index_dir):
-    return {f["path"]: f for f in json.loads((index_dir / "files.json").read_text())["files"]}
+    return {f["path"]: f for f in ingest.load_index(index_dir).files}
 
 
 def build(vault, tmp_path):
@@ -97,7 +96,7 @@ def test_date_order_from_the_vault_config(tmp_path):
     write(vault, "log.md", "# Log\n## 04.10.2026\nfirst entry words\n## 05.11.2026\nsecond")
     files = build(vault, tmp_path)
     assert files["minutes 03.10.2026.md"]["date"] == "2026-10-03"
-    chunks = json.loads((tmp_path / "idx" / "chunks.json").read_text())["chunks"]
+    chunks = ingest.load_index(tmp_path / "idx").chunks
     assert {c["section_date"] for c in chunks if c["path"] == "log.md"} >= {
         "2026-10-04", "2026-11-05"}
 
