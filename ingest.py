@@ -74,7 +74,8 @@ import numpy as np
 
 import models
 
-FORMAT = 2                         # 2: segments + tombstones (1: one chunks.json)
+FORMAT = 3                         # 3: + file records as a base and a delta; 2: segments
+                                   # + tombstones; 1: one chunks.json
 MAX_FILE_BYTES = 5 * 1024 * 1024   # larger notes are skipped ("too large")
 CHUNK_WORDS = 180                  # most words in one chunk
 MAX_WORD_CHARS = 200               # longer "words" (base64, minified code) are cut in pieces
@@ -94,14 +95,18 @@ LOAD_TRIES = 3                     # load_index re-reads a manifest a commit rep
 MERGE_SEGMENTS = 4                 # more delta segments than this: they are merged into one
 MERGE_SHARE = 0.25                 # delta + tombstoned rows above this share of the live
                                    # rows: everything is merged into one segment
+DELTA_SHARE = 0.1                  # file records differing from the base above this share
+                                   # of all records: a new base is written (else a delta)
 ROWS = np.dtype([("end", "<i8"), ("crc", "<u4"), ("hash", "V32")])   # s<N>.rows.npy
 SEG_FILES = ("vectors.npy", "rows.npy", "text", "chunks.json")
 INDEX_FILE_RE = re.compile(   # every name an index dir may hold besides lock (see "on disk")
     r"^(?:(?P<seg>s(?P<n>\d+))\.(?:vectors\.npy|rows\.npy|text|chunks\.json|(?P<bm25>bm25[\w.-]*))"
-    r"|[ge](?P<n2>\d+)\.(?:files\.json|near\.json|idf\.npy)|manifest\.json|files\.json|chunks\.json"
+    r"|[ge](?P<n2>\d+)\.(?:files\.json|delta\.json|near\.json|idf\.npy)|manifest\.json|files\.json|chunks\.json"
     r"|vectors\.npy|idf\.npy|bm25\.npz|bm25_vocab\.json|.+\.prev|\..+\.tmp-[\d-]+)$")
 _TMP_IDS = itertools.count()
 PRIVACY = ("private", "shareable")
+SCRATCH = ("_body", "_norm", "_date_order", "_reused", "_chunks", "_family", "_reread")
+                                   # record keys of one run, never written
 REUSE_RULES = 2                    # bump when reading/dating/chunking rules change: an
                                    # index made under other rules is not reused per file
 
@@ -161,6 +166,7 @@ class Index:
     stat: list = field(default_factory=list)    # _index_stat of the files it was read from
     segments: list = field(default_factory=list)  # the Segments, in manifest order
     where: dict = field(default_factory=dict)     # path -> [(segment, first row, rows)]
+    base: tuple | None = None    # (name, sha, records) of the file records' base
 
 
 def default_index_dir() -> Path:
@@ -208,14 +214,17 @@ def _load_config(vault: Path, config=None) -> tuple[dict, Path | None]:
     return {"ignore": ignore, "folders": folders, "date_order": date_order}, path.resolve()
 
 
-def _folder_setting(rel: str, cfg: dict, key: str, default):
-    """The setting from the longest [folders.X] whose X is the file's folder or a prefix
-    (remembered per folder in cfg["_memo"])."""
+def _folder_flags(rel: str, cfg: dict) -> dict:
+    """{"private", "versioned"} of a note from the longest [folders.X] whose X is its
+    folder or a prefix (remembered per folder in cfg["_memo"])."""
     parent = rel.rpartition("/")[0]
     memo = cfg.setdefault("_memo", {})
-    if (parent, key, default) not in memo:
-        memo[parent, key, default] = _setting_of(parent, cfg, key, default)
-    return memo[parent, key, default]
+    flags = memo.get(parent)
+    if flags is None:
+        flags = memo[parent] = {
+            "private": _setting_of(parent, cfg, "privacy", "private") == "private",
+            "versioned": _setting_of(parent, cfg, "versioned", True)}
+    return flags
 
 
 def _setting_of(parent: str, cfg: dict, key: str, default):
@@ -611,9 +620,7 @@ def _record(rel: str, text: str, st, cfg: dict) -> dict:
         "path": rel, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
         "sha256": hashlib.sha256(norm.encode()).hexdigest(),
         "date": day, "date_source": source, "family": rel, "is_latest": False,
-        "duplicate_of": None,
-        "private": _folder_setting(rel, cfg, "privacy", "private") == "private",
-        "versioned": _folder_setting(rel, cfg, "versioned", True),
+        "duplicate_of": None, **_folder_flags(rel, cfg),
         "tags": sorted({t.lstrip("#") for t in tags} | set(TAG_RE.findall(body))),
         "title": str(meta.get("title") or h1 or Path(rel).stem),
         "wikilinks": WIKILINK_RE.findall(text),
@@ -627,8 +634,7 @@ def _reused(old: dict, chunks, cfg: dict) -> dict:
     duplicate) under _chunks."""
     rel = old["path"]
     rec = {**old, "family": rel, "is_latest": False, "duplicate_of": None,
-           "private": _folder_setting(rel, cfg, "privacy", "private") == "private",
-           "versioned": _folder_setting(rel, cfg, "versioned", True), "_reused": True,
+           **_folder_flags(rel, cfg), "_reused": True,
            "_date_order": cfg["date_order"], "_family": old["family"]}
     if chunks is not None:
         rec["_chunks"] = chunks
@@ -1068,8 +1074,8 @@ def _write_segment(index_dir: Path, name: str, pieces: list, dim: int, written: 
 def _referenced(manifest: dict) -> tuple[set, set]:
     """(file names, segment names) a manifest keeps alive."""
     segs = {s["name"] for s in manifest.get("segments", [])}
-    names = {"manifest.json", manifest.get("files_file"), manifest.get("idf_file"),
-             manifest.get("near_file")}
+    names = {"manifest.json", manifest.get("files_file"), manifest.get("files_delta"),
+             manifest.get("idf_file"), manifest.get("near_file")}
     names |= {f"{s}.{x}" for s in segs for x in SEG_FILES}
     return names - {None}, segs
 
@@ -1125,10 +1131,9 @@ def _commit(index_dir: Path, manifest: dict, files: list, pieces_by_seg: list,
             write_atomic(written[-1], idf)
         written.append(index_dir / manifest["near_file"])
         write_atomic(written[-1], _json_bytes({"format": FORMAT, "pairs": near}))
-        raw = _json_bytes({"format": FORMAT, "files": files})
-        manifest["files_sha"] = hashlib.sha256(raw).hexdigest()
-        written.append(index_dir / manifest["files_file"])
-        write_atomic(written[-1], raw)
+        for name, raw in manifest.pop("_files"):
+            written.append(index_dir / name)
+            write_atomic(written[-1], raw)
         write_atomic(index_dir / "manifest.json", json.dumps(manifest, indent=1))
     except BaseException:
         for p in written:
@@ -1463,20 +1468,42 @@ def _load(d: Path, backend) -> Index:
     except (KeyError, TypeError, AttributeError):
         raise IndexProblem(f"manifest.json in {d} lacks its segments or files: run "
                            f"{fix}") from None
-    files, files_raw = _read_json(d, files_file, "files", vault)
-    if hashlib.sha256(files_raw).hexdigest() != manifest.get("files_sha"):
-        raise IndexProblem(f"{files_file} in {d} does not match its manifest (edited, or an "
-                           f"ingest was interrupted): run {fix}")
+    base, files = _load_files(d, manifest, files_file, vault, fix)
     segments = [_load_segment(d, name, rows, sha, dim, vault) for name, rows, sha in names]
     where = _live_notes(segments, dead)
-    file_of, seg_of, row = _layout(d, files["files"], where, fix)
+    file_of, seg_of, row = _layout(d, files, where, fix)
     embedder = _load_embedder(d, manifest, backend, fix)
-    idx = Index(d, manifest, files["files"],
-                _Chunks(files["files"], segments, file_of, seg_of, row),
+    idx = Index(d, manifest, files, _Chunks(files, segments, file_of, seg_of, row),
                 _Vectors([s.vectors for s in segments], seg_of, row, dim),
-                {f["path"]: f for f in files["files"]}, embedder, stat=stat)
-    idx.segments, idx.where = segments, where
+                {f["path"]: f for f in files}, embedder, stat=stat)
+    idx.segments, idx.where, idx.base = segments, where, base
     return idx
+
+
+def _load_files(d: Path, manifest: dict, files_file: str, vault, fix: str):
+    """((base name, its sha, its records), the file records): the base, with the delta
+    the manifest names (if any) applied; each file checked against its digest."""
+    data, raw = _read_json(d, files_file, "files", vault)
+    if hashlib.sha256(raw).hexdigest() != manifest.get("files_sha"):
+        raise IndexProblem(f"{files_file} in {d} does not match its manifest (edited, or an "
+                           f"ingest was interrupted): run {fix}")
+    base = (files_file, manifest["files_sha"], data["files"])
+    name = manifest.get("files_delta")
+    if not name:
+        return base, data["files"]
+    delta, raw = _read_json(d, str(name), "files", vault)
+    recs, n = data["files"], len(data["files"])
+    try:
+        ok = (hashlib.sha256(raw).hexdigest() == manifest.get("delta_sha")
+              and delta.get("base") == files_file)
+        files = [recs[e] if type(e) is int and 0 <= e < n else e if type(e) is dict
+                 else None for e in delta["files"]] if ok else [None]
+    except TypeError:
+        files = [None]
+    if None in files:
+        raise IndexProblem(f"{name} in {d} does not match its manifest (edited, or an "
+                           f"ingest was interrupted): run {fix}")
+    return base, files
 
 
 def _mapped(path: Path, fix: str, dtype=None, shape=None):
@@ -1753,18 +1780,45 @@ def _write_index(index_dir: Path, prev, recs: list, chunks: list, emb, progress)
     idf = (emb.idf if isinstance(emb, models.BuiltinEmbedder) and not same_idf else None)
     manifest = {"format": FORMAT, "embedder": emb.id, "dim": int(emb.dim), "gen": gen,
                 "segments": [prev.manifest["segments"][s] for s in kept], "dead": dead,
-                "files_file": f"g{gen}.files.json",
                 "idf_file": (f"e{gen}.idf.npy" if idf is not None else
                              prev.manifest.get("idf_file") if same_idf else None),
                 "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "_pieces": [(f"s{gen}", pieces)] if pieces else [], "_idf": idf}
-    scratch = [k for k in set().union(*recs) if k.startswith("_")]   # _body, _reused, ...
-    files = [r.copy() for r in recs]
+    files = recs                       # the records themselves, less their scratch keys
     for f in files:
-        for k in scratch:
+        for k in SCRATCH:
             f.pop(k, None)
     n_chunks = sum(keep[p][2] if p in keep else len(new[p].rows) for p in live)
+    manifest["_files"] = _files_out(prev, files, gen, manifest)
     return manifest, files, (n_chunks, embedded)
+
+
+def _files_out(prev, files: list, gen: int, manifest: dict) -> list:
+    """[(name, bytes)] of the file records, their names and digests set in manifest:
+    the records that differ from the previous index's base, as a delta (g<gen>.delta.json:
+    per record its position in the base, or the record itself), while they are at most
+    DELTA_SHARE of all; else a new base (g<gen>.files.json) with every record."""
+    base = getattr(prev, "base", None)
+    if base is not None:
+        name, sha, recs = base
+        pos = {r["path"]: i for i, r in enumerate(recs)}
+        out, changed = [], 0
+        for f in files:
+            i = pos.get(f["path"])
+            if i is not None and recs[i] == f:
+                out.append(i)
+            else:
+                out.append(f)
+                changed += 1
+        if changed <= DELTA_SHARE * len(files):
+            raw = _json_bytes({"format": FORMAT, "base": name, "files": out})
+            manifest.update(files_file=name, files_sha=sha, files_delta=f"g{gen}.delta.json",
+                            delta_sha=hashlib.sha256(raw).hexdigest())
+            return [(manifest["files_delta"], raw)]
+    raw = _json_bytes({"format": FORMAT, "files": files})
+    manifest.update(files_file=f"g{gen}.files.json", files_sha=hashlib.sha256(raw).hexdigest(),
+                    files_delta=None, delta_sha=None)
+    return [(manifest["files_file"], raw)]
 
 
 def _human(s: dict) -> str:

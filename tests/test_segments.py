@@ -1,7 +1,7 @@
 """The segmented index: an ingest writes one small segment and tombstones, never the
 whole index. Checked here: a random run of edits, adds, deletes and renames equals a
 fresh full build (records, chunks, vectors, every query's ranking), with and without
-merges; BM25 across segments equals one index of the live chunks (and bm25s); a crash
+merges, with the file records as a delta or a new base; BM25 across segments equals one index of the live chunks (and bm25s); a crash
 between a segment and its manifest, or inside a merge, leaves one whole index; an index
 of the old format is rebuilt with one line saying so."""
 
@@ -112,21 +112,26 @@ def test_random_edits_equal_a_fresh_full_build(tmp_path, monkeypatch, merges):
     if merges != "default":
         monkeypatch.setattr(ingest, "MERGE_SHARE", 10.0)          # no full merge
         monkeypatch.setattr(ingest, "MERGE_SEGMENTS", 3 if merges == "deltas only" else 999)
+    if merges == "never":
+        monkeypatch.setattr(ingest, "DELTA_SHARE", 1.0)      # file records: always a delta
     v = Vault(tmp_path / "vault", seed=len(merges))
     for _ in range(12):
         v.put(v.name(), v.text())
     d = tmp_path / "idx"
     ingest.build_index(v.root, d, backend=_backend())
-    kinds, most = [], 0
+    kinds, most, records = [], 0, set()
     for i in range(50):
         kinds.append(v.step())
         s = ingest.build_index(v.root, d, backend=_backend())
-        most = max(most, len(ingest.load_index(d, backend=_backend()).segments))
+        idx = ingest.load_index(d, backend=_backend())
+        most = max(most, len(idx.segments))
+        records.add("delta" if idx.manifest["files_delta"] else "base")
         assert s["files_read"] <= 2 or kinds[-1] == "copy"
         if i % 10 == 9:
             _same_as_full_build(v.root, d, tmp_path)
     assert set(kinds) == {"edit", "add", "delete", "rename", "copy"}
     assert most > 1                                     # deltas and tombstones were used
+    assert records == ({"delta"} if merges == "never" else {"delta", "base"})
     if merges == "deltas only":
         assert most <= 4
     names = {p.name for p in d.iterdir()}
@@ -306,10 +311,29 @@ def test_an_old_format_index_is_rebuilt_with_one_line(tmp_path, capsys):
         (d / name).write_text(text)
     assert ingest.main([str(vault), "--index", str(d)]) == 0
     out = capsys.readouterr().out.splitlines()
-    line = "index format 1 is older than this Verso's (2); rebuilt"
+    line = f"index format 1 is older than this Verso's ({ingest.FORMAT}); rebuilt"
     assert out.count(line) == 1 and sum("older than" in x for x in out) == 1
     assert not {p.name for p in d.iterdir()} & (set(old) - {"manifest.json"})
     assert [c["path"] for c in ingest.load_index(d).chunks] == ["a.md"]
+
+
+def test_a_format_2_index_is_rebuilt_with_one_line(tmp_path, capsys):
+    """Format 2 (segments, one files list) is read by no later Verso: rebuilt, and the
+    files it no longer uses are removed."""
+    vault, d = tmp_path / "vault", tmp_path / "idx"
+    write(vault, "a.md", "# A\nalpha")
+    ingest.build_index(vault, d)
+    m = json.loads((d / "manifest.json").read_text())
+    (d / "manifest.json").write_text(json.dumps({**m, "format": 2}))
+    before = {p.name for p in d.iterdir()}
+    write(vault, "b.md", "# B\nbeta")
+    capsys.readouterr()
+    assert ingest.main([str(vault), "--index", str(d)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    line = f"index format 2 is older than this Verso's ({ingest.FORMAT}); rebuilt"
+    assert out.count(line) == 1 and sum("older than" in x for x in out) == 1
+    assert not {p.name for p in d.iterdir()} & (before - {"manifest.json", "lock"})
+    assert [c["path"] for c in ingest.load_index(d).chunks] == ["a.md", "b.md"]
 
 
 def test_a_touched_note_keeps_its_rows_and_a_text_edit_is_seen(tmp_path):
