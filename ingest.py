@@ -236,8 +236,8 @@ def _setting_of(parent: str, cfg: dict, key: str, default):
     return default if best is None else best[1]
 
 
-def _ignored(rel: str, globs: list) -> bool:
-    return _ignore_re(tuple(globs)).match(rel) is not None
+def _entry_name(entry) -> str:
+    return entry.name
 
 
 @functools.lru_cache(maxsize=16)
@@ -283,6 +283,9 @@ def _scan(vault: Path, cfg: dict, stats: dict | None = None) -> tuple[list[str],
             return None
         return [st.st_size, st.st_mtime_ns]
 
+    ignored = _ignore_re(tuple(cfg["ignore"])).match if cfg["ignore"] else None
+    real_notes = []                      # (real folder, its notes' names): see reals below
+
     def walk(top: str) -> None:
         stack = [top]
         while stack:
@@ -293,11 +296,12 @@ def _scan(vault: Path, cfg: dict, stats: dict | None = None) -> tuple[list[str],
             seen.add(real)
             try:
                 with os.scandir(folder) as it:
-                    entries = sorted(it, key=lambda e: e.name)
+                    entries = sorted(it, key=_entry_name)
             except OSError as e:
                 skipped.append({"path": rel(folder) + "/",
                                 "reason": f"unreadable folder ({e.strerror or type(e).__name__})"})
                 continue
+            names = []
             for e in entries:
                 if e.name.startswith("."):
                     continue
@@ -308,14 +312,17 @@ def _scan(vault: Path, cfg: dict, stats: dict | None = None) -> tuple[list[str],
                 if is_dir:
                     if e.name.lower() not in SKIP_DIRS:
                         (link_dirs if link else stack).append(e.path)
-                elif (e.name.lower().endswith(TEXT_EXTS)
-                      and not (cfg["ignore"] and _ignored(rel(e.path), cfg["ignore"]))):
+                elif e.name.lower().endswith(TEXT_EXTS):
+                    r = rel(e.path)
+                    if ignored and ignored(r):
+                        continue
                     if link:
                         link_files.append(e.path)
                     else:
-                        notes.append(rel(e.path))
-                        stats[notes[-1]] = stat_of(e)
-                        reals.add(real.rstrip(os.sep) + os.sep + e.name)  # os.path.join
+                        notes.append(r)
+                        stats[r] = stat_of(e)
+                        names.append(e.name)
+            real_notes.append((real.rstrip(os.sep) + os.sep, names))
 
     walk(str(vault))
     while link_dirs:
@@ -327,6 +334,8 @@ def _scan(vault: Path, cfg: dict, stats: dict | None = None) -> tuple[list[str],
                             "reason": "symlink to a folder outside the vault (not followed)"})
         elif target not in seen:
             walk(path)
+    if link_files:                       # the real paths of the notes walked so far
+        reals.update(folder + name for folder, names in real_notes for name in names)
     for path in sorted(link_files):
         target = os.path.realpath(path)
         if not _inside(target, vault):
@@ -1327,8 +1336,10 @@ class _Vectors:
         g = np.asarray(g)
         out = np.empty(g.shape + (self.shape[1],), np.float32)
         seg = np.searchsorted(self.base, g, "right") - 1
-        for s in np.unique(seg):
+        for s in range(len(self.mats)):        # not np.unique: it imports numpy.ma
             at = seg == s
+            if not at.any():
+                continue
             out[at] = self.mats[s][g[at] - self.base[s]]
         return out
 

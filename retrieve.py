@@ -348,20 +348,23 @@ def _meta(index) -> dict:
         paths: dict[str, int] = {}
         by_file = ingest.chunk_files(index.chunks)
         if by_file is not None:                    # chunks in file order: no dicts read
-            file_of, files = by_file
+            file_of, files = by_file               # each file's chunks are one run of ids
             first = np.flatnonzero(np.r_[True, file_of[1:] != file_of[:-1]]) if len(
                 file_of) else np.zeros(0, dtype=np.int64)
-            paths = {files[j]["path"]: i for i, j in enumerate(file_of[first].tolist())}
+            names = [files[j]["path"] for j in file_of[first].tolist()]
+            paths = dict(zip(names, range(len(names))))
             col = np.cumsum(np.r_[False, file_of[1:] != file_of[:-1]]) if len(
                 file_of) else np.zeros(0, dtype=np.int64)
             private = np.array([bool(f.get("private")) for f in files], dtype=bool)[file_of]
+            ids = _Runs(dict(zip(names, zip(first.tolist(),
+                                            np.r_[first[1:], len(file_of)].tolist()))))
         else:
             col = np.array([paths.setdefault(c["path"], len(paths)) for c in index.chunks],
                            dtype=np.int64)
             private = np.array([bool(c.get("private")) for c in index.chunks], dtype=bool)
-        order = np.argsort(col, kind="stable")
-        bounds = np.searchsorted(col[order], np.arange(len(paths) + 1))
-        ids = {p: order[bounds[j]:bounds[j + 1]] for p, j in paths.items()}
+            order = np.argsort(col, kind="stable")
+            bounds = np.searchsorted(col[order], np.arange(len(paths) + 1))
+            ids = {p: order[bounds[j]:bounds[j + 1]] for p, j in paths.items()}
         meta = {"paths": list(paths), "col": col, "private": private, "ids": ids}
         index.cache["retrieve_meta"] = meta
     return meta
@@ -376,6 +379,23 @@ def _matrix(index):
         v = index.vectors
         m = index.cache["retrieve_matrix"] = v if hasattr(v, "mats") else np.asarray(v)
     return m
+
+
+class _Runs(dict):
+    """path -> its chunk ids (int64, ascending), kept as (first, end) and made when asked."""
+
+    def __getitem__(self, path):
+        first, end = super().__getitem__(path)
+        return np.arange(first, end, dtype=np.int64)
+
+    def get(self, path, default=None):
+        return self[path] if path in self else default
+
+    def values(self):
+        return [self[p] for p in self]
+
+    def items(self):
+        return [(p, self[p]) for p in self]
 
 
 def chunk_ids_by_path(index) -> dict[str, np.ndarray]:
@@ -444,7 +464,8 @@ def closest_chunk(index, qvec, chunk_ids) -> int:
     """The id among chunk_ids whose vector is closest to qvec (ties: lower id)."""
     ids = np.asarray(chunk_ids, dtype=np.int64).reshape(-1)
     if ids.size > 1 and not (ids[1:] > ids[:-1]).all():
-        ids = np.unique(ids)                        # ascending: argmax ties -> lower id
+        ids = np.sort(ids)                          # ascending: argmax ties -> lower id
+        ids = ids[np.r_[True, ids[1:] != ids[:-1]]]   # (np.unique would import numpy.ma)
     if ids.size == 0:
         raise ValueError("closest_chunk needs at least one chunk id")
     return int(ids[int(np.argmax(_matrix(index)[ids] @ qvec))])

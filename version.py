@@ -77,21 +77,39 @@ def _strength(f: dict) -> tuple:
 
 
 def _tables(index) -> dict:
-    """Cached: family -> version files (no duplicates); path -> {section date: ids}."""
+    """Cached: family -> version files (no duplicates); path -> {section date: ids}
+    (per note, when asked)."""
     tables = index.cache.get("version")
     if tables is None:
         members: dict[str, list] = {}
         for f in index.files:
             if not f.get("duplicate_of"):
                 members.setdefault(f.get("family") or f["path"], []).append(f)
-        sections: dict[str, dict] = {}
-        ids, paths, dates = (ingest.chunk_column(index.chunks, k)
-                             for k in ("id", "path", "section_date"))
-        for i in [i for i, d in enumerate(dates) if d]:
-            sections.setdefault(paths[i], {}).setdefault(dates[i], []).append(ids[i])
-        tables = {"members": members, "sections": sections}
+        tables = {"members": members, "sections": _Sections(index)}
         index.cache["version"] = tables
     return tables
+
+
+class _Sections:
+    """path -> {section date: [chunk ids]} of a note with dated sections (get, in),
+    made for a note when first asked for: a question looks at a few notes, not all."""
+
+    def __init__(self, index):
+        self.index, self.memo, self.dates = index, {}, None
+
+    def get(self, path: str, default=None):
+        if path not in self.memo:
+            if self.dates is None:
+                self.dates = ingest.chunk_column(self.index.chunks, "section_date")
+            out: dict[str, list] = {}
+            for i in retrieve.chunk_ids_by_path(self.index).get(path, ()):
+                if self.dates[i]:
+                    out.setdefault(self.dates[i], []).append(int(i))
+            self.memo[path] = out
+        return self.memo[path] or default
+
+    def __contains__(self, path: str) -> bool:
+        return bool(self.get(path))
 
 
 def _versions(tables, family) -> list[dict]:
