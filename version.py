@@ -94,15 +94,16 @@ class _Sections:
     """path -> {section date: [chunk ids]} of a note with dated sections (get, in),
     made for a note when first asked for: a question looks at a few notes, not all."""
 
-    def __init__(self, index):
-        self.index, self.memo, self.dates = index, {}, None
+    def __init__(self, index):         # no reference to the index: no cycle through its cache
+        self.chunks, self.ids_of = index.chunks, retrieve.chunk_ids_by_path(index)
+        self.memo, self.dates = {}, None
 
     def get(self, path: str, default=None):
         if path not in self.memo:
             if self.dates is None:
-                self.dates = ingest.chunk_column(self.index.chunks, "section_date")
+                self.dates = ingest.chunk_column(self.chunks, "section_date")
             out: dict[str, list] = {}
-            for i in retrieve.chunk_ids_by_path(self.index).get(path, ()):
+            for i in self.ids_of.get(path, ()):
                 if self.dates[i]:
                     out.setdefault(self.dates[i], []).append(int(i))
             self.memo[path] = out
