@@ -1629,9 +1629,10 @@ def _stamp(vault: Path, stats: dict, passed_over: list, cfg_path, backend) -> st
     -> _stat), what was passed over, the config file and the embedder backend. Equal
     stamps: nothing to do."""
     parts = [FORMAT, str(vault), _backend_name(backend), passed_over,
-             [str(cfg_path), _stat(Path(cfg_path))] if cfg_path else None,
-             [[p, s] for p, s in stats.items()]]
-    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+             [str(cfg_path), _stat(Path(cfg_path))] if cfg_path else None]
+    h = hashlib.sha256(json.dumps(parts).encode())
+    h.update("".join(f"\0{p}\0{s}" for p, s in stats.items()).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()           # (a path holds no NUL: the join is unambiguous)
 
 
 def _unchanged(index_dir: Path, vault: Path, stamp: str, backend, current=None):
