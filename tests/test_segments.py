@@ -5,6 +5,7 @@ merges, with the file records as a delta or a new base; BM25 across segments equ
 between a segment and its manifest, or inside a merge, leaves one whole index; an index
 of the old format is rebuilt with one line saying so."""
 
+import hashlib
 import json
 import random
 import shutil
@@ -363,3 +364,57 @@ def test_a_damaged_text_is_one_line_when_read(tmp_path):
     idx = ingest.load_index(d)
     with pytest.raises(ingest.IndexProblem, match="does not match its rows.*--rebuild$"):
         idx.chunks[0]
+
+
+@pytest.mark.parametrize("damage", ["edited", "other base", "bad position"])
+def test_a_damaged_files_delta_is_detected(tmp_path, damage):
+    """An edit writes the records that differ from the base as g<N>.delta.json; a delta
+    edited, pointing at another base or at a position the base lacks is one line."""
+    v = Vault(tmp_path / "vault", seed=5)
+    for _ in range(12):
+        v.put(v.name(), v.text())
+    d = tmp_path / "idx"
+    ingest.build_index(v.root, d, backend=_backend())
+    v.put(v.notes()[0], v.text())
+    ingest.build_index(v.root, d, backend=_backend())
+    m = json.loads((d / "manifest.json").read_text())
+    assert m["files_delta"] and (d / m["files_delta"]).exists()
+    delta = json.loads((d / m["files_delta"]).read_text())
+    assert sum(isinstance(e, dict) for e in delta["files"]) <= 2   # the edited record, and
+    if damage == "edited":                                          # maybe a family flag
+        delta["files"][0] = delta["files"][1]
+    raw = json.dumps({**delta, "base": "g99.files.json"} if damage == "other base" else delta)
+    if damage == "bad position":                  # a well-formed delta, digest and all
+        delta["files"][0] = 10**6
+        raw = json.dumps(delta)
+        m["delta_sha"] = hashlib.sha256(raw.encode()).hexdigest()
+        (d / "manifest.json").write_text(json.dumps(m))
+    (d / m["files_delta"]).write_text(raw)
+    with pytest.raises(ingest.IndexProblem, match="delta.json in .* does not match its "
+                                                  "manifest.*--rebuild"):
+        ingest.load_index(d, backend=_backend())
+
+
+def test_a_cold_builtin_question_imports_only_what_it_needs(tmp_path):
+    """python harness.py "q" with the builtin backend loads no HTTP client, no report
+    or server module and not numpy.ma (np.unique imports it: ~40 ms of a cold start)."""
+    import subprocess
+    import sys
+    v = Vault(tmp_path / "vault", seed=7)
+    for _ in range(30):                     # many: one edit stays a delta (no full merge)
+        v.put(v.name(), v.text())
+    ingest.build_index(v.root, tmp_path / "i")
+    v.put(v.notes()[0], v.text() + "\nSee [[" + v.notes()[1].rsplit("/", 1)[-1][:-3] + "]].\n")
+    code = ("import sys, contextlib, io, harness\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    harness.main(['--vault', {str(v.root)!r}, '--index', {str(tmp_path / 'i')!r},"
+            " '--backend', 'builtin', 'what is the day rate?'])\n"
+            "import ingest, retrieve\n"            # rows across two segments, ids unsorted
+            f"idx = ingest.load_index({str(tmp_path / 'i')!r})\n"
+            "assert len(idx.segments) == 2\n"
+            "retrieve.closest_chunk(idx, idx.vectors[0], [len(idx.chunks) - 1, 0])\n"
+            "print(sorted(m for m in ('ollama', 'httpx', 'requests', 'html_report', "
+            "'mcp_server', 'evaluate', 'numpy.ma') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=Path(__file__).resolve().parent.parent)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
