@@ -1287,7 +1287,7 @@ class Segment:
     entry_latest: list
     vectors: np.ndarray          # float32 [rows, dim] (memory map)
     rows: np.ndarray             # ROWS [rows] (memory map)
-    blob: object                 # the texts: uint8 memory map (b"" when empty)
+    blob: object                 # the texts: a _Text (b"" when empty)
     where: str                   # "s3.text in DIR", for errors
     fix: str                     # the command that rebuilds the index
 
@@ -1304,6 +1304,22 @@ class Segment:
 
     def row_paths(self) -> list[str]:
         return [p for p, _, n in self.files for _ in range(n)]
+
+
+class _Text:
+    """A segment's texts, read by offset (blob[a:b] -> bytes, one pread): not a memory map,
+    whose every first touch maps megabytes of the file into the process (large folios),
+    for a chunk of a kilobyte."""
+
+    def __init__(self, path: Path):
+        self.file = open(path, "rb", buffering=0)        # closed with the segment
+
+    def __getitem__(self, sl: slice) -> bytes:
+        start, stop = sl.start or 0, sl.stop
+        if hasattr(os, "pread"):
+            return os.pread(self.file.fileno(), stop - start, start)
+        self.file.seek(start)
+        return self.file.read(stop - start)
 
 
 class _Vectors:
@@ -1543,7 +1559,7 @@ def _load_segment(d: Path, name: str, n: int, sha: str, dim: int, vault) -> Segm
     text = d / f"{name}.text"
     try:
         size = text.stat().st_size
-        blob = np.memmap(text, dtype=np.uint8, mode="r") if size else b""
+        blob = _Text(text) if size else b""
     except (OSError, ValueError) as e:
         raise IndexProblem(f"{name}.text in {d} is unreadable ({_line(e)}): run "
                            f"{fix}") from None
