@@ -43,6 +43,7 @@ BM25_META = "bm25.json"  # s<N>.bm25.json: terms; s<N>.bm25-<array>.npy: the arr
 BM25_SAVED = ("indptr", "docs", "tf", "lens")
 SPARSE_RATIO = 8         # postings < n_docs / SPARSE_RATIO: sum via np.unique, not n-long
 RETOKENIZE_SHARE = 0.05  # tombstoned rows up to this share are tokenized again for df
+SATURATE_AFTER = 2       # the query of a process at which every posting's tf part is kept
 STEM_MEMO_MAX = 200_000  # file stems remembered by _bm25_text
 _STEMS: dict[str, str] = {}
 
@@ -239,6 +240,10 @@ def _bm25_scores(bm: dict, query: str) -> tuple[np.ndarray, np.ndarray]:
     if not found:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
     ds, ws = [], []
+    bm["asked"] = bm.get("asked", 0) + 1
+    if bm["asked"] == SATURATE_AFTER:           # a process that asks again: per posting
+        for p in bm["parts"]:                    # tf / (tf + norm), once (8 bytes each)
+            p["sat"] = _saturation(p, slice(None))
     for t in sorted(found):        # summed in term order: no dependence on numbering
         scale = bm["idf"][vocab[t]] * found[t] * (K1 + 1.0)
         for p in bm["parts"]:
@@ -246,9 +251,9 @@ def _bm25_scores(bm: dict, query: str) -> tuple[np.ndarray, np.ndarray]:
             if c is None:
                 continue
             sl = slice(p["indptr"][c], p["indptr"][c + 1])
-            rows, tf = p["docs"][sl], p["tf"][sl].astype(np.float64)
+            rows = p["docs"][sl]
             ds.append(rows if p["live"] is None else p["live"][rows])
-            ws.append(scale * tf / (tf + p["norm"][rows]))   # a tombstone: weight 0
+            ws.append(scale * (p["sat"][sl] if "sat" in p else _saturation(p, sl)))
     d, w, n = np.concatenate(ds), np.concatenate(ws), bm["n_docs"]
     if d.size * SPARSE_RATIO < n:
         ids, inverse = np.unique(d, return_inverse=True)
@@ -259,6 +264,13 @@ def _bm25_scores(bm: dict, query: str) -> tuple[np.ndarray, np.ndarray]:
     full = np.bincount(d, weights=w, minlength=n + 1)[:n]
     ids = np.flatnonzero(full)
     return ids, full[ids]
+
+
+def _saturation(part: dict, sl: slice) -> np.ndarray:
+    """float64 tf / (tf + norm) of the postings sl (0 for a tombstone: its norm is inf);
+    the same arithmetic whether made per query or once for all postings."""
+    tf = part["tf"][sl].astype(np.float64)
+    return tf / (tf + part["norm"][part["docs"][sl]])
 
 
 # ------------------------------------------------------------ BM25 per segment on disk

@@ -169,11 +169,15 @@ def test_bm25_across_segments_equals_one_index_of_the_live_chunks(tmp_path, monk
     assert (bm["n_docs"], bm["avgdl"]) == (one["n_docs"], one["avgdl"])
     for t, c in one["vocab"].items():
         assert bm["idf"][bm["vocab"][t]] == one["idf"][c]
+    cold = retrieve.build_bm25(list(idx.chunks))
+    cold["asked"] = -10**9                    # never keeps the per-posting saturation
     rng = random.Random(1)
     for q in QUERIES + [" ".join(rng.choices(sorted(one["vocab"]), k=3)) for _ in range(40)]:
         (ia, sa), (ib, sb) = retrieve._bm25_scores(bm, q), retrieve._bm25_scores(one, q)
         np.testing.assert_array_equal(ia, ib)
         np.testing.assert_array_equal(sa, sb)             # bit for bit: same operations
+        np.testing.assert_array_equal(sb, retrieve._bm25_scores(cold, q)[1])
+    assert "sat" in one["parts"][0] and "sat" not in cold["parts"][0]
 
 
 def test_bm25_across_segments_matches_the_bm25s_reference(tmp_path):
