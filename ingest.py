@@ -4,7 +4,7 @@ In:  a folder of .md/.txt notes and an optional verso.toml (ignore globs; per fo
      `versioned` and `privacy`, default private).
 Out: an index dir (--index, else $VERSO_HOME, else ./.verso) of immutable segments
      (vectors, texts, per-row metadata of whole notes), the file records and a manifest
-     naming the live segments and the tombstoned notes in each (format 2; see "on
+     naming the live segments and the tombstoned notes in each (format 3; see "on
      disk"). An ingest writes the notes it read into one new segment under new names
      (merging segments past MERGE_SEGMENTS / MERGE_SHARE), then replaces the manifest
      atomically, then removes what no manifest names: a crash leaves the previous index
@@ -102,7 +102,8 @@ ROWS = np.dtype([("end", "<i8"), ("crc", "<u4"), ("hash", "V32")])   # s<N>.rows
 SEG_FILES = ("vectors.npy", "rows.npy", "text", "chunks.json")
 INDEX_FILE_RE = re.compile(   # every name an index dir may hold besides lock (see "on disk")
     r"^(?:(?P<seg>s(?P<n>\d+))\.(?:vectors\.npy|rows\.npy|text|chunks\.json|(?P<bm25>bm25[\w.-]*))"
-    r"|[ge](?P<n2>\d+)\.(?:files\.json|delta\.json|near\.json|idf\.npy)|manifest\.json|files\.json|chunks\.json"
+    r"|[ge](?P<n2>\d+)\.(?:files\.json|delta\.json|near\.json|idf\.npy)"
+    r"|manifest\.json|files\.json|chunks\.json"
     r"|vectors\.npy|idf\.npy|bm25\.npz|bm25_vocab\.json|.+\.prev|\..+\.tmp-[\d-]+)$")
 _TMP_IDS = itertools.count()
 PRIVACY = ("private", "shareable")
@@ -989,7 +990,9 @@ def _next_gen(index_dir: Path, prev_manifest: dict | None) -> int:
 #   s<N>.text         the rows' texts, UTF-8, back to back (read only when asked for)
 #   s<N>.chunks.json  per row heading, section_date, entry_latest; per note [path, row, n]
 #   s<N>.bm25-*       the segment's BM25 postings (retrieve.py, on the first question)
-#   g<N>.files.json   every file's record; e<N>.idf.npy the builtin embedder's IDF
+#   g<N>.files.json   the base of the file records; g<N>.delta.json the records now, as
+#                     positions in the base or the records that differ (see _files_out)
+#   e<N>.idf.npy      the builtin embedder's IDF
 # A segment is never rewritten: an ingest writes new files, then the manifest, whose
 # "dead" lists the notes of each segment replaced or deleted since (tombstones). Files
 # no manifest names are removed after the commit, or by the next ingest (under the lock).
