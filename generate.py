@@ -75,16 +75,17 @@ CITE_PHRASE_RE = re.compile(
     r"noted|shown|given|written|listed|found|recorded|reported|seen|described)\s+(?:in|by|"
     r"from|on)|according\s+to|see|per|sources?:?|cf\.?)\s+(?:the\s+)?(?:(?:notes?|sources?|"
     r"passages?)\s*)?(?=\[c\d)", re.IGNORECASE)
+NEGATED_RE = re.compile(r"\bnot\s*$", re.IGNORECASE)   # "is not stated in the notes" stays
 CITE_WORDS = frozenset("""note notes source sources passage passages stated state mentioned
 noted shown given written listed found recorded reported seen described according see per
 cited cite citation citations reference references""".split())
 # A sentence that says the notes lack the answer (the abstain sentence, or its variants).
 ABSTAIN_RE = re.compile(
     r"^(?:(?:i'?m |i am )?(?:sorry|afraid)[,.]?\s*(?:but\s*)?|unfortunately,?\s*)?(?:$|"
-    r"i (?:do not|don't|cannot|can't|could not|couldn't|am unable to|was unable to|did not|"
-    r"didn't) (?:know|find|tell|say|answer|determine|see|locate)\b|"
+    r"i (?:do not|don'?t|cannot|can'?t|could not|couldn'?t|am unable to|was unable to|did not|"
+    r"didn'?t) (?:know|find|tell|say|answer|determine|see|locate)\b|"
     r"(?:the|my|these|your|provided|given) (?:notes?|sources?|passages?|context) (?:do not|"
-    r"don't|does not|doesn't|did not|didn't|contain no|have no|hold no|give no)\b|"
+    r"don'?t|does not|doesn'?t|did not|didn'?t|contain no|have no|hold no|give no)\b|"
     r"there (?:is|are|was|were) no (?:information|mention|record|data|details?|notes?)\b|"
     r"no (?:information|mention|record|data|details?) (?:of|about|on|in|is|was)\b|"
     r"(?:this|that|it|the answer) (?:is|was) not (?:stated|mentioned|specified|given|found|"
@@ -190,7 +191,8 @@ def normalise_citations(text: str) -> str:
     text = PAREN_CITE_RE.sub(lambda m: _id_list(m.group(1)), text)
     text = NOTE_CITE_RE.sub(lambda m: _id_list(m.group(1)), text)
     text = BARE_CITE_RE.sub(lambda m: f"[c{int(m.group(1))}]", text)
-    return CITE_PHRASE_RE.sub(" ", text)
+    return CITE_PHRASE_RE.sub(lambda m: m.group() if NEGATED_RE.search(text, 0, m.start())
+                              else " ", text)
 
 
 def _only_citing(sentence: str) -> bool:

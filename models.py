@@ -1065,11 +1065,14 @@ OLLAMA_CONCURRENCY = 4        # judge requests in flight when each item needs it
 OLLAMA_RETRIES = 1            # extra tries after a 5xx or a connection broken mid-reply
 EMBED_MODEL = "nomic-embed-text"  # or $VERSO_EMBED_MODEL
 EMBED_BATCH = 32              # inputs per /api/embed request
-EMBED_CONTEXT = 2048          # tokens nomic-embed-text takes as Ollama serves it
-EMBED_CHARS_PER_TOKEN = 3     # conservative (English runs ~4): we cut at 2048 * 3 chars
+EMBED_CONTEXT = 2048          # tokens, when /api/show names no <arch>.context_length
+EMBED_CHARS_PER_TOKEN = 3     # conservative (English runs ~4): we cut at context * 3 chars
 DOC_PREFIX, QUERY_PREFIX = "search_document: ", "search_query: "
 WRITE_MODEL = "verso-writer"  # or $VERSO_WRITE_MODEL; built from ./Modelfile
 WRITE_SEED = 42
+WRITE_NUM_CTX = 8192          # the Modelfile's num_ctx; sent with every chat request
+WRITE_MAX_TOKENS = 400        # reply tokens (5 sentences are ~150): num_predict, kept free
+WRITE_CHARS_PER_TOKEN = 3.0   # until the server has counted a prompt of ours
 DECISION_MODEL = "d1-omni:600m"  # or $VERSO_DECISION_MODEL: System One judge, if pulled
 JUDGE_TOP_LOGPROBS = 5
 PASSAGE_FIELDS = ("path", "heading", "date", "text")
@@ -1147,23 +1150,48 @@ class _Ollama:
                                    f"{_first_line(e)}") from None
 
 
+def _model_info(api, model) -> tuple[dict, str]:
+    """(model_info, parameters) from /api/show: what the server says the model is."""
+    r = api.call("show", "show", model=model)
+    return dict(r.modelinfo or {}), r.parameters or ""
+
+
+def _info_int(info: dict, field: str) -> int | None:
+    """model_info's "<arch>.<field>" (embedding_length, context_length), if given."""
+    v = info.get(f"{info.get('general.architecture', '')}.{field}")
+    return int(v) if isinstance(v, (int, float)) and v > 0 else None
+
+
 class OllamaEmbedder:
     """Vectors from /api/embed in batches; texts cut by us (never by the server) to fit."""
 
     name = "ollama"
 
     def __init__(self, model=None, host=None, timeout=OLLAMA_TIMEOUT, dim=None,
-                 context=EMBED_CONTEXT):
+                 context=None):
         self.model = model or os.environ.get("VERSO_EMBED_MODEL") or EMBED_MODEL
         self.id, self.api = "ollama:" + _bare(self.model), _Ollama(host, timeout)
-        self._dim, self.truncated = dim, 0
-        self.max_chars = context * EMBED_CHARS_PER_TOKEN
+        self._dim, self.truncated, self.context = dim, 0, context
+
+    def _show(self) -> None:
+        """Dimension and context size as /api/show gives them (asked once)."""
+        info, _ = _model_info(self.api, self.model)
+        self._dim = self._dim or _info_int(info, "embedding_length")
+        self.context = self.context or _info_int(info, "context_length") or EMBED_CONTEXT
 
     @property
     def dim(self) -> int:
-        if self._dim is None:  # ask the model once
+        if self._dim is None:
+            self._show()
+        if self._dim is None:  # the server does not say: ask the model once
             self._embed([QUERY_PREFIX + "dimension"], None, "probe")
         return self._dim
+
+    @property
+    def max_chars(self) -> int:
+        if self.context is None:
+            self._show()
+        return self.context * EMBED_CHARS_PER_TOKEN
 
     @property
     def note(self) -> str:
@@ -1208,18 +1236,43 @@ class OllamaEmbedder:
 
 
 class OllamaWriter:
-    """/api/chat with thinking off, temperature 0 and a fixed seed, not streamed."""
+    """/api/chat with thinking off, temperature 0 and a fixed seed, not streamed; every
+    request names num_ctx (the Modelfile's, from /api/show, within the model's context)
+    so that the server's default context never cuts a prompt silently."""
 
     name = "ollama"
 
     def __init__(self, model=None, host=None, timeout=OLLAMA_TIMEOUT):
         self.model = model or os.environ.get("VERSO_WRITE_MODEL") or WRITE_MODEL
-        self.api, self.last_stats = _Ollama(host, timeout), {}
+        self.api, self.last_stats, self._ctx = _Ollama(host, timeout), {}, None
+        self.chars_per_token = WRITE_CHARS_PER_TOKEN
+
+    @property
+    def num_ctx(self) -> int:
+        """num_ctx from the model's parameters (its Modelfile), else WRITE_NUM_CTX; never
+        above the model's own context_length."""
+        if self._ctx is None:
+            info, params = _model_info(self.api, self.model)
+            m = re.search(r"(?m)^\s*num_ctx\s+(\d+)", params)
+            ctx = int(m.group(1)) if m else WRITE_NUM_CTX
+            self._ctx = min(ctx, _info_int(info, "context_length") or ctx)
+        return self._ctx
+
+    @property
+    def prompt_budget(self) -> int:
+        """Characters of prompt that fit num_ctx with WRITE_MAX_TOKENS left for the reply,
+        at the fewest characters per token the server has counted for our prompts."""
+        return int(max(self.num_ctx - WRITE_MAX_TOKENS, 256) * self.chars_per_token)
 
     def chat(self, messages, what="chat", options=None, **kw):
-        return self.api.call("chat", what, model=self.model, messages=messages, think=False,
-                             stream=False, options={"temperature": 0, "seed": WRITE_SEED,
-                                                    **(options or {})}, **kw)
+        opts = {"temperature": 0, "seed": WRITE_SEED, "num_ctx": self.num_ctx,
+                "num_predict": WRITE_MAX_TOKENS, **(options or {})}
+        r = self.api.call("chat", what, model=self.model, messages=messages, think=False,
+                          stream=False, options=opts, **kw)
+        chars = sum(len(m.get("content", "")) for m in messages)
+        if getattr(r, "prompt_eval_count", None):   # the server's own count of our prompt
+            self.chars_per_token = min(self.chars_per_token, chars / r.prompt_eval_count)
+        return r
 
     def write(self, messages, stage="generate", ledger=None):
         started = time.perf_counter()
