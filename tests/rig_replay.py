@@ -78,8 +78,14 @@ def numbers_stand(answer: dict) -> bool:
 
 
 def run(questions, backend, index, writer) -> list[dict]:
-    rows = []
+    rows, drafts, write = [], [], generate.generate
+
+    def spy(*args, **kw):             # harness does not pass the repairs on (yet)
+        drafts.append(write(*args, **kw))
+        return drafts[-1]
+    generate.generate = spy
     for q in questions:
+        drafts.clear()
         started, error, a = time.perf_counter(), None, None
         try:
             a = harness.ask(q["question"], index=index, backend=backend).to_dict()
@@ -91,8 +97,9 @@ def run(questions, backend, index, writer) -> list[dict]:
             rec = evaluate.score(q, a, "rig")
             wrote = any(s["name"] == "generate" and s["ms"] > 0 for s in a["stages"]) \
                 and bool(a["messages"])
-            repairs = [s.get("repair") for s in a["checks"].get("sentences", [])
-                       if s.get("repair")]
+            repairs = [x["note"] for d in drafts for x in getattr(d, "repairs", [])]
+            row.update(stage_seconds={s["name"]: s["ms"] / 1000 for s in a["stages"]},
+                       found5=rec["source_found_at5"])
             row.update(verdict=a["verdict"], correct=rec["answer_correct"], wrote=wrote,
                        valid=rec["citation_valid"], answer=a["answer"], repairs=repairs,
                        stand=numbers_stand(a) if a["verdict"] == "SHIP" else None)
@@ -171,7 +178,12 @@ def summary(rows) -> dict:
             "verdicts": verdicts, "repaired_sentences": sum(len(r.get("repairs") or [])
                                                             for r in rows),
             "exceptions": sum(r["error"] is not None for r in rows),
-            "p50_seconds_writer_questions": evaluate.percentile(secs, 50)}
+            "p50_seconds_writer_questions": evaluate.percentile(secs, 50),
+            "p50_seconds_all": evaluate.percentile([r["seconds"] for r in rows], 50),
+            "p50_generate_seconds": evaluate.percentile(
+                [r["stage_seconds"]["generate"] for r in wrote if "stage_seconds" in r], 50),
+            "found_at5": f"{sum(bool(r.get('found5')) for r in rows)}/"
+                         f"{sum(r.get('found5') is not None for r in rows)}"}
 
 
 def main(argv=None) -> int:
