@@ -5,6 +5,11 @@ In:  the question, the kept candidates (numbered c1..c5 in the order given), the
 Out: Draft(text, citations, input_tokens, output_tokens, abstained, messages).
 Not: choosing or filtering the notes (rerank, version) or checking the answer (verify).
 
+Replies of every shape are read (parse_citations: citation forms, think blocks, bullets,
+citation-only pieces, abstain variants); a sentence uncited or citing notes without its
+numbers or names is re-cited to the one other note that states it (recite), and the
+Draft says so in `repairs`.
+
 The prompt format is defined by constants in models.py, because the builtin writer
 parses it back (models.parse_prompt). The user message reads:
 
@@ -333,8 +338,8 @@ def generate(question: str, notes: list, time_mode: str, writer, ledger=None) ->
     """Ask the writer; no notes means the abstain sentence without a writer call. The
     reply is parsed whatever its shape and its citations repaired (recite); a repaired
     reply is written back in one form (render), any other keeps its own layout with its
-    citations as [c1] (normalise_citations). A reply that is empty, only cites or only says the notes lack
-    the answer is the abstain sentence."""
+    citations as [c1] (normalise_citations). A reply that is empty, only cites or only
+    says the notes lack the answer is the abstain sentence."""
     if not notes:
         return Draft(ABSTAIN, abstained=True)
     messages = build_messages(question, notes, time_mode,

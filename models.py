@@ -1085,7 +1085,7 @@ SUPPORT_PROMPT = ("Sources:\n{sources}\n\nSentence: {sentence}\n\nDo the sources
 CHOICE_PROMPT = "{text}\n\nOptions:\n{options}\n\nAnswer with the letter of the best option."
 # The batched judge: one request per stage, the query first (a prefix the server can
 # reuse), every item numbered, a 0-10 score per item forced by a JSON schema (`format`).
-JUDGE_BATCH = False           # or $VERSO_JUDGE_BATCH=1; the default follows the README's numbers
+JUDGE_BATCH = False           # or $VERSO_JUDGE_BATCH=1; default from the README's figures
 BATCH_SCALE = 10              # scores 0..10, read as P = score / 10
 BATCH_RELEVANCE = ("Query: {query}\n\nRate how much each numbered passage below states "
                    "something that helps answer the query: 0 (nothing) to 10 (it states the "

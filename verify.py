@@ -8,7 +8,8 @@ Not: rewriting the answer; the harness shows the verdict and the failing sentenc
 
 Code checks per sentence: every cited id exists; every number (shown with its unit or
 % sign, compared normalised: "1,550" == "1550") appears in a note it cites (its text,
-section, path or date); an "On 2026-04-03:" prefix names the date of a cited note; a
+section, path or date), and so does every capitalised name (person, product, place);
+an "On 2026-04-03:" prefix names the date of a cited note; a
 factual sentence has a citation; in present mode no sentence cites an older version of
 a document when a newer version that answers (relevance >= threshold, or unjudged) is
 among the notes, and no sentence is contradicted by a newer dated note of another
@@ -212,9 +213,8 @@ def _judge_support(rows: list, notes: list, judge, ledger) -> None:
 def focus_terms(question: str) -> list[str]:
     """The words a question asks about right after its wh-word and a copula ("which
     airline", "who's my physio", "what is the fee"; not "what did I run", which asks
-    about a verb): the first words up to a stopword, without the
-    question's own names, its kind-of-value words (number, name, time, cost ...) and its
-    time words."""
+    about a verb): the first words up to a stopword, without the question's own names,
+    its kind-of-value words (number, name, time, cost ...) and its time words."""
     q = question.replace("\u2019", "'")
     ask = models.analyse(q)
     q = models.HOW_RE.sub(" ", models.TIME_PHRASE_RE.sub(" ", q.lower()))

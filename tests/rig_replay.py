@@ -1,17 +1,15 @@
 """Replay recorded real-model writer replies through today's pipeline and print figures.
 
-A measurement script, not a test (pytest does not collect it). Each question of the
-set runs through harness.ask() with the rig's embedder (retrieval), the builtin judge
-(rerank and verify) and a writer that answers with the reply the rig's model gave for
-the same question when it was recorded (tests/fixtures or /work/notes/rig/*.jsonl,
-made by collect.py). By default no server is needed: the notes each reply answered
-are read back from the prompt the writer was sent, and only generate (parsing and
-citation repair) and verify (builtin judge) run again. --pipeline runs harness.ask()
-with the rig's embedder and the builtin judge around the recorded reply; --live lets
-the rig's writer answer (slow: 20-80 s a question on 2 CPU cores). It prints, over the questions that reached the writer:
-citation validity (every code rule passed), shipped answers whose every number stands
-in a passage the sentence cites, answer correct over all questions, verdicts, repairs,
-exceptions, and seconds per question.
+A measurement script, not a test (pytest does not collect it). Three modes:
+- default (no server needed): each recorded reply (collect.py's JSONL, e.g.
+  /work/notes/rig/dev-1.5b.jsonl) goes through generate (parsing, citation repair) and
+  verify (builtin judge) again, over the notes read back from the prompt it answered;
+- --pipeline: harness.ask() with the rig's embedder and the builtin judge, the writer
+  replaying the recorded reply to the same question;
+- --live: harness.ask() with the rig's writer (20-80 s a question on 2 CPU cores).
+It prints citation validity (every code rule passed) over the answers that reached the
+writer, shipped answers whose every number stands in a passage the sentence cites,
+answer correct over all questions, verdicts, repairs, exceptions and seconds.
 
     python tests/rig_replay.py RECORDED.jsonl [--code DIR]     # prompts replayed
     OLLAMA_HOST=http://127.0.0.1:11435 python tests/rig_replay.py RECORDED.jsonl \\
