@@ -5,7 +5,7 @@ retrieve with the rig's embedder, version filter, rerank with the judge, gate) o
 judge; it prints rerank seconds, source found@5 and MRR per judge.
 
     OLLAMA_HOST=http://127.0.0.1:11435 python tests/judge_compare.py [--limit 6] \\
-        [--questions questions/dev.jsonl] [--index /tmp/real-idx]
+        [--judges builtin logprob batch] [--timeout 120] [--questions questions/dev.jsonl]
 """
 
 from __future__ import annotations
@@ -31,12 +31,16 @@ def main(argv=None) -> int:
     p.add_argument("--vault", default=str(ROOT / "sample-vault"))
     p.add_argument("--index", default="/tmp/real-idx")
     p.add_argument("--limit", type=int, default=6)
+    p.add_argument("--judges", nargs="+", choices=JUDGES, default=list(JUDGES))
+    p.add_argument("--timeout", type=float, default=models.OLLAMA_TIMEOUT,
+                   help="seconds per request (a batched request reads every passage)")
     args = p.parse_args(argv)
     qs = [q for q in evaluate.load_questions(args.questions)
           if q["answerable"] and q["gold_files"]][:args.limit]
-    rows = {j: [] for j in JUDGES}
-    for name in JUDGES:
-        be = models.load_backend("ollama", judge="builtin" if name == "builtin" else "ollama")
+    rows = {j: [] for j in args.judges}
+    for name in args.judges:
+        be = models.load_backend("ollama", judge="builtin" if name == "builtin" else "ollama",
+                                 timeout=args.timeout)
         if name != "builtin":
             be.judge.batch = name == "batch"
         idx, be = harness.load(index=args.index, vault=args.vault, backend=be)
