@@ -5,6 +5,11 @@ In:  the question, the kept candidates (numbered c1..c5 in the order given), the
 Out: Draft(text, citations, input_tokens, output_tokens, abstained, messages).
 Not: choosing or filtering the notes (rerank, version) or checking the answer (verify).
 
+Replies of every shape are read (parse_citations: citation forms, think blocks, bullets,
+citation-only pieces, abstain variants); a sentence uncited or citing notes without its
+numbers or names is re-cited to the one other note that states it (recite), and the
+Draft says so in `repairs`.
+
 The prompt format is defined by constants in models.py, because the builtin writer
 parses it back (models.parse_prompt). The user message reads:
 
@@ -53,10 +58,51 @@ when a newer note answers.
 CITATION_RE = re.compile(r"\[\s*(c\d+(?:\s*[,;]\s*c\d+)*)\s*\]", re.IGNORECASE)
 CITATION_RUN_RE = re.compile(r"(?:\s*\[\s*c\d+(?:\s*[,;]\s*c\d+)*\s*\])+", re.IGNORECASE)
 # "text. [c1]" -> "text [c1]." so the citation stays with the sentence before it
-TRAILING_CITES_RE = re.compile(r"([.!?])((?:\s*\[\s*c\d+(?:\s*[,;]\s*c\d+)*\s*\])+)",
-                               re.IGNORECASE)
-BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
-THINK_RE = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+TRAILING_CITES_RE = re.compile(
+    r"([.!?])((?:\s*\[\s*c\d+(?:\s*[,;]\s*c\d+)*\s*\])+)[.!?]?", re.IGNORECASE)
+BULLET_RE = re.compile(r"^\s*(?:[-*+\u2022]|\d+[.)])\s+")
+HEADING_RE = re.compile(r"^\s*#{1,6}\s.*$", re.MULTILINE)   # a markdown heading line
+THINK_OPEN_RE = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
+THINK_CLOSE = "</think>"     # a reply whose template opened the block in the prompt
+# Citation forms small models write, each rewritten to [c1][c2]: [c1, c2], [1], [1, 2],
+# (c1), (see c1), "note c1", "notes c1 and c3", a bare c1.
+_IDS = r"(?:c?\d{1,2})(?:\s*(?:[,;&]|and)\s*(?:c?\d{1,2}))*"
+BRACKET_CITE_RE = re.compile(rf"\[\s*({_IDS})\s*\]", re.IGNORECASE)
+PAREN_CITE_RE = re.compile(r"\(\s*(?:(?:see|from|per|source|sources|note|notes)[:\s]+)?"
+                           r"(c\d{1,2}(?:\s*(?:[,;&]|and)\s*c\d{1,2})*)\s*\)", re.IGNORECASE)
+NOTE_CITE_RE = re.compile(r"\b(?:notes?|sources?|passages?)\s+"
+                          r"(c\d{1,2}(?:\s*(?:,|&|and)\s*c\d{1,2})*)\b", re.IGNORECASE)
+BARE_CITE_RE = re.compile(r"(?<![\w\[/#-])c(\d{1,2})(?![\w\]])")   # lowercase, as shown
+# Words around a citation that only say where a fact came from: "as stated in note [c1]",
+# "according to [c2]", "This is stated in note [c2]." They go; the citation stays.
+CITE_PHRASE_RE = re.compile(
+    r"[,;]?\s*\(?\b(?:(?:(?:as|this is|which is|that is|it is|all)\s+)?(?:stated|mentioned|"
+    r"noted|shown|given|written|listed|found|recorded|reported|seen|described)\s+(?:in|by|"
+    r"from|on)|according\s+to|see|per|sources?:?|cf\.?)\s+(?:the\s+)?(?:(?:notes?|sources?|"
+    r"passages?)\s*)?(?=\[c\d)", re.IGNORECASE)
+NEGATED_RE = re.compile(r"\bnot\s*$", re.IGNORECASE)   # "is not stated in the notes" stays
+CITE_WORDS = frozenset("""note notes source sources passage passages stated state mentioned
+noted shown given written listed found recorded reported seen described according see per
+cited cite citation citations reference references""".split())
+# A sentence that says the notes lack the answer (the abstain sentence, or its variants).
+ABSTAIN_RE = re.compile(
+    r"^(?:(?:i'?m |i am )?(?:sorry|afraid)[,.]?\s*(?:but\s*)?|unfortunately,?\s*)?(?:$|"
+    r"i (?:do not|don'?t|cannot|can'?t|could not|couldn'?t|am unable to|was unable to|did not|"
+    r"didn'?t) (?:know|find|tell|say|answer|determine|see|locate)\b|"
+    r"(?:the|my|these|your|provided|given) (?:notes?|sources?|passages?|context) (?:do not|"
+    r"don'?t|does not|doesn'?t|did not|didn'?t|contain no|have no|hold no|give no)\b|"
+    r"there (?:is|are|was|were) no (?:information|mention|record|data|details?|notes?)\b|"
+    r"no (?:information|mention|record|data|details?) (?:of|about|on|in|is|was)\b|"
+    r"(?:this|that|it|the answer) (?:is|was) not (?:stated|mentioned|specified|given|found|"
+    r"provided|available|in (?:the|my|your) notes)\b|"
+    r"(?:not|nothing) (?:stated|mentioned|specified|found|given) in (?:the|my|your) notes)",
+    re.IGNORECASE)
+# "On 2026-04-03:" (history lines), "As of 2026-04-03," or "Undated:" before a sentence
+DATE_PREFIX_RE = re.compile(r"^(?:(?:on|as of)\s+(\d{4}-\d{2}-\d{2})|(undated))\s*[:,]\s*",
+                            re.IGNORECASE)
+NAME_RE = models.VALUE_RES["name"]   # a capitalised word inside a sentence (no month, day)
+REPAIR_WORD_SHARE = 0.5    # a sentence with numbers or names: half its other words there too
+REPAIR_MIN_WORDS = 2       # a sentence of only words needs every one, and at least this many
 
 
 @dataclass
@@ -67,6 +113,8 @@ class Draft:
     output_tokens: int = 0
     abstained: bool = False
     messages: list = field(default_factory=list)   # exactly what the writer was sent
+    repairs: list = field(default_factory=list)    # {"index", "from", "to", "note"}
+    reply: str = ""                                # the writer's reply as it came
 
 
 def _note_status(c) -> str:
@@ -81,57 +129,227 @@ def _note_status(c) -> str:
     return models.STATUS_LATEST
 
 
-def build_messages(question: str, notes: list, time_mode: str) -> list[dict]:
-    """System rules plus one user message: numbered notes, the time mode, the question."""
-    blocks = [models.PROMPT_NOTES, ""]
+def build_messages(question: str, notes: list, time_mode: str,
+                   budget: int | None = None) -> list[dict]:
+    """System rules plus one user message: numbered notes, the time mode, the question.
+    With a budget (characters the writer's context holds), the last notes are left out
+    and the last one shown is cut until the prompt fits (at least one note stays)."""
+    tail = [f"{models.PROMPT_MODE} {time_mode}",
+            f"{models.PROMPT_QUESTION} {' '.join(question.split())}"]
+    blocks = []
     for i, c in enumerate(notes, 1):
         header = models.NOTE_HEADER.format(
             id=f"c{i}", path=c.path, section=c.chunk.get("heading") or "-",
             date=c.date or models.UNDATED, status=_note_status(c))
-        blocks += [header, c.chunk.get("text", "").strip(), ""]
-    blocks += [f"{models.PROMPT_MODE} {time_mode}",
-               f"{models.PROMPT_QUESTION} {' '.join(question.split())}"]
+        blocks.append([header, c.chunk.get("text", "").strip(), ""])
+
+    def size():
+        return len(SYSTEM_PROMPT) + sum(len(x) + 1 for b in blocks for x in b) + sum(
+            len(x) + 1 for x in tail) + len(models.PROMPT_NOTES) + 2
+    while budget and len(blocks) > 1 and size() > budget:
+        blocks.pop()
+    if budget and size() > budget:
+        blocks[0][1] = blocks[0][1][:max(0, len(blocks[0][1]) - (size() - budget))]
+    lines = [models.PROMPT_NOTES, ""] + [x for b in blocks for x in b] + tail
     return [{"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": "\n".join(blocks)}]
+            {"role": "user", "content": "\n".join(lines)}]
+
+
+def _plain_words(text: str) -> str:
+    return " ".join(CITATION_RUN_RE.sub(" ", text).replace("\u2019", "'").split())
+
+
+def _abstain_like(sentence: str) -> bool:
+    """The sentence says the notes lack the answer ("The notes do not say ...")."""
+    s = _plain_words(sentence).strip(" .!\"'")
+    return bool(s) and ABSTAIN_RE.match(s) is not None
 
 
 def is_abstain(text: str) -> bool:
-    """True when the answer is the abstain sentence (case, quotes, end marks ignored)."""
+    """True when the answer only says the notes lack it: the abstain sentence (case,
+    quotes, end marks ignored) or sentences that all say so in other words."""
     def norm(s):
         return " ".join(s.replace("\u2019", "'").lower().strip(" .!\"'\n\t").split())
-    return norm(text) == norm(ABSTAIN)
+    if norm(text) == norm(ABSTAIN):
+        return True
+    said = [s for s, _ in parse_citations(text) if re.search(r"\w", s)]
+    return bool(said) and all(_abstain_like(s) for s in said)
+
+
+def _strip_think(text: str) -> str:
+    low = text.lower()
+    if THINK_CLOSE in low and "<think>" not in low.split(THINK_CLOSE)[0]:
+        text = text[low.rindex(THINK_CLOSE) + len(THINK_CLOSE):]
+    return THINK_OPEN_RE.sub("", text)
+
+
+def _id_list(group: str) -> str:
+    ids = re.findall(r"\d+", group)
+    return "".join(f"[c{int(n)}]" for n in ids)
+
+
+def normalise_citations(text: str) -> str:
+    """Every citation form rewritten as [c1][c2]; think blocks, emphasis and wikilink
+    brackets dropped; "as stated in note" around a citation dropped."""
+    text = models.plain(_strip_think(text or ""))
+    text = BRACKET_CITE_RE.sub(lambda m: _id_list(m.group(1)), text)
+    text = PAREN_CITE_RE.sub(lambda m: _id_list(m.group(1)), text)
+    text = NOTE_CITE_RE.sub(lambda m: _id_list(m.group(1)), text)
+    text = BARE_CITE_RE.sub(lambda m: f"[c{int(m.group(1))}]", text)
+    return CITE_PHRASE_RE.sub(lambda m: m.group() if NEGATED_RE.search(text, 0, m.start())
+                              else " ", text)
+
+
+def _only_citing(sentence: str) -> bool:
+    """Nothing but where-it-came-from words ("Notes:", "This is stated in note.")."""
+    words = re.findall(r"[^\W\d_]+|\d+", sentence.lower())
+    return not words or (bool(CITE_WORDS.intersection(words))
+                         and all(w in CITE_WORDS or w in models.STOPWORDS for w in words))
 
 
 def parse_citations(text: str) -> list[tuple[str, list[str]]]:
     """Split an answer into (sentence without markers, [cited ids]) pairs.
 
-    Handles [c1], [c1, c2], [c1][c3] and citations placed after the full stop.
+    Handles every form normalise_citations knows, citations before the text, after the
+    full stop or on a line of their own, bullets and line breaks as boundaries. A piece
+    that only cites ("[c2]", "This is stated in note [c2].") gives its ids to the
+    sentence before it (the first sentence, when it stands first).
     """
+    text = HEADING_RE.sub("", normalise_citations(text))
+    text = "\n".join(BULLET_RE.sub("", line) for line in text.splitlines())
     text = TRAILING_CITES_RE.sub(lambda m: " " + " ".join(m.group(2).split()) + m.group(1),
                                  text)
     out: list[tuple[str, list[str]]] = []
+    orphan: list[str] = []           # ids met before any sentence
     for piece in models.sentences(text):
-        piece = BULLET_RE.sub("", piece).strip()
+        piece = piece.strip()
         ids: list[str] = []
         for group in CITATION_RE.findall(piece):
             ids += [i.strip().lower() for i in re.split(r"[,;]", group)]
         sentence = CITATION_RUN_RE.sub("", piece)
         sentence = re.sub(r"\s+([.!?,;:])", r"\1", " ".join(sentence.split()))
-        if not sentence and ids and out:  # a citation on a line of its own
-            out[-1] = (out[-1][0], list(dict.fromkeys(out[-1][1] + ids)))
-        elif sentence or ids:
-            out.append((sentence, list(dict.fromkeys(ids))))
+        sentence = sentence.lstrip(",;: ")
+        if ids and _only_citing(sentence):
+            if out:
+                out[-1] = (out[-1][0], list(dict.fromkeys(out[-1][1] + ids)))
+            else:
+                orphan += ids
+        elif sentence:
+            out.append((sentence, list(dict.fromkeys(orphan + ids))))
+            orphan = []
+    if orphan:
+        out.append(("", list(dict.fromkeys(orphan))))   # a reply of citations only
     return out
 
 
+def render(pairs: list[tuple[str, list[str]]]) -> str:
+    """The canonical answer text: each sentence with its citations before its full stop
+    (a line of its own when it has none); parse_citations(render(p)) == p."""
+    out = ""
+    for sentence, ids in pairs:
+        cites = "".join(f"[{i}]" for i in ids)
+        end = sentence[-1] if sentence[-1:] in (".", "!", "?") else ""
+        core = sentence[:-1] if end else sentence
+        piece = f"{core} {cites}{end}" if cites else sentence
+        out += ("" if not out else " " if out[-1] in ".!?" else "\n") + piece
+    return out
+
+
+# ------------------------------------------------------------ citation repair
+
+def visible(c) -> str:
+    """What a note shows the writer: its text, section, path and date (verify too)."""
+    return f"{c.chunk.get('text', '')}\n{c.chunk.get('heading', '')} {c.path} {c.date}"
+
+
+def split_date(sentence: str) -> tuple[str | None, str]:
+    """(the date of an "On 2026-04-03:" lead, or "undated", or None; the rest)."""
+    m = DATE_PREFIX_RE.match(sentence)
+    if not m:
+        return None, sentence
+    return m.group(1) or models.UNDATED, sentence[m.end():]
+
+
+def claim_facts(body: str) -> tuple[set, set, set]:
+    """(number keys, terms of capitalised names, other content terms) of a sentence."""
+    nums = models.number_keys(body)
+    names = {t for m in NAME_RE.findall(body) for t in models.terms(m) if not t[0].isdigit()}
+    words = {t for t in models.terms(body) if not t[0].isdigit()} - names - CITE_WORDS
+    return nums, names, words
+
+
+def _missing(facts, have: str) -> tuple[set, set]:
+    """The numbers and names of a claim that a text does not state."""
+    nums, names, _ = facts
+    return nums - models.number_keys(have), names - models.evidence_terms(have)
+
+
+def _states(facts, date, c) -> bool:
+    """The note states the claim: every number and name, and its other words (all of
+    them when it has no number or name; REPAIR_WORD_SHARE when it has)."""
+    nums, names, words = facts
+    if date and date != c.date:
+        return False
+    have = visible(c)
+    if any(_missing(facts, have)):
+        return False
+    tset = models.evidence_terms(have)
+    found = sum(models.term_share({w: 1.0}, tset) > 0 for w in words)
+    if nums or names:
+        return not words or found / len(words) >= REPAIR_WORD_SHARE
+    return len(words) >= REPAIR_MIN_WORDS and found == len(words)
+
+
+def _what(facts) -> str:
+    nums, names, _ = facts
+    return ("the numbers and names are" if nums and names else "the numbers are" if nums
+            else "the names are" if names else "its words are")
+
+
+def recite(pairs: list, notes: list) -> tuple[list, list]:
+    """Citation repair: a sentence with no citation, or whose cited notes lack one of
+    its numbers or names, is attributed to the one other note that states it
+    (_states); when none or several do, it stays as written (and verify fails it).
+    (The pairs repaired, one trace dict per repair.)"""
+    by_id = {f"c{i}": c for i, c in enumerate(notes, 1)}
+    out, repairs = [], []
+    for index, (sentence, ids) in enumerate(pairs, 1):
+        date, body = split_date(sentence)
+        facts = claim_facts(body)
+        cited = [by_id[i] for i in ids if i in by_id]
+        has_claim = facts[0] or facts[1] or len(facts[2]) >= REPAIR_MIN_WORDS
+        wrong = not cited or any(_missing(facts, "\n".join(visible(c) for c in cited)))
+        if not has_claim or not wrong or _abstain_like(sentence):
+            out.append((sentence, ids))
+            continue
+        others = [i for i, c in by_id.items() if c not in cited and _states(facts, date, c)]
+        if len(others) != 1:
+            out.append((sentence, ids))
+            continue
+        new = others[0]
+        note = (f"re-cited {', '.join(ids) or 'nothing'} -> {new}: {_what(facts)} stated "
+                f"in {new}" + ("" if ids else " (the writer cited nothing)"))
+        repairs.append({"index": index, "from": list(ids), "to": new, "note": note})
+        out.append((sentence, [new]))
+    return out, repairs
+
+
 def generate(question: str, notes: list, time_mode: str, writer, ledger=None) -> Draft:
-    """Ask the writer; no notes means the abstain sentence without a writer call."""
+    """Ask the writer; no notes means the abstain sentence without a writer call. The
+    reply is parsed whatever its shape and its citations repaired (recite); a repaired
+    reply is written back in one form (render), any other keeps its own layout with its
+    citations as [c1] (normalise_citations). A reply that is empty, only cites or only
+    says the notes lack the answer is the abstain sentence."""
     if not notes:
         return Draft(ABSTAIN, abstained=True)
-    messages = build_messages(question, notes, time_mode)
-    text, inp, out = writer.write(messages, stage="generate", ledger=ledger)
-    text = THINK_RE.sub("", text or "").strip()
-    if is_abstain(text):
-        return Draft(ABSTAIN, [], inp, out, True, messages)
-    cites = [i for _, ids in parse_citations(text) for i in ids]
-    return Draft(text, list(dict.fromkeys(cites)), inp, out, False, messages)
+    messages = build_messages(question, notes, time_mode,
+                              budget=getattr(writer, "prompt_budget", None))
+    reply, inp, out = writer.write(messages, stage="generate", ledger=ledger)
+    reply = reply or ""
+    pairs = [(s, ids) for s, ids in parse_citations(reply) if re.search(r"\w", s)]
+    if not pairs or is_abstain(reply):
+        return Draft(ABSTAIN, [], inp, out, True, messages, reply=reply)
+    pairs, repairs = recite(pairs, notes)
+    cites = [i for _, ids in pairs for i in ids]
+    text = render(pairs) if repairs else normalise_citations(reply).strip()
+    return Draft(text, list(dict.fromkeys(cites)), inp, out, False, messages, repairs, reply)

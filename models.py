@@ -1065,11 +1065,14 @@ OLLAMA_CONCURRENCY = 4        # judge requests in flight when each item needs it
 OLLAMA_RETRIES = 1            # extra tries after a 5xx or a connection broken mid-reply
 EMBED_MODEL = "nomic-embed-text"  # or $VERSO_EMBED_MODEL
 EMBED_BATCH = 32              # inputs per /api/embed request
-EMBED_CONTEXT = 2048          # tokens nomic-embed-text takes as Ollama serves it
-EMBED_CHARS_PER_TOKEN = 3     # conservative (English runs ~4): we cut at 2048 * 3 chars
+EMBED_CONTEXT = 2048          # tokens, when /api/show names no <arch>.context_length
+EMBED_CHARS_PER_TOKEN = 3     # conservative (English runs ~4): we cut at context * 3 chars
 DOC_PREFIX, QUERY_PREFIX = "search_document: ", "search_query: "
 WRITE_MODEL = "verso-writer"  # or $VERSO_WRITE_MODEL; built from ./Modelfile
 WRITE_SEED = 42
+WRITE_NUM_CTX = 8192          # the Modelfile's num_ctx; sent with every chat request
+WRITE_MAX_TOKENS = 400        # reply tokens (5 sentences are ~150): num_predict, kept free
+WRITE_CHARS_PER_TOKEN = 3.0   # until the server has counted a prompt of ours
 DECISION_MODEL = "d1-omni:600m"  # or $VERSO_DECISION_MODEL: System One judge, if pulled
 JUDGE_TOP_LOGPROBS = 5
 PASSAGE_FIELDS = ("path", "heading", "date", "text")
@@ -1080,6 +1083,18 @@ RELEVANCE_PROMPT = ("Query: {query}\n\nPassage ({path}, {date}) {heading}:\n{tex
 SUPPORT_PROMPT = ("Sources:\n{sources}\n\nSentence: {sentence}\n\nDo the sources state "
                   "every fact in the sentence (numbers, names, dates)? Answer yes or no.")
 CHOICE_PROMPT = "{text}\n\nOptions:\n{options}\n\nAnswer with the letter of the best option."
+# The batched judge: one request per stage, the query first (a prefix the server can
+# reuse), every item numbered, a 0-10 score per item forced by a JSON schema (`format`).
+JUDGE_BATCH = False           # or $VERSO_JUDGE_BATCH=1; default from the README's figures
+BATCH_SCALE = 10              # scores 0..10, read as P = score / 10
+BATCH_RELEVANCE = ("Query: {query}\n\nRate how much each numbered passage below states "
+                   "something that helps answer the query: 0 (nothing) to 10 (it states the "
+                   "answer).\n\n{items}\n\nReply with a JSON object giving every passage "
+                   "number its score.")
+BATCH_SUPPORT = ("Rate how fully the sources of each numbered sentence below state every "
+                 "fact in it (numbers, names, dates): 0 (not at all) to 10 (every fact)."
+                 "\n\n{items}\n\nReply with a JSON object giving every sentence number its "
+                 "score.")
 S1_RELEVANCE = 'The passage under key "{key}" in passages helps answer the query.'
 S1_SUPPORT = ('The sources of the claim under key "{key}" state every fact in its '
               "sentence (numbers, names, dates).")
@@ -1147,23 +1162,48 @@ class _Ollama:
                                    f"{_first_line(e)}") from None
 
 
+def _model_info(api, model) -> tuple[dict, str]:
+    """(model_info, parameters) from /api/show: what the server says the model is."""
+    r = api.call("show", "show", model=model)
+    return dict(r.modelinfo or {}), r.parameters or ""
+
+
+def _info_int(info: dict, field: str) -> int | None:
+    """model_info's "<arch>.<field>" (embedding_length, context_length), if given."""
+    v = info.get(f"{info.get('general.architecture', '')}.{field}")
+    return int(v) if isinstance(v, (int, float)) and v > 0 else None
+
+
 class OllamaEmbedder:
     """Vectors from /api/embed in batches; texts cut by us (never by the server) to fit."""
 
     name = "ollama"
 
     def __init__(self, model=None, host=None, timeout=OLLAMA_TIMEOUT, dim=None,
-                 context=EMBED_CONTEXT):
+                 context=None):
         self.model = model or os.environ.get("VERSO_EMBED_MODEL") or EMBED_MODEL
         self.id, self.api = "ollama:" + _bare(self.model), _Ollama(host, timeout)
-        self._dim, self.truncated = dim, 0
-        self.max_chars = context * EMBED_CHARS_PER_TOKEN
+        self._dim, self.truncated, self.context = dim, 0, context
+
+    def _show(self) -> None:
+        """Dimension and context size as /api/show gives them (asked once)."""
+        info, _ = _model_info(self.api, self.model)
+        self._dim = self._dim or _info_int(info, "embedding_length")
+        self.context = self.context or _info_int(info, "context_length") or EMBED_CONTEXT
 
     @property
     def dim(self) -> int:
-        if self._dim is None:  # ask the model once
+        if self._dim is None:
+            self._show()
+        if self._dim is None:  # the server does not say: ask the model once
             self._embed([QUERY_PREFIX + "dimension"], None, "probe")
         return self._dim
+
+    @property
+    def max_chars(self) -> int:
+        if self.context is None:
+            self._show()
+        return self.context * EMBED_CHARS_PER_TOKEN
 
     @property
     def note(self) -> str:
@@ -1208,18 +1248,43 @@ class OllamaEmbedder:
 
 
 class OllamaWriter:
-    """/api/chat with thinking off, temperature 0 and a fixed seed, not streamed."""
+    """/api/chat with thinking off, temperature 0 and a fixed seed, not streamed; every
+    request names num_ctx (the Modelfile's, from /api/show, within the model's context)
+    so that the server's default context never cuts a prompt silently."""
 
     name = "ollama"
 
     def __init__(self, model=None, host=None, timeout=OLLAMA_TIMEOUT):
         self.model = model or os.environ.get("VERSO_WRITE_MODEL") or WRITE_MODEL
-        self.api, self.last_stats = _Ollama(host, timeout), {}
+        self.api, self.last_stats, self._ctx = _Ollama(host, timeout), {}, None
+        self.chars_per_token = WRITE_CHARS_PER_TOKEN
+
+    @property
+    def num_ctx(self) -> int:
+        """num_ctx from the model's parameters (its Modelfile), else WRITE_NUM_CTX; never
+        above the model's own context_length."""
+        if self._ctx is None:
+            info, params = _model_info(self.api, self.model)
+            m = re.search(r"(?m)^\s*num_ctx\s+(\d+)", params)
+            ctx = int(m.group(1)) if m else WRITE_NUM_CTX
+            self._ctx = min(ctx, _info_int(info, "context_length") or ctx)
+        return self._ctx
+
+    @property
+    def prompt_budget(self) -> int:
+        """Characters of prompt that fit num_ctx with WRITE_MAX_TOKENS left for the reply,
+        at the fewest characters per token the server has counted for our prompts."""
+        return int(max(self.num_ctx - WRITE_MAX_TOKENS, 256) * self.chars_per_token)
 
     def chat(self, messages, what="chat", options=None, **kw):
-        return self.api.call("chat", what, model=self.model, messages=messages, think=False,
-                             stream=False, options={"temperature": 0, "seed": WRITE_SEED,
-                                                    **(options or {})}, **kw)
+        opts = {"temperature": 0, "seed": WRITE_SEED, "num_ctx": self.num_ctx,
+                "num_predict": WRITE_MAX_TOKENS, **(options or {})}
+        r = self.api.call("chat", what, model=self.model, messages=messages, think=False,
+                          stream=False, options=opts, **kw)
+        chars = sum(len(m.get("content", "")) for m in messages)
+        if getattr(r, "prompt_eval_count", None):   # the server's own count of our prompt
+            self.chars_per_token = min(self.chars_per_token, chars / r.prompt_eval_count)
+        return r
 
     def write(self, messages, stage="generate", ledger=None):
         started = time.perf_counter()
@@ -1287,13 +1352,17 @@ def _label_probs(top, labels, norm):
 
 class OllamaJudge:
     """System One on the server when it has it (found out once: a 404 means no), else the
-    writer model's one-token yes/no (or option letter) log-probabilities."""
+    writer model's one-token yes/no (or option letter) log-probabilities, one request per
+    item; with batch, one request per stage (_batch) and per-item requests only for what
+    its reply left out."""
 
     name = "ollama"
 
     def __init__(self, writer=None, decision_model=None, host=None, timeout=OLLAMA_TIMEOUT,
-                 systemone=None):
+                 systemone=None, batch=None):
         self.writer = writer or OllamaWriter(host=host, timeout=timeout)
+        self.batch = (batch if batch is not None else
+                      os.environ.get("VERSO_JUDGE_BATCH", "1" if JUDGE_BATCH else "0") == "1")
         self.decision_model = (decision_model or os.environ.get("VERSO_DECISION_MODEL")
                                or DECISION_MODEL)
         self.systemone, self.note = systemone, ""  # None: not found out yet
@@ -1342,7 +1411,7 @@ class OllamaJudge:
     def _nouls(self, s1, prompts: dict, stage, ledger) -> dict:
         if not prompts:
             return {}
-        if (answers := self._s1(s1[0], s1[1], stage, ledger)) is not None:
+        if s1 is not None and (answers := self._s1(s1[0], s1[1], stage, ledger)) is not None:
             return _s1_nouls(answers, s1[2], "Ollama System One")
         started, keys = time.perf_counter(), list(prompts)
         pool = ThreadPoolExecutor(OLLAMA_CONCURRENCY)  # one request per item, 4 at a time
@@ -1354,15 +1423,56 @@ class OllamaJudge:
                 sum(g[1] for g in got), sum(g[2] for g in got))
         return {k: g[0] for k, g in zip(keys, got)}
 
+    def _batch(self, prompt: str, keys: list, stage, ledger) -> dict:
+        """One request scoring every key 0..BATCH_SCALE through a JSON schema; a key the
+        reply leaves out, or scores out of range, is None (judged one by one instead)."""
+        started = time.perf_counter()
+        schema = {"type": "object", "required": [str(i) for i in range(1, len(keys) + 1)],
+                  "properties": {str(i): {"type": "integer", "minimum": 0,
+                                          "maximum": BATCH_SCALE}
+                                 for i in range(1, len(keys) + 1)}}
+        r = self.writer.chat([{"role": "user", "content": prompt}], what="judge",
+                             options={"num_predict": 8 * len(keys) + 16}, format=schema)
+        _record(ledger, stage, "ollama", self.writer.model, started,
+                r.prompt_eval_count or 0, r.eval_count or 0)
+        try:
+            got = json.loads(r.message.content or "{}")
+        except ValueError:
+            got = {}
+        out = {}
+        for i, k in enumerate(keys, 1):
+            v = got.get(str(i)) if isinstance(got, dict) else None
+            ok = isinstance(v, (int, float)) and 0 <= v <= BATCH_SCALE
+            out[k] = float(v) / BATCH_SCALE if ok else None
+        return out
+
+    def _batched(self, prompt, keys, single: dict, stage, ledger) -> dict:
+        got = self._batch(prompt, keys, stage, ledger)
+        missing = {k: single[k] for k, v in got.items() if v is None}
+        return {**got, **self._nouls(None, missing, stage, ledger)}
+
     def relevance(self, query, passages, stage="rerank", ledger=None) -> dict:
-        return self._nouls(_s1_relevance(query, passages), {k: RELEVANCE_PROMPT.format(
+        single = {k: RELEVANCE_PROMPT.format(
             query=query, **{f: p.get(f) or "" for f in PASSAGE_FIELDS})
-            for k, p in passages.items()}, stage, ledger)
+            for k, p in passages.items()}
+        if self.batch and passages and self.systemone is not True:
+            items = "\n\n".join(f"[{i}] ({p.get('path') or ''}, {p.get('date') or ''}) "
+                                 f"{p.get('heading') or ''}:\n{p.get('text') or ''}"
+                                 for i, p in enumerate(passages.values(), 1))
+            return self._batched(BATCH_RELEVANCE.format(query=query, items=items),
+                                 list(passages), single, stage, ledger)
+        return self._nouls(_s1_relevance(query, passages), single, stage, ledger)
 
     def support(self, claims, stage="verify", ledger=None) -> dict:
-        return self._nouls(_s1_support(claims), {k: SUPPORT_PROMPT.format(
+        single = {k: SUPPORT_PROMPT.format(
             sentence=c["sentence"], sources="\n".join(f"- {s}" for s in c["sources"]))
-            for k, c in claims.items()}, stage, ledger)
+            for k, c in claims.items()}
+        if self.batch and claims and self.systemone is not True:
+            items = "\n\n".join(f"[{i}] Sentence: {c['sentence']}\nSources:\n" + "\n".join(
+                f"- {s}" for s in c["sources"]) for i, c in enumerate(claims.values(), 1))
+            return self._batched(BATCH_SUPPORT.format(items=items), list(claims), single,
+                                 stage, ledger)
+        return self._nouls(_s1_support(claims), single, stage, ledger)
 
     def choose(self, text, options, stage="route", ledger=None):
         q = {"choice": {"type": "choice", "instructions": S1_CHOICE, "criteria": options}}

@@ -8,7 +8,8 @@ Not: rewriting the answer; the harness shows the verdict and the failing sentenc
 
 Code checks per sentence: every cited id exists; every number (shown with its unit or
 % sign, compared normalised: "1,550" == "1550") appears in a note it cites (its text,
-section, path or date); an "On 2026-04-03:" prefix names the date of a cited note; a
+section, path or date), and so does every capitalised name (person, product, place);
+an "On 2026-04-03:" prefix names the date of a cited note; a
 factual sentence has a citation; in present mode no sentence cites an older version of
 a document when a newer version that answers (relevance >= threshold, or unjudged) is
 among the notes, and no sentence is contradicted by a newer dated note of another
@@ -32,9 +33,11 @@ import rerank
 SUPPORT_THRESHOLD = 0.5
 ANSWER_THRESHOLD = rerank.RELEVANCE_THRESHOLD   # a newer note "answers" from here up
 CONFLICT_COVERAGE = 0.6    # newer unit naming this share of the sentence's terms
-DATE_PREFIX_RE = re.compile(r"^(?:(?:on|as of)\s+(\d{4}-\d{2}-\d{2})|(undated))\s*[:,]\s*",
-                            re.IGNORECASE)
 NUMBER_SHOWN_RE = re.compile(r"[\u00a3$\u20ac]?\d+(?:[.,]\d+)*(?:\s?%|/\w+)?")
+# "which airline", "who's my physio", "what's my blood type": the role or attribute asked
+FOCUS_RE = re.compile(r"\b(?:which|what|who|whose|whom)(?:'s)?\s+((?:[\w'-]+\s*){1,4})",
+                      re.IGNORECASE)
+FOCUS_SKIP = frozenset("is are was were the my her his their our your its a an s".split())
 MIN_TOPIC_SHARE = 0.2      # a sentence names at least this share of the question's topic
 META_TERMS = frozenset("""note according based here following summary found answer sure
 hope help let know notes say says said""".split())
@@ -48,10 +51,6 @@ class Verdict:
     rules_ok: bool = True                          # every code check passed
 
 
-def _visible(c) -> str:
-    return f"{c.chunk.get('text', '')}\n{c.chunk.get('heading', '')} {c.path} {c.date}"
-
-
 def _numbers_shown(body: str) -> list[tuple[str, str]]:
     """(as written, normalised key) for each number: ("£1,550/day", "1550")."""
     return [(m.group().strip(), models.number_key(n))
@@ -60,7 +59,7 @@ def _numbers_shown(body: str) -> list[tuple[str, str]]:
 
 def _factual(body: str) -> bool:
     if body.rstrip().endswith(":") or generate.is_abstain(body):
-        return False
+        return False     # a lead-in, or the notes lack it ("The notes do not say ...")
     return bool(models.numbers(body)) or any(t not in META_TERMS for t in models.terms(body))
 
 
@@ -147,9 +146,7 @@ def _injected(body: str, shown: list, cited: list, ids: dict) -> list[str]:
 def _check_rules(index: int, sentence: str, cites: list, notes: list, mode: str) -> dict:
     ids = {id(c): f"c{i}" for i, c in enumerate(notes, 1)}
     by_id = {f"c{i}": c for i, c in enumerate(notes, 1)}
-    m = DATE_PREFIX_RE.match(sentence)
-    body = sentence[m.end():] if m else sentence
-    date = (m.group(1) or models.UNDATED) if m else None
+    date, body = generate.split_date(sentence)
     shown = _numbers_shown(body)
     row = {"index": index, "sentence": sentence, "claim": body, "citations": cites,
            "date": date, "numbers": [s for s, _ in shown], "support": None, "reasons": []}
@@ -161,10 +158,12 @@ def _check_rules(index: int, sentence: str, cites: list, notes: list, mode: str)
             reasons.append("states a fact without a citation")
         return row
     if cited:
-        allowed = set().union(*(models.number_keys(_visible(c)) for c in cited))
+        have = "\n".join(generate.visible(c) for c in cited)
+        allowed = models.number_keys(have)
         missing = [s for s, k in shown if k not in allowed]
         if missing:
             reasons.append(f"{', '.join(missing)} not in the cited {', '.join(cites)}")
+        reasons += _names_missing(body, have, cites)
         if date and date not in {c.date for c in cited}:
             reasons.append(f"dated {date} but {', '.join(cites)} is dated "
                            f"{', '.join(sorted({c.date for c in cited}))}")
@@ -175,6 +174,17 @@ def _check_rules(index: int, sentence: str, cites: list, notes: list, mode: str)
     return row
 
 
+def _names_missing(body: str, have: str, cites: list) -> list[str]:
+    """Names are checked as numbers are: each capitalised name of the sentence (product,
+    place, person, several words or one) stands in a note it cites."""
+    shown = generate.NAME_RE.findall(body)
+    missing = generate.claim_facts(body)[1] - models.evidence_terms(have)
+    names = [n for n in shown if set(models.terms(n)) & missing]
+    if not names:
+        return []
+    return [f"names {', '.join(dict.fromkeys(names))}, not in the cited {', '.join(cites)}"]
+
+
 def _judge_support(rows: list, notes: list, judge, ledger) -> None:
     """One batched judge.support call over the cited sentences whose ids all exist."""
     by_id = {f"c{i}": c for i, c in enumerate(notes, 1)}
@@ -183,7 +193,7 @@ def _judge_support(rows: list, notes: list, judge, ledger) -> None:
         if r["citations"] and all(i in by_id for i in r["citations"]) and r["claim"]:
             cited = [by_id[i] for i in r["citations"]]
             claims[f"s{r['index']}"] = {
-                "sentence": r["claim"], "sources": [_visible(c) for c in cited],
+                "sentence": r["claim"], "sources": [generate.visible(c) for c in cited],
                 "private": any(bool(c.chunk.get("private")) for c in cited)}
     if not claims:
         return
@@ -200,10 +210,34 @@ def _judge_support(rows: list, notes: list, judge, ledger) -> None:
             r["reasons"].append(f"support {r['support']:.2f} < {SUPPORT_THRESHOLD:g}")
 
 
+def focus_terms(question: str) -> list[str]:
+    """The words a question asks about right after its wh-word and a copula ("which
+    airline", "who's my physio", "what is the fee"; not "what did I run", which asks
+    about a verb): the first words up to a stopword, without the question's own names,
+    its kind-of-value words (number, name, time, cost ...) and its time words."""
+    q = question.replace("\u2019", "'")
+    ask = models.analyse(q)
+    q = models.HOW_RE.sub(" ", models.TIME_PHRASE_RE.sub(" ", q.lower()))
+    out = []
+    for m in FOCUS_RE.finditer(q):
+        words = m.group(1).split()
+        while words and words[0].strip("'") in FOCUS_SKIP:
+            words.pop(0)
+        for w in words:
+            if w in models.STOPWORDS or w in FOCUS_SKIP:
+                break
+            if any(rx.search(w) for rx, _ in models.KIND_CUES):
+                continue
+            out += [t for t in models.terms(w) if t not in ask.names
+                    and t not in models.TIME_WORDS and not t[0].isdigit()]
+    return list(dict.fromkeys(out))
+
+
 def _off_question(rows: list, notes: list, question: str) -> None:
     """Question-aware checks: a cited sentence that names (with its note's section)
     under MIN_TOPIC_SHARE of the question's topic terms is off-topic; an answer to
-    "how much / when / who ..." holding no value of that kind does not answer."""
+    "how much / when / who ..." holding no value of that kind does not answer; the
+    notes an answer cites name the role or attribute asked about (focus_terms)."""
     ask = models.analyse(question)
     by_id = {f"c{i}": c for i, c in enumerate(notes, 1)}
     weights = {t: 1.0 for t in ask.terms}
@@ -217,12 +251,21 @@ def _off_question(rows: list, notes: list, question: str) -> None:
     if ask.kinds and cited and not any(models.holds(r["claim"], ask.kinds) for r in cited):
         cited[0]["reasons"].append(f"holds no value of the kind asked "
                                    f"({', '.join(sorted(ask.kinds))})")
+    ids = list(dict.fromkeys(i for r in cited for i in r["citations"] if i in by_id))
+    if not ids:
+        return
+    tset = models.evidence_terms(" ".join(generate.visible(by_id[i]) for i in ids))
+    lacking = [t for t in focus_terms(question) if not models.term_share({t: 1.0}, tset)]
+    if lacking:
+        cited[0]["reasons"].append(f"the cited {', '.join(ids)} never name "
+                                   f"{', '.join(lacking)}, which the question asks about")
 
 
 def verify(text: str, notes: list, time_mode: str, judge, ledger=None,
-           question: str | None = None) -> Verdict:
+           question: str | None = None, repairs=()) -> Verdict:
     """SHIP when every sentence passes the code checks and the judge, else ESCALATE.
-    With the question, also the question-aware checks (_off_question)."""
+    With the question, also the question-aware checks (_off_question). `repairs` (the
+    Draft's) puts each citation repair's note on its sentence's row ("repair")."""
     text = (text or "").strip()
     if generate.is_abstain(text):
         row = {"index": 1, "sentence": generate.ABSTAIN, "claim": generate.ABSTAIN,
@@ -231,6 +274,9 @@ def verify(text: str, notes: list, time_mode: str, judge, ledger=None,
         return Verdict("SHIP", [row], [], True)
     rows = [_check_rules(i, s, ids, notes, time_mode)
             for i, (s, ids) in enumerate(generate.parse_citations(text), 1)]
+    for fix in repairs:
+        if 0 < fix["index"] <= len(rows):
+            rows[fix["index"] - 1]["repair"] = fix["note"]
     if not rows:
         rows = [{"index": 1, "sentence": "", "claim": "", "citations": [], "date": None,
                  "numbers": [], "support": None, "reasons": ["the answer is empty"]}]

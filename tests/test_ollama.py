@@ -137,7 +137,8 @@ def test_write_request_and_ledger(fake):
     body, = fake.bodies("/api/chat")
     assert body["model"] == "verso-writer" and body["stream"] is False
     assert body["think"] is False
-    assert body["options"] == {"temperature": 0, "seed": models.WRITE_SEED}
+    assert body["options"] == {"temperature": 0, "seed": models.WRITE_SEED,
+                               "num_ctx": 2048, "num_predict": models.WRITE_MAX_TOKENS}
     row, = ledger.rows
     assert (row["input_tokens"], row["output_tokens"]) == (inp, out) and inp > 0 < out
     assert row["server_seconds"] == pytest.approx(0.837122888)  # nanoseconds -> seconds
