@@ -232,7 +232,7 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     if draft.abstained:
         out.abstain_reason = "the writer found no answer in the kept passages"
     ver = clock.run("verify", verify_stage.verify, draft.text, kept, out.time_mode,
-                    be.judge, ledger=ledger, question=question)
+                    be.judge, ledger=ledger, question=question, repairs=draft.repairs)
     out.verdict = "ABSTAIN" if draft.abstained else ver.verdict
     out.checks = {"rules_ok": ver.rules_ok, "sentences": ver.sentences}
     by_id = {f"c{i}": c for i, c in enumerate(kept, 1)}

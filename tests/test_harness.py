@@ -114,3 +114,22 @@ def test_cli_empty_question_is_one_line(capsys, tmp_path):
     code = harness.main(["   ", "--index", str(tmp_path / "i"), "--backend", "builtin"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.startswith("error: ") and "\n" not in err
+
+
+class UncitedWriter:
+    """A writer that states the rates card's number and cites nothing, as small models do."""
+
+    name = "uncited"
+
+    def write(self, messages, stage="generate", ledger=None):
+        return "The standard day rate is £760 per day.", 40, 9
+
+
+def test_a_citation_repair_reaches_the_answer_trace(loaded):
+    idx, be = loaded
+    be = models.Backend("builtin", be.embedder, be.judge, UncitedWriter(), "test")
+    a = harness.ask("What is Maren's current day rate?", index=idx, backend=be)
+    assert "[c" in a.answer                           # re-cited in code
+    rows = a.checks["sentences"]
+    assert any("re-cited" in (r.get("repair") or "") for r in rows), rows
+    assert a.citations and a.citations[0]["path"] == "work/rates card 2026-10-05.md"
