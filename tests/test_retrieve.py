@@ -1,6 +1,5 @@
 """retrieve.py: top-k, BM25 (hand case + reference), RRF, search, filters, links, cache."""
 
-import json
 import math
 import random
 from collections import Counter
