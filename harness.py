@@ -222,23 +222,27 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     reason = rerank_stage.gate(kept) if rerank else (None if kept else "nothing retrieved")
     if reason:
         return _abstain(out, clock, reason)
-    if not write:                       # the evidence only: no writer, no verify
-        out.stages = clock.rows()
-        return out
-    draft = clock.run("generate", generate.generate, question, kept, out.time_mode,
-                      be.writer, ledger=ledger)
+    if write:                           # else the evidence only: no writer, no verify
+        _write_and_verify(out, kept, be, clock)
+    out.stages, out.calls = clock.rows(), list(ledger.rows)
+    return out
+
+
+def _write_and_verify(out: Answer, kept: list, be, clock: _Clock) -> None:
+    """The generate and verify stages over the kept passages, into out."""
+    draft = clock.run("generate", generate.generate, out.question, kept, out.time_mode,
+                      be.writer, ledger=clock.ledger)
     out.answer, out.abstained, out.messages = draft.text, draft.abstained, draft.messages
     if draft.abstained:
         out.abstain_reason = "the writer found no answer in the kept passages"
     ver = clock.run("verify", verify_stage.verify, draft.text, kept, out.time_mode,
-                    be.judge, ledger=ledger, question=question, repairs=draft.repairs)
+                    be.judge, ledger=clock.ledger, question=out.question,
+                    repairs=draft.repairs)
     out.verdict = "ABSTAIN" if draft.abstained else ver.verdict
     out.checks = {"rules_ok": ver.rules_ok, "sentences": ver.sentences}
     by_id = {f"c{i}": c for i, c in enumerate(kept, 1)}
     out.citations = [{"id": cid, "path": by_id[cid].path, "date": by_id[cid].date}
                      for cid in draft.citations if cid in by_id]
-    out.stages, out.calls = clock.rows(), list(ledger.rows)
-    return out
 
 
 def _abstain(out: Answer, clock: _Clock, reason: str) -> Answer:
