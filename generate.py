@@ -64,6 +64,7 @@ BULLET_RE = re.compile(r"^\s*(?:[-*+\u2022]|\d+[.)])\s+")
 HEADING_RE = re.compile(r"^\s*#{1,6}\s.*$", re.MULTILINE)   # a markdown heading line
 THINK_OPEN_RE = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
 THINK_CLOSE = "</think>"     # a reply whose template opened the block in the prompt
+THINK_STRAY_RE = re.compile(r"</?think>", re.IGNORECASE)   # a tag left over after that
 # Citation forms small models write, each rewritten to [c1][c2]: [c1, c2], [1], [1, 2],
 # (c1), (see c1), "note c1", "notes c1 and c3", a bare c1.
 _IDS = r"(?:c?\d{1,2})(?:\s*(?:[,;&]|and)\s*(?:c?\d{1,2}))*"
@@ -180,7 +181,7 @@ def _strip_think(text: str) -> str:
     low = text.lower()
     if THINK_CLOSE in low and "<think>" not in low.split(THINK_CLOSE)[0]:
         text = text[low.rindex(THINK_CLOSE) + len(THINK_CLOSE):]
-    return THINK_OPEN_RE.sub("", text)
+    return THINK_STRAY_RE.sub("", THINK_OPEN_RE.sub("", text))
 
 
 def _id_list(group: str) -> str:

@@ -2,7 +2,7 @@
 parsed, repaired where code can be sure, checked, and never crashes generate or verify."""
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import generate
@@ -198,6 +198,7 @@ PIECE = st.sampled_from(["49 bpm", "[c1]", "[c9]", "(c2)", "[1, 2]", "c1", ". ",
 
 @FAST
 @given(st.lists(PIECE, max_size=25).map("".join))
+@example("<think></think></think>")          # a stray closing tag once survived the strip
 def test_no_reply_shape_crashes_generate_or_verify(reply):
     d, v = run("history_lines_uncited", reply)
     assert v.verdict in ("SHIP", "ESCALATE")
