@@ -422,3 +422,34 @@ def test_a_cold_builtin_question_imports_only_what_it_needs(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).resolve().parent.parent)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_lazy_corpus_idf_and_backlinks_equal_the_tables_they_replace(tmp_path, monkeypatch):
+    import rerank
+    v = Vault(tmp_path / "vault", seed=11)
+    for _ in range(25):
+        v.put(v.name(), v.text())
+    d = tmp_path / "idx"
+    ingest.build_index(v.root, d, backend=_backend())
+    monkeypatch.setattr(ingest, "MERGE_SHARE", 10.0)
+    for _ in range(12):                     # tombstones: some terms left with no live doc
+        v.step()
+    ingest.build_index(v.root, d, backend=_backend())
+    idx = ingest.load_index(d, backend=_backend())
+    assert len(idx.segments) > 1
+    bm = retrieve.load_bm25(idx)
+    assert len(bm["vocab"]) < len(bm["idf"])   # columns of terms no live doc holds
+    table = {t: float(bm["idf"][i]) for t, i in bm["vocab"].items()}
+    lazy = rerank.corpus_idf(idx)
+    assert dict(lazy) == table and len(lazy) == len(table) and bool(lazy)
+    assert lazy.keys() == table.keys() and {"rate", "nope"} & lazy.keys() == {"rate"} & table.keys()
+    assert max(lazy.values()) == max(table.values()) and "nope" not in lazy
+    assert sorted(lazy.values()) == sorted(table.values())
+    found = {}
+    for f in idx.files:
+        for t in f.get("links") or []:
+            if t in idx.by_path and t != f["path"]:
+                found.setdefault(t, set()).add(f["path"])
+    back = retrieve._backlinks(idx)
+    assert found and {t: back[t] for t in found} == {t: sorted(s) for t, s in found.items()}
+    assert set(back) == set(found) and back.get("nowhere.md", []) == []
