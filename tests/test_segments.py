@@ -453,3 +453,11 @@ def test_lazy_corpus_idf_and_backlinks_equal_the_tables_they_replace(tmp_path, m
     back = retrieve._backlinks(idx)
     assert found and {t: back[t] for t in found} == {t: sorted(s) for t, s in found.items()}
     assert set(back) == set(found) and back.get("nowhere.md", []) == []
+
+
+def test_the_stamp_hashes_each_stat_as_its_text(tmp_path):
+    stats = {"a.md": [12, 1_780_000_000_123_456_789], "b/c.md": None, "d.md": [0, 5]}
+    old = hashlib.sha256(json.dumps([ingest.FORMAT, str(tmp_path), "builtin", [], None]).encode())
+    old.update("".join(f"\0{p}\0{s}" for p, s in stats.items()).encode("utf-8", "surrogatepass"))
+    assert ingest._stamp(tmp_path, stats, [], None, None) == old.hexdigest()
+    assert ingest._stamp(tmp_path, {**stats, "d.md": [0, 6]}, [], None, None) != old.hexdigest()
