@@ -418,7 +418,7 @@ def test_a_cold_builtin_question_imports_only_what_it_needs(tmp_path):
             "assert len(idx.segments) == 2\n"
             "retrieve.closest_chunk(idx, idx.vectors[0], [len(idx.chunks) - 1, 0])\n"
             "print(sorted(m for m in ('ollama', 'httpx', 'requests', 'html_report', "
-            "'mcp_server', 'evaluate', 'numpy.ma') if m in sys.modules))")
+            "'mcp_server', 'evaluate', 'numpy.ma', 'concurrent.futures') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).resolve().parent.parent)
     assert out.stdout.strip().splitlines()[-1] == "[]"
