@@ -33,7 +33,7 @@ def _passage(c) -> dict:
             "private": bool(c.chunk.get("private", False))}
 
 
-def corpus_idf(index) -> dict[str, float]:
+def corpus_idf(index) -> Mapping[str, float]:
     """term -> BM25 idf over the whole index (cached on it): a term's weight in the
     judge should not depend on which 20 candidates happened to come back."""
     if "term_idf" not in index.cache:
