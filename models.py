@@ -1056,7 +1056,6 @@ class BuiltinWriter:
 
 import json  # noqa: E402  (imports of the backend sections)
 import os  # noqa: E402
-from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 
 OLLAMA_DEFAULT_HOST = "http://127.0.0.1:11434"  # or $OLLAMA_HOST
 OLLAMA_TIMEOUT = 120.0        # seconds per request (a cold model load is slow)
@@ -1413,6 +1412,7 @@ class OllamaJudge:
             return {}
         if s1 is not None and (answers := self._s1(s1[0], s1[1], stage, ledger)) is not None:
             return _s1_nouls(answers, s1[2], "Ollama System One")
+        from concurrent.futures import ThreadPoolExecutor   # here: not on the builtin path
         started, keys = time.perf_counter(), list(prompts)
         pool = ThreadPoolExecutor(OLLAMA_CONCURRENCY)  # one request per item, 4 at a time
         try:

@@ -15,7 +15,10 @@ builtin judge scores everything locally).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
+
+import numpy as np
 
 import models
 import retrieve
@@ -30,14 +33,40 @@ def _passage(c) -> dict:
             "private": bool(c.chunk.get("private", False))}
 
 
-def corpus_idf(index) -> dict[str, float]:
+def corpus_idf(index) -> Mapping[str, float]:
     """term -> BM25 idf over the whole index (cached on it): a term's weight in the
     judge should not depend on which 20 candidates happened to come back."""
     if "term_idf" not in index.cache:
         bm = retrieve.load_bm25(index)
-        idf = bm["idf"]
-        index.cache["term_idf"] = {t: float(idf[i]) for t, i in bm["vocab"].items()}
+        index.cache["term_idf"] = _TermIdf(bm["vocab"], bm["idf"])
     return index.cache["term_idf"]
+
+
+class _TermIdf(Mapping):
+    """{term: float(idf[column])} over the BM25 vocabulary, read when asked: a cold
+    question looks up a few terms, not the 40k of a large vault (a dict of them took
+    10 to 20 ms per process). values() is made once, for the judge's max()."""
+
+    def __init__(self, vocab: dict, idf: np.ndarray):
+        self._vocab, self._idf, self._values = vocab, idf, None
+
+    def __getitem__(self, term):
+        return float(self._idf[self._vocab[term]])
+
+    def __contains__(self, term):
+        return term in self._vocab
+
+    def __iter__(self):
+        return iter(self._vocab)
+
+    def __len__(self):
+        return len(self._vocab)
+
+    def values(self):
+        if self._values is None:
+            cols = np.fromiter(self._vocab.values(), dtype=np.int64, count=len(self._vocab))
+            self._values = np.asarray(self._idf, dtype=np.float64)[cols].tolist()
+        return self._values
 
 
 def rerank(query: str, cands: list, judge, keep: int = KEEP, ledger=None,

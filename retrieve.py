@@ -559,13 +559,40 @@ def _backlinks(index) -> dict[str, list[str]]:
     back = index.cache.get("backlinks")
     if back is None:
         found: dict[str, set] = {}
+        by_path = index.by_path
         for f in index.files:
-            for target in f.get("links") or []:
-                if target in index.by_path and target != f["path"]:
-                    found.setdefault(target, set()).add(f["path"])
-        back = {t: sorted(s) for t, s in found.items()}
-        index.cache["backlinks"] = back
+            links = f.get("links")
+            if links:
+                here = f["path"]
+                for target in links:
+                    if target != here and target in by_path:
+                        s = found.get(target)
+                        if s is None:
+                            found[target] = {here}
+                        else:
+                            s.add(here)
+        back = index.cache["backlinks"] = _Sorted(found)
     return back
+
+
+class _Sorted(dict):
+    """key -> a set, handed out sorted (a list) the first time it is asked: a question
+    reads the backlinks of a few seeds, so the rest are never sorted."""
+
+    def get(self, key, default=None):
+        s = dict.get(self, key)
+        if s is None:
+            return default
+        if isinstance(s, set):
+            s = sorted(s)
+            dict.__setitem__(self, key, s)
+        return s
+
+    def __getitem__(self, key):
+        s = self.get(key, self)
+        if s is self:
+            raise KeyError(key)
+        return s
 
 
 def _canonical(index, path: str) -> str | None:

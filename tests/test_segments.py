@@ -418,7 +418,46 @@ def test_a_cold_builtin_question_imports_only_what_it_needs(tmp_path):
             "assert len(idx.segments) == 2\n"
             "retrieve.closest_chunk(idx, idx.vectors[0], [len(idx.chunks) - 1, 0])\n"
             "print(sorted(m for m in ('ollama', 'httpx', 'requests', 'html_report', "
-            "'mcp_server', 'evaluate', 'numpy.ma') if m in sys.modules))")
+            "'mcp_server', 'evaluate', 'numpy.ma', 'concurrent.futures') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).resolve().parent.parent)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_lazy_corpus_idf_and_backlinks_equal_the_tables_they_replace(tmp_path, monkeypatch):
+    import rerank
+    v = Vault(tmp_path / "vault", seed=11)
+    for _ in range(25):
+        v.put(v.name(), v.text())
+    d = tmp_path / "idx"
+    ingest.build_index(v.root, d, backend=_backend())
+    monkeypatch.setattr(ingest, "MERGE_SHARE", 10.0)
+    for _ in range(12):                     # tombstones: some terms left with no live doc
+        v.step()
+    ingest.build_index(v.root, d, backend=_backend())
+    idx = ingest.load_index(d, backend=_backend())
+    assert len(idx.segments) > 1
+    bm = retrieve.load_bm25(idx)
+    assert len(bm["vocab"]) < len(bm["idf"])   # columns of terms no live doc holds
+    table = {t: float(bm["idf"][i]) for t, i in bm["vocab"].items()}
+    lazy = rerank.corpus_idf(idx)
+    assert dict(lazy) == table and len(lazy) == len(table) and bool(lazy)
+    assert lazy.keys() == table.keys() and {"rate", "nope"} & lazy.keys() == {"rate"} & table.keys()
+    assert max(lazy.values()) == max(table.values()) and "nope" not in lazy
+    assert sorted(lazy.values()) == sorted(table.values())
+    found = {}
+    for f in idx.files:
+        for t in f.get("links") or []:
+            if t in idx.by_path and t != f["path"]:
+                found.setdefault(t, set()).add(f["path"])
+    back = retrieve._backlinks(idx)
+    assert found and {t: back[t] for t in found} == {t: sorted(s) for t, s in found.items()}
+    assert set(back) == set(found) and back.get("nowhere.md", []) == []
+
+
+def test_the_stamp_hashes_each_stat_as_its_text(tmp_path):
+    stats = {"a.md": [12, 1_780_000_000_123_456_789], "b/c.md": None, "d.md": [0, 5]}
+    old = hashlib.sha256(json.dumps([ingest.FORMAT, str(tmp_path), "builtin", [], None]).encode())
+    old.update("".join(f"\0{p}\0{s}" for p, s in stats.items()).encode("utf-8", "surrogatepass"))
+    assert ingest._stamp(tmp_path, stats, [], None, None) == old.hexdigest()
+    assert ingest._stamp(tmp_path, {**stats, "d.md": [0, 6]}, [], None, None) != old.hexdigest()
