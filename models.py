@@ -382,6 +382,7 @@ nowadays today anymore change changed changing evolve evolved history historical
 originally original previous previously earlier before tell please""".split())
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*"
 _DAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+LOCATIVE = ("at", "in", "on", "near", "by", "behind", "under", "inside", "outside", "from")
 # Kinds of value, as they stand in a unit.
 VALUE_RES = {
     "money": re.compile(r"[\u00a3$\u20ac][^\d\n]{0,4}\d|"        # "£3", "(£): 340"
@@ -396,12 +397,10 @@ VALUE_RES = {
     "date": re.compile(rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b\d{{1,2}}(?:st|nd|rd|th)? {_MONTH}\b|"
                        rf"\b{_MONTH} \d{{1,2}}\b|\b{_DAY}s?\b", re.I),
     # a place: what follows a locative preposition ("at pier 4", "in the shed")
-    "place": re.compile(r"\b(?:at|in|on|near|by|behind|under|inside|outside|from) "
-                        r"(?:the |my |a |our )?\w", re.I),
+    "place": re.compile(rf"\b(?:{'|'.join(LOCATIVE)}) (?:the |my |a |our )?\w", re.I),
     # a capitalised word inside a sentence: a name ("Physio: Hannah Reyes", "in Clun")
     "name": re.compile(rf"(?<=[\w:,;(]\s)(?!(?i:{_DAY}|{_MONTH})\b)[A-Z][\w'\u2019-]+"),
 }
-LOCATIVE = frozenset("at in on near by behind under inside outside from".split())
 # The kinds a question asks for, from its asking words, first cue of each kind.
 KIND_CUES = (
     (re.compile(r"\bhow much\b"), ("money", "measure", "percent")),
