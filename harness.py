@@ -151,7 +151,7 @@ def load(index=None, vault=None, backend="auto", judge=None, rebuild=False):
         if folder is None:
             idx = ingest.load_index(index, None if be.name == "builtin" else be)
         else:
-            if not rebuild:
+            if vault is not None and not rebuild:   # a vault read from the index is its own
                 _same_vault(Path(index) if index else ingest.default_index_dir(), folder)
             idx = ingest.refresh(folder, index_dir=index, rebuild=rebuild, backend=be)
     be.embedder = idx.embedder
