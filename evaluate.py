@@ -26,7 +26,7 @@ import sys
 import unicodedata
 from pathlib import Path
 
-from ingest import write_atomic as _write_atomic
+import ingest
 
 FORMAT = 1
 FIELDS = {"id": str, "question": str, "category": str, "time_mode": str, "answer": str,
@@ -367,10 +367,11 @@ def save_run(out: Path, records, result: dict, argv, config: dict) -> None:
     """records.jsonl (format header line first), summary.json, command.txt, config.json."""
     out.mkdir(parents=True, exist_ok=True)
     head = json.dumps({"format": FORMAT, "kind": "verso-eval-records"})
-    _write_atomic(out / "records.jsonl", "\n".join([head, *map(json.dumps, records)]) + "\n")
-    _write_atomic(out / "summary.json", json.dumps({"format": FORMAT, **result}, indent=1))
-    _write_atomic(out / "command.txt", " ".join(["python", "evaluate.py", *argv]) + "\n")
-    _write_atomic(out / "config.json", json.dumps({"format": FORMAT, **config}, indent=1))
+    write = ingest.write_atomic
+    write(out / "records.jsonl", "\n".join([head, *map(json.dumps, records)]) + "\n")
+    write(out / "summary.json", json.dumps({"format": FORMAT, **result}, indent=1))
+    write(out / "command.txt", " ".join(["python", "evaluate.py", *argv]) + "\n")
+    write(out / "config.json", json.dumps({"format": FORMAT, **config}, indent=1))
 
 
 def load_records(run_dir) -> list[dict]:
@@ -475,7 +476,6 @@ def _parser() -> argparse.ArgumentParser:
 
 def _vault_of(index_dir) -> str:
     """The vault an existing index was built from (for a run given --index alone)."""
-    import ingest
     try:
         built = ingest.built_from(index_dir)
     except ingest.IndexProblem as e:
@@ -495,9 +495,8 @@ def _index_dir(args, vault: Path) -> Path:
 def _open_pipeline(vault: Path, index_dir: Path, args):
     """ask(question, **variant) bound to one loaded index and backend (lazy imports)."""
     import harness
-    import ingest
     import models
-    errors = (models.BackendError, getattr(ingest, "IndexProblem", models.BackendError))
+    errors = (models.BackendError, ingest.IndexProblem)
     try:
         idx, be = harness.load(index=str(index_dir), vault=vault, backend=args.backend,
                                judge=args.judge)
