@@ -966,9 +966,10 @@ def _key(u: _Unit) -> str:
 def _history(question: str, notes: list[dict]) -> list[str]:
     """One line per version of the document whose versions answer best (the sum over
     its versions of P(best unit)), oldest first, each the version's best unit (a line
-    with the "key:" most versions have first, then one stating a new value); then, when a kind of value is asked, units of other
-    notes that answer, name what the lead names and state such a value no line states. Past MAX_SENTENCES: the oldest, the
-    newest and the strongest between."""
+    with the "key:" most versions have first, then one stating a new value); then, when
+    a kind of value is asked, units of other notes that answer, name what the lead names
+    and state such a value no line states. Past MAX_SENTENCES: the oldest, the newest
+    and the strongest between."""
     ask = analyse(question)
     units = unit_rows(ask, notes)
     docs: dict = {}
