@@ -27,6 +27,7 @@ import unicodedata
 from pathlib import Path
 
 import ingest
+import models
 
 FORMAT = 1
 FIELDS = {"id": str, "question": str, "category": str, "time_mode": str, "answer": str,
@@ -215,6 +216,22 @@ def mcnemar(wins: int, losses: int) -> float:
     return min(1.0, 2 * tail / 2 ** n) if n else 1.0
 
 
+def numbers_cited(a: dict) -> bool:
+    """Every number of every sentence of the answer stands in a source the sentence cites
+    (its text, heading, path or date); an "On YYYY-MM-DD:" lead is not a claim."""
+    import generate   # only scoring needs it; --check and --compare stay light
+    by_id = {f"c{i}": s for i, s in enumerate(a.get("sources") or [], 1)
+             if isinstance(s, dict)}
+    for sentence, ids in generate.parse_citations(a.get("answer") or ""):
+        _, body = generate.split_date(sentence)
+        have = set().union(*(models.number_keys(
+            f"{s.get('text', '')} {s.get('heading', '')} {s['path']} {s.get('date', '')}")
+            for s in (by_id[i] for i in ids if i in by_id)))
+        if not models.number_keys(body) <= have:
+            return False
+    return True
+
+
 def score(q: dict, a: dict, variant: str) -> dict:
     """One record: the question, what the system answered, every per-question metric."""
     gold, text, abstained = q["gold_files"], a.get("answer") or "", bool(a.get("abstained"))
@@ -237,6 +254,7 @@ def score(q: dict, a: dict, variant: str) -> dict:
         "abstain_correct": None if q["answerable"] else abstained,
         "false_abstain": abstained if q["answerable"] else None,
         "citation_valid": None if abstained else (a.get("checks") or {}).get("rules_ok"),
+        "shipped_numbers_cited": numbers_cited(a) if a.get("verdict") == "SHIP" else None,
         "route_correct": a.get("time_mode") == q["time_mode"],
         "total_ms": sum(s.get("ms", 0) for s in stages),
         "tokens": sum(s.get("input_tokens", 0) + s.get("output_tokens", 0) for s in stages),
@@ -285,6 +303,7 @@ def _metrics(records) -> dict:
         "abstain_correct": _rate(r["abstain_correct"] for r in records),
         "false_abstain": _rate(r["false_abstain"] for r in records),
         "citation_valid": _rate(r["citation_valid"] for r in records),
+        "shipped_numbers_cited": _rate(r.get("shipped_numbers_cited") for r in records),
         "route_accuracy": _rate(r["route_correct"] for r in records),
         "verdicts": verdicts,
         "escalate_on_correct": _rate(r["verdict"] == "ESCALATE" for r in spoke
@@ -465,7 +484,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="list questions whose answer_correct / source_found flipped")
     p.add_argument("--variant", nargs="+", choices=list(VARIANTS), default=None)
     p.add_argument("--backend", choices=("auto", "builtin", "ollama"), default="auto")
-    p.add_argument("--judge", choices=("jev", "builtin", "ollama"), default=None)
+    p.add_argument("--judge", choices=models.JUDGES, default=None)
     p.add_argument("--index", help="index dir (default: OUT/index, else a cache dir)")
     p.add_argument("--out", help="run folder: records, summary, command, config")
     p.add_argument("--pairs", nargs="+", metavar="A:B", default=None)
@@ -495,7 +514,6 @@ def _index_dir(args, vault: Path) -> Path:
 def _open_pipeline(vault: Path, index_dir: Path, args):
     """ask(question, **variant) bound to one loaded index and backend (lazy imports)."""
     import harness
-    import models
     errors = (models.BackendError, ingest.IndexProblem)
     try:
         idx, be = harness.load(index=str(index_dir), vault=vault, backend=args.backend,

@@ -201,7 +201,7 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     out.retrieved = [c.path for c in cands]
     if rerank:
         idf = (rerank_stage.corpus_idf(idx)
-               if isinstance(be.judge, models.BuiltinJudge) else None)
+               if isinstance(be.judge, (models.BuiltinJudge, models.CascadeJudge)) else None)
         cands = clock.run("rerank", rerank_stage.rerank, question, cands, be.judge,
                           keep=keep, ledger=ledger, idf=idf)
         out.candidates["rerank"] = _trace(cands)
@@ -299,7 +299,7 @@ def main(argv=None) -> int:
     p.add_argument("--no-rerank", action="store_true", help="fused order, top 5, no gate")
     p.add_argument("--mode", choices=("present", "history", "any"), default=None)
     p.add_argument("--backend", choices=("auto", "builtin", "ollama"), default="auto")
-    p.add_argument("--judge", choices=("jev", "builtin", "ollama"), default=None)
+    p.add_argument("--judge", choices=models.JUDGES, default=None)
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.add_argument("--mcp", action="store_true", help="serve MCP on stdio (mcp_server.py)")
     p.add_argument("--mcp-check", action="store_true", help="try the MCP server as an app would")

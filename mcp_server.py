@@ -321,7 +321,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--index", default=None,
                    help="index dir (default $VERSO_HOME or .verso)")
     p.add_argument("--backend", choices=("auto", "builtin", "ollama"), default="auto")
-    p.add_argument("--judge", choices=("jev", "builtin", "ollama"), default=None)
+    p.add_argument("--judge", choices=models.JUDGES, default=None)
     return p
 
 

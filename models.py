@@ -786,7 +786,7 @@ PROMPT_MODE = "Time mode:"
 PROMPT_QUESTION = "Question:"
 NOTE_HEADER = "[{id}] path: {path} | section: {section} | date: {date} | {status}"
 NOTE_HEADER_RE = re.compile(
-    r"^\[(c\d+)\] path: (.*?) \| section: (.*?) \| date: (\S+) \| (.+)$")
+    r"^\[c?(\d+)\] path: (.*?) \| section: (.*?) \| date: (\S+) \| (.+)$")
 UNDATED = "undated"
 STATUS_LATEST = "latest"
 STATUS_OLDER = "older version"       # "older version, superseded by PATH" when known
@@ -811,7 +811,7 @@ def parse_prompt(prompt: str) -> tuple[str, str, list[dict]]:
         m = NOTE_HEADER_RE.match(line)
         if m:
             section = "" if m.group(3) == "-" else m.group(3)
-            notes.append({"id": m.group(1), "path": m.group(2), "section": section,
+            notes.append({"id": f"c{m.group(1)}", "path": m.group(2), "section": section,
                           "date": m.group(4), "status": m.group(5), "order": len(notes),
                           "text": ""})
         elif notes:
@@ -1492,6 +1492,41 @@ class OllamaJudge:
         return best, probs[best], probs
 
 
+CASCADE_TOP = 8   # passages the local model judges: the builtin judge's first 8 (README)
+
+
+class CascadeJudge:
+    """The builtin judge ranks every passage; the local model judges only the CASCADE_TOP
+    it ranks first (one request each, the query first, a prefix the server reuses), which
+    take the model's probability, the rest staying at or below the lowest of them. Claims
+    (verify) go to the model. A local judge of every passage costs 20 requests a question;
+    on a CPU that is most of a minute (README "Measured with real models")."""
+
+    name = "cascade"
+
+    def __init__(self, model_judge, top: int = CASCADE_TOP):
+        self.cheap, self.model, self.top = BuiltinJudge(), model_judge, top
+
+    @property
+    def note(self) -> str:
+        return self.model.note
+
+    def relevance_by_part(self, query, passages, stage="rerank", ledger=None, idf=None):
+        table = self.cheap.relevance_by_part(query, passages, idf=idf)
+        first = sorted(table, key=lambda k: -table[k][0])[:self.top]
+        got = self.model.relevance(query, {k: passages[k] for k in first}, stage, ledger)
+        floor = min(got.values(), default=1.0)
+        return {k: [got[k] if k in got else min(v[0], floor)] + list(v[1:])
+                for k, v in table.items()}
+
+    def relevance(self, query, passages, stage="rerank", ledger=None, idf=None):
+        table = self.relevance_by_part(query, passages, stage, ledger, idf)
+        return {k: v[0] for k, v in table.items()}
+
+    def support(self, claims, stage="verify", ledger=None):
+        return self.model.support(claims, stage, ledger)
+
+
 # --------------------------------------------------------------------------- jev
 # (section owned by the backends developer: JevJudge)
 # Private passages and claims never leave the machine (the local judge takes them); the
@@ -1676,6 +1711,9 @@ def _ollama_unready(host, needs: list, timeout) -> str | None:
     return None
 
 
+JUDGES = ("builtin", "ollama", "cascade", "jev")   # the --judge choices
+
+
 def load_backend(name: str = "auto", judge: str | None = None, idf=None, embed_model=None,
                  write_model=None, index=None, host=None, timeout=OLLAMA_TIMEOUT,
                  probe_timeout=OLLAMA_PROBE_TIMEOUT) -> Backend:
@@ -1685,8 +1723,8 @@ def load_backend(name: str = "auto", judge: str | None = None, idf=None, embed_m
     A backend or judge named explicitly never falls back: BackendError instead."""
     if name not in ("auto", "builtin", "ollama"):
         raise BackendError(f"unknown backend {name!r}: use auto, builtin or ollama")
-    if judge not in (None, "builtin", "ollama", "jev"):
-        raise BackendError(f"unknown judge {judge!r}: use builtin, ollama or jev")
+    if judge not in (None,) + JUDGES:
+        raise BackendError(f"unknown judge {judge!r}: use {', '.join(JUDGES)}")
     em = embed_model or os.environ.get("VERSO_EMBED_MODEL") or EMBED_MODEL
     wm = write_model or os.environ.get("VERSO_WRITE_MODEL") or WRITE_MODEL
     emb, note = getattr(index, "embedder", None), ""
@@ -1705,10 +1743,12 @@ def load_backend(name: str = "auto", judge: str | None = None, idf=None, embed_m
         b = Backend("ollama", emb or OllamaEmbedder(em, host, timeout), OllamaJudge(w), w, note)
     if judge == "builtin":
         b.judge = BuiltinJudge()
-    elif judge == "ollama" and not isinstance(b.judge, OllamaJudge):
-        if why := _ollama_unready(host, [(wm, "completion")], probe_timeout):
-            raise BackendError(why)
-        b.judge = OllamaJudge(OllamaWriter(wm, host, timeout))
+    elif judge in ("ollama", "cascade"):
+        if not isinstance(b.judge, OllamaJudge):
+            if why := _ollama_unready(host, [(wm, "completion")], probe_timeout):
+                raise BackendError(why)
+            b.judge = OllamaJudge(OllamaWriter(wm, host, timeout))
+        b.judge = CascadeJudge(b.judge) if judge == "cascade" else b.judge
     elif judge == "jev":
         b.judge = JevJudge(local=b.judge)
     if judge:

@@ -60,21 +60,6 @@ class ReplayWriter:
         return rec["reply"], rec.get("prompt_tokens", 0), rec.get("output_tokens", 0)
 
 
-def numbers_stand(answer: dict) -> bool:
-    """Every number of every sentence stands in a source the sentence cites."""
-    by_id = {f"c{i}": s for i, s in enumerate(answer["sources"], 1)}
-    for sentence, ids in generate.parse_citations(answer["answer"]):
-        m = getattr(generate, "DATE_PREFIX_RE", None) or verify.DATE_PREFIX_RE
-        m = m.match(sentence)
-        body = sentence[m.end():] if m else sentence
-        cited = [by_id[i] for i in ids if i in by_id]
-        have = set().union(*(models.number_keys(
-            f"{s['text']} {s['heading']} {s['path']} {s['date']}") for s in cited))
-        if not models.number_keys(body) <= have:
-            return False
-    return True
-
-
 def run(questions, backend, index, writer) -> list[dict]:
     rows, drafts, write = [], [], generate.generate
 
@@ -100,7 +85,7 @@ def run(questions, backend, index, writer) -> list[dict]:
                        found5=rec["source_found_at5"])
             row.update(verdict=a["verdict"], correct=rec["answer_correct"], wrote=wrote,
                        valid=rec["citation_valid"], answer=a["answer"], repairs=repairs,
-                       stand=numbers_stand(a) if a["verdict"] == "SHIP" else None)
+                       stand=evaluate.numbers_cited(a) if a["verdict"] == "SHIP" else None)
         rows.append(row)
         print(row["id"], row.get("verdict"), f"{row['seconds']:.1f}s",
               repr((row.get("answer") or "")[:90]), row.get("repairs") or "", flush=True)
@@ -153,7 +138,7 @@ def replay_prompts(recs, questions) -> list[dict]:
                    correct=evaluate.answer_correct(q, a),
                    valid=None if d.abstained else v.rules_ok,
                    repairs=[r["note"] for r in getattr(d, "repairs", [])],
-                   stand=numbers_stand(a) if verdict == "SHIP" else None,
+                   stand=evaluate.numbers_cited(a) if verdict == "SHIP" else None,
                    failing=[(f["sentence"][:70], f["reasons"]) for f in v.failing])
         rows.append(row)
         print(q["id"], verdict, repr(d.text[:80]), row["repairs"] or "",

@@ -362,3 +362,35 @@ def test_evaluate_runs_end_to_end_on_the_ollama_backend(fake, tmp_path, monkeypa
     assert "/api/embed" in paths and "/api/chat" in paths     # ollama embedded and wrote
     manifest = json.loads((tmp_path / "run" / "index" / "manifest.json").read_text())
     assert manifest["embedder"] == "ollama:nomic-embed-text"
+
+
+def test_cascade_asks_the_model_about_the_builtin_judges_first_passages_only(fake):
+    topics = ["boiler service every May", "sourdough starter feeding", "bike chain oil",
+              "passport renewal form", "boiler pressure bar reading", "tax return deadline"]
+    passages = {f"p{i}": {"text": f"Note about the {t}.", "heading": "", "path": f"n{i}.md",
+                          "date": "2026-01-01", "dense_score": None, "private": False}
+                for i, t in enumerate(topics, 1)}
+    query = "When is the boiler service?"
+    cheap = models.BuiltinJudge().relevance(query, passages)
+    first = sorted(cheap, key=lambda k: -cheap[k])[:2]
+    j = models.CascadeJudge(judge(fake, systemone=False), top=2)
+    got = j.relevance(query, passages, stage="rerank")
+    asked = [b["messages"][-1]["content"] for b in fake.bodies("/api/chat")]
+    assert len(asked) == 2 and all(any(passages[k]["text"] in a for a in asked)
+                                   for k in first)
+    judged = models.OllamaJudge(writer(fake), systemone=False).relevance(
+        query, {k: passages[k] for k in first})
+    assert {k: got[k] for k in first} == pytest.approx(judged)
+    assert all(got[k] <= min(judged.values()) for k in passages if k not in first)
+    assert set(got) == set(passages)
+
+
+def test_cascade_judge_by_name_and_its_claims_go_to_the_model(fake, builtin_stubs):
+    b = models.load_backend("ollama", judge="cascade", host=fake.url, timeout=T)
+    assert isinstance(b.judge, models.CascadeJudge) and b.note.endswith("; judge: cascade")
+    p = b.judge.support({"s1": {"sentence": "The boiler is serviced in May.",
+                                "sources": ["The boiler is serviced every May."],
+                                "private": False}})
+    assert p["s1"] > 0.5 and fake.bodies("/api/chat")
+    with pytest.raises(models.BackendError, match="use builtin, ollama, cascade, jev"):
+        models.load_backend("builtin", judge="other")
