@@ -77,7 +77,7 @@ def system_prompt(form: str | None = None) -> str:
         rules = [r.replace("[c2]", "[2]").replace("[c1][c3]", "[1][3]") for r in rules]
     if form == "rules-last":
         return PROMPT_HEAD
-    return "\n".join([PROMPT_HEAD, "Rules:"] + [f"- {r}" for r in rules])
+    return "\n".join([PROMPT_HEAD, models.PROMPT_RULES_HEAD] + [f"- {r}" for r in rules])
 
 
 SYSTEM_PROMPT = system_prompt("plain")
@@ -167,7 +167,7 @@ def build_messages(question: str, notes: list, time_mode: str,
     tail = [f"{models.PROMPT_MODE} {time_mode}",
             f"{models.PROMPT_QUESTION} {' '.join(question.split())}"]
     if form == "rules-last":
-        tail = ["Rules:"] + [f"- {r}" for r in PROMPT_RULES] + [""] + tail
+        tail = [models.PROMPT_RULES_HEAD] + [f"- {r}" for r in PROMPT_RULES] + [""] + tail
     blocks = []
     for i, c in enumerate(notes[:3] if form == "top3" else notes, 1):
         header = models.NOTE_HEADER.format(

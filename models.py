@@ -784,6 +784,7 @@ ABSTAIN_SENTENCE = "I don't know from my notes."    # generate.ABSTAIN
 PROMPT_NOTES = "Notes:"
 PROMPT_MODE = "Time mode:"
 PROMPT_QUESTION = "Question:"
+PROMPT_RULES_HEAD = "Rules:"   # heads the rules after the notes in the "rules-last" form
 NOTE_HEADER = "[{id}] path: {path} | section: {section} | date: {date} | {status}"
 NOTE_HEADER_RE = re.compile(
     r"^\[c?(\d+)\] path: (.*?) \| section: (.*?) \| date: (\S+) \| (.+)$")
@@ -808,6 +809,8 @@ def parse_prompt(prompt: str) -> tuple[str, str, list[dict]]:
     end = min([i for i in (qi, mi) if i is not None], default=len(lines))
     notes: list[dict] = []
     for line in lines[:end]:
+        if line == PROMPT_RULES_HEAD:
+            break
         m = NOTE_HEADER_RE.match(line)
         if m:
             section = "" if m.group(3) == "-" else m.group(3)

@@ -108,3 +108,28 @@ def test_generate_with_builtin_writer_records_ledger():
     assert d.text == "Day rate: £600 [c1]." and d.citations == ["c1"]
     assert ledger.rows[0]["stage"] == "generate"
     assert ledger.rows[0]["model"] == models.WRITER_MODEL
+
+
+def test_every_prompt_form_is_read_back_by_the_builtin_writer():
+    four = NOTES + [cand(4, "home/boiler.md", "Service in May.", "2026-05-01")]
+    for form in generate.PROMPT_FORMS:
+        system, user = build_messages("What is my day rate?", four, "present", form=form)
+        question, mode, notes = models.parse_prompt(user["content"])
+        assert (question, mode) == ("What is my day rate?", "present"), form
+        ids = ["c1", "c2", "c3"] + ([] if form == "top3" else ["c4"])
+        assert [n["id"] for n in notes] == ids, form
+        assert "Rules" not in notes[-1]["text"] and "Service" in notes[-1]["text"] or \
+            form == "top3", form
+        rules_in = user["content"] if form == "rules-last" else system["content"]
+        assert "End every sentence that states a fact" in rules_in, form
+    numbered = build_messages("q?", NOTES, "present", form="numbered")
+    assert "[1] path: work/rates card 2026-10-05.md" in numbered[1]["content"]
+    assert "like [2]" in numbered[0]["content"] and "[c" not in numbered[0]["content"]
+    example = build_messages("q?", NOTES, "present", form="example")[0]["content"]
+    assert "one fact per sentence" in example.lower()
+
+
+def test_unknown_prompt_form_is_a_clear_error():
+    import pytest
+    with pytest.raises(ValueError, match="unknown prompt form 'short'"):
+        build_messages("q?", NOTES, "present", form="short")
