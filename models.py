@@ -1715,6 +1715,9 @@ def _ollama_unready(host, needs: list, timeout) -> str | None:
 
 
 JUDGES = ("builtin", "ollama", "cascade", "jev")   # the --judge choices
+# Why auto pairs an Ollama writer with the builtin judge (README "Measured with real models")
+AUTO_JUDGE_WHY = ("a small local judge cost seconds a question and found no more sources "
+                  "on dev: --judge cascade or ollama to use it")
 
 
 def load_backend(name: str = "auto", judge: str | None = None, idf=None, embed_model=None,
@@ -1735,9 +1738,12 @@ def load_backend(name: str = "auto", judge: str | None = None, idf=None, embed_m
         needs = [(wm, "completion")] + ([] if emb else [(em, "embedding")])
         if (why := _ollama_unready(host, needs, probe_timeout)) and name == "ollama":
             raise BackendError(why)
+        auto_judge = name == "auto" and judge is None and not why
         name = "builtin" if why else "ollama"
-        note = (f"auto chose builtin: {why}" if why else f"ollama: {wm} writes and judges, "
+        note = (f"auto chose builtin: {why}" if why else f"ollama: {wm} writes"
+                + ("" if auto_judge else " and judges") + ", "
                 + (f"vectors from the index ({emb.id})" if emb else f"{em} embeds"))
+        judge = "builtin" if auto_judge else judge
     if name == "builtin":
         b = Backend("builtin", emb or BuiltinEmbedder(idf), BuiltinJudge(), BuiltinWriter(),
                     note or "builtin backend (offline)")
@@ -1757,4 +1763,5 @@ def load_backend(name: str = "auto", judge: str | None = None, idf=None, embed_m
     if judge:
         b.note += f"; judge: {judge}" + (f" (private text judged locally by "
                                          f"{b.judge.local.name})" if judge == "jev" else "")
+        b.note += f" ({AUTO_JUDGE_WHY})" if name == "ollama" and judge == "builtin" else ""
     return b

@@ -282,8 +282,11 @@ def test_auto_uses_ollama_when_it_has_the_models(fake, builtin_stubs):
     b = models.load_backend("auto", host=fake.url, timeout=T)
     assert b.name == "ollama" and isinstance(b.writer, models.OllamaWriter)
     assert isinstance(b.embedder, models.OllamaEmbedder)
-    assert isinstance(b.judge, models.OllamaJudge)
-    assert b.note == "ollama: verso-writer writes and judges, nomic-embed-text embeds"
+    assert isinstance(b.judge, models.BuiltinJudge)
+    assert b.note == ("ollama: verso-writer writes, nomic-embed-text embeds; judge: builtin ("
+                      + models.AUTO_JUDGE_WHY + ")")
+    b = models.load_backend("ollama", host=fake.url, timeout=T)   # named: every role
+    assert isinstance(b.judge, models.OllamaJudge) and "writes and judges" in b.note
 
 
 def test_auto_falls_back_to_builtin_and_says_why(builtin_stubs):
