@@ -568,7 +568,11 @@ def _run(args, argv) -> int:
               "vault": str(vault.resolve()), "backend": getattr(be, "name", str(be))}
     print(json.dumps(result, indent=1) if args.json else render(result))
     if args.out:
+        import generate
         config = {"backend": result["backend"], "judge": args.judge, "variants": variants,
+                  "backend_note": getattr(be, "note", ""), "writer": getattr(getattr(
+                      be, "writer", None), "model", "builtin"),
+                  "prompt_form": generate.PROMPT_FORM,
                   "vault": result["vault"], "questions": str(qpath.resolve()),
                   "questions_sha256": result["questions_sha256"],
                   "index": str(index_dir), "git_commit": _git_commit()}
