@@ -12,6 +12,7 @@ Measurement scripts, not tests (pytest does not collect them).
         --questions questions/dev.jsonl --index /tmp/rig/sample-idx --out runs/forms \\
         [--forms plain example] [--judge builtin|ollama|cascade]
     python tests/rig_runs.py table RUN... [--base BUILTIN_RUN]
+    python tests/rig_runs.py pick FORM_RUN...   # the form to keep: citation valid + correct
 """
 
 from __future__ import annotations
@@ -71,6 +72,16 @@ def table(runs: list, base: str | None) -> str:
     return "\n".join(lines)
 
 
+def pick(runs: list) -> str:
+    """The run (form) with the highest citation validity plus answer correct (rates);
+    ties go to the lower p50 seconds a question."""
+    def key(d):
+        m = json.loads((Path(d) / "summary.json").read_text())["variants"]["full"]["overall"]
+        return (-(m["citation_valid"]["p"] or 0) - (m["answer_correct"]["p"] or 0),
+                m["stages"]["total"]["p50_ms"])
+    return Path(min(runs, key=key)).name
+
+
 def forms(args) -> int:
     rows = {}
     for form in args.forms:
@@ -100,7 +111,11 @@ def main(argv=None) -> int:
     t = sub.add_parser("table")
     t.add_argument("runs", nargs="+")
     t.add_argument("--base")
+    sub.add_parser("pick").add_argument("runs", nargs="+")
     args = p.parse_args(argv)
+    if args.cmd == "pick":
+        print(pick(args.runs))
+        return 0
     if args.cmd == "table":
         print(table(args.runs, args.base))
         return 0
