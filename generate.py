@@ -86,7 +86,6 @@ CITATION_RUN_RE = re.compile(r"(?:\s*\[\s*c\d+(?:\s*[,;]\s*c\d+)*\s*\])+", re.IG
 # "text. [c1]" -> "text [c1]." so the citation stays with the sentence before it
 TRAILING_CITES_RE = re.compile(
     r"([.!?])((?:\s*\[\s*c\d+(?:\s*[,;]\s*c\d+)*\s*\])+)[.!?]?", re.IGNORECASE)
-BULLET_RE = re.compile(r"^\s*(?:[-*+\u2022]|\d+[.)])\s+")
 HEADING_RE = re.compile(r"^\s*#{1,6}\s.*$", re.MULTILINE)   # a markdown heading line
 THINK_OPEN_RE = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
 THINK_CLOSE = "</think>"     # a reply whose template opened the block in the prompt
@@ -249,7 +248,7 @@ def parse_citations(text: str) -> list[tuple[str, list[str]]]:
     sentence before it (the first sentence, when it stands first).
     """
     text = HEADING_RE.sub("", normalise_citations(text))
-    text = "\n".join(BULLET_RE.sub("", line) for line in text.splitlines())
+    text = "\n".join(models.BULLET_RE.sub("", line) for line in text.splitlines())
     text = TRAILING_CITES_RE.sub(lambda m: " " + " ".join(m.group(2).split()) + m.group(1),
                                  text)
     out: list[tuple[str, list[str]]] = []

@@ -399,7 +399,7 @@ VALUE_RES = {
     # a place: what follows a locative preposition ("at pier 4", "in the shed")
     "place": re.compile(rf"\b(?:{'|'.join(LOCATIVE)}) (?:the |my |a |our )?\w", re.I),
     # a capitalised word inside a sentence: a name ("Physio: Hannah Reyes", "in Clun")
-    "name": re.compile(rf"(?<=[\w:,;(]\s)(?!(?i:{_DAY}|{_MONTH})\b)[A-Z][\w'\u2019-]+"),
+    "name": re.compile(rf"(?<=[\w:,;(\u2014-]\s)(?!(?i:{_DAY}|{_MONTH})\b)[A-Z][\w'\u2019-]+"),
 }
 # The kinds a question asks for, from its asking words, first cue of each kind.
 KIND_CUES = (
@@ -427,9 +427,8 @@ _AUX = r"(?:is|are|was|were|am|do|does|did|has|have|had|can|could|should|will|wo
 PART_SPLIT_RE = re.compile(rf"[.?!;]+\s+|\s[\u2014\u2013-]+\s|,?\s+and\s+(?={_WH}\b)|"
                            rf",\s+(?={_WH}\b)", re.IGNORECASE)
 ASKING_RE = re.compile(rf"^(?:[\w-]+\s+){{0,2}}(?:{_WH}|{_AUX})\b", re.IGNORECASE)
-NAME_RE = re.compile(r"(?<=[\w,;:(\u2014-]\s)[A-Z][\w'\u2019-]+")
 KEY_RE = re.compile(r"^([^:;,.]{1,40}):\s*\S")   # "Status: paid": the key of a key: value line
-BULLET_RE = re.compile(r"^\s*(?:[-*+>]|\d+[.)])\s+")
+BULLET_RE = re.compile(r"^\s*(?:[-*+>\u2022]|\d+[.)])\s+")   # a bullet, number or quote mark
 EMPHASIS_RE = re.compile(r"\*\*|__|`")
 WIKILINK_RE = re.compile(r"\[\[([^\]|]+)(?:\|([^\]]+))?\]\]")
 
@@ -870,7 +869,7 @@ def _values(u: _Unit, kinds) -> set[str]:
 
 def values(text: str) -> set[str]:
     """What a sentence states: its numbers and the terms of its capitalised names."""
-    return number_keys(text) | {t for m in NAME_RE.findall(text) for t in terms(m)}
+    return number_keys(text) | {t for m in VALUE_RES["name"].findall(text) for t in terms(m)}
 
 
 def _document(note: dict) -> str:
