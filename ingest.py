@@ -257,39 +257,34 @@ def _inside(path: str, vault: Path) -> bool:
     return path == str(vault) or path.startswith(str(vault) + os.sep)
 
 
-def _scan(vault: Path, cfg: dict, stats: dict | None = None) -> tuple[list[str], list[dict]]:
-    """Vault-relative note paths, sorted, and what was passed over [{path, reason}];
-    stats, when given, gets path -> [size, mtime_ns] (or None) of every note, from the
-    same walk (one stat per note, no Path objects: the harness does this per question).
+def _stat_of(entry) -> list | None:
+    """[size, mtime_ns] of a DirEntry or a path, None when it cannot be stat'ed."""
+    try:
+        st = entry.stat() if not isinstance(entry, str) else os.stat(entry)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
 
-    Real folders are walked first; then each symlinked folder once, under its link path,
-    if its target is inside the vault and was not walked yet (so loops end, and a note
-    reached both ways keeps its real path). A symlinked note counts once too. Links whose
-    target lies outside the vault are not followed and are listed: the vault folder is
-    the boundary of what Verso reads. Unreadable folders are listed, never fatal."""
-    notes, skipped, seen, reals = [], [], set(), set()
-    link_dirs, link_files = [], []
-    stats = {} if stats is None else stats
-    cut = len(str(vault)) + 1
-    slash = os.sep != "/"
 
-    def rel(path: str) -> str:
-        if len(path) < cut:
+class _Walk:
+    """One walk of a vault (see _scan): notes, their stats and what was passed over."""
+
+    def __init__(self, vault: Path, cfg: dict, stats: dict):
+        self.vault, self.cut, self.stats = vault, len(str(vault)) + 1, stats
+        self.notes, self.skipped, self.seen = [], [], set()
+        self.link_dirs, self.link_files = [], []
+        self.real_notes = []             # (real folder, its notes' names): see follow()
+        self.ignored = _ignore_re(tuple(cfg["ignore"])).match if cfg["ignore"] else None
+
+    def rel(self, path: str) -> str:
+        if len(path) < self.cut:
             return "."
-        return path[cut:].replace(os.sep, "/") if slash else path[cut:]
+        return path[self.cut:].replace(os.sep, "/") if os.sep != "/" else path[self.cut:]
 
-    def stat_of(entry) -> list | None:
-        try:
-            st = entry.stat() if not isinstance(entry, str) else os.stat(entry)
-        except OSError:
-            return None
-        return [st.st_size, st.st_mtime_ns]
-
-    ignored = _ignore_re(tuple(cfg["ignore"])).match if cfg["ignore"] else None
-    real_notes = []                      # (real folder, its notes' names): see reals below
-
-    def walk(top: str) -> None:
-        stack = [top]
+    def walk(self, top: str) -> None:
+        stack, seen, rel, ignored = [top], self.seen, self.rel, self.ignored
+        notes, stats, link_dirs, link_files = (self.notes, self.stats, self.link_dirs,
+                                               self.link_files)
         while stack:
             folder = stack.pop()
             real = os.path.realpath(folder)
@@ -300,8 +295,8 @@ def _scan(vault: Path, cfg: dict, stats: dict | None = None) -> tuple[list[str],
                 with os.scandir(folder) as it:
                     entries = sorted(it, key=_entry_name)
             except OSError as e:
-                skipped.append({"path": rel(folder) + "/",
-                                "reason": f"unreadable folder ({e.strerror or type(e).__name__})"})
+                self.skipped.append({"path": rel(folder) + "/", "reason": "unreadable "
+                                     f"folder ({e.strerror or type(e).__name__})"})
                 continue
             names = []
             for e in entries:
@@ -322,36 +317,54 @@ def _scan(vault: Path, cfg: dict, stats: dict | None = None) -> tuple[list[str],
                         link_files.append(e.path)
                     else:
                         notes.append(r)
-                        stats[r] = stat_of(e)
+                        stats[r] = _stat_of(e)
                         names.append(e.name)
-            real_notes.append((real.rstrip(os.sep) + os.sep, names))
+            self.real_notes.append((real.rstrip(os.sep) + os.sep, names))
 
-    walk(str(vault))
-    while link_dirs:
-        path = min(link_dirs)                  # links in path order: the first one wins
-        link_dirs.remove(path)
-        target = os.path.realpath(path)
-        if not _inside(target, vault):
-            skipped.append({"path": rel(path) + "/",
-                            "reason": "symlink to a folder outside the vault (not followed)"})
-        elif target not in seen:
-            walk(path)
-    if link_files:                       # the real paths of the notes walked so far
-        reals.update(folder + name for folder, names in real_notes for name in names)
-    for path in sorted(link_files):
-        target = os.path.realpath(path)
-        if not _inside(target, vault):
-            skipped.append({"path": rel(path),
-                            "reason": "symlink to a file outside the vault (not read)"})
-        elif target not in reals:             # else indexed at its real path already
-            reals.add(target)
-            notes.append(rel(path))
-            stats[notes[-1]] = stat_of(path)
-    notes.sort()
-    ordered = {p: stats[p] for p in notes}    # path order, as the stamp hashes them
+    def follow(self) -> None:
+        """Symlinked folders (in path order: the first link wins), then symlinked notes
+        whose target was not indexed at its real path already."""
+        while self.link_dirs:
+            path = min(self.link_dirs)
+            self.link_dirs.remove(path)
+            target = os.path.realpath(path)
+            if not _inside(target, self.vault):
+                self.skipped.append({"path": self.rel(path) + "/", "reason": "symlink to a "
+                                     "folder outside the vault (not followed)"})
+            elif target not in self.seen:
+                self.walk(path)
+        reals = ({folder + name for folder, names in self.real_notes for name in names}
+                 if self.link_files else set())
+        for path in sorted(self.link_files):
+            target = os.path.realpath(path)
+            if not _inside(target, self.vault):
+                self.skipped.append({"path": self.rel(path), "reason": "symlink to a file "
+                                     "outside the vault (not read)"})
+            elif target not in reals:
+                reals.add(target)
+                self.notes.append(self.rel(path))
+                self.stats[self.notes[-1]] = _stat_of(path)
+
+
+def _scan(vault: Path, cfg: dict, stats: dict | None = None) -> tuple[list[str], list[dict]]:
+    """Vault-relative note paths, sorted, and what was passed over [{path, reason}];
+    stats, when given, gets path -> [size, mtime_ns] (or None) of every note, from the
+    same walk (one stat per note, no Path objects: the harness does this per question).
+
+    Real folders are walked first; then each symlinked folder once, under its link path,
+    if its target is inside the vault and was not walked yet (so loops end, and a note
+    reached both ways keeps its real path). A symlinked note counts once too. Links whose
+    target lies outside the vault are not followed and are listed: the vault folder is
+    the boundary of what Verso reads. Unreadable folders are listed, never fatal."""
+    stats = {} if stats is None else stats
+    w = _Walk(vault, cfg, stats)
+    w.walk(str(vault))
+    w.follow()
+    w.notes.sort()
+    ordered = {p: stats[p] for p in w.notes}    # path order, as the stamp hashes them
     stats.clear()
     stats.update(ordered)
-    return notes, skipped
+    return w.notes, w.skipped
 
 
 def _read(path: Path) -> tuple[str | None, os.stat_result | int, str]:
