@@ -529,6 +529,7 @@ class Ask:
     names: frozenset = frozenset()   # terms of its capitalised names
     parts: tuple = ()                # an Ask per part, for a question of several
     is_list: bool = False
+    focus: tuple = ()                # the attribute asked about ("phone", "floor")
 
 
 def _kinds(q: str) -> frozenset:
@@ -562,6 +563,34 @@ def question_parts(query: str) -> list[str]:
     return parts or [" ".join(query.split())]
 
 
+FOCUS_RE = re.compile(r"\b(?:which|what|who|whose|whom)(?:'s)?\s+((?:[\w'-]+\s*){1,4})",
+                      re.IGNORECASE)
+FOCUS_SKIP = frozenset("is are was were the my her his their our your its a an s".split())
+
+
+def focus_terms(question: str, names=frozenset()) -> tuple:
+    """The words a question asks about right after its wh-word and a copula ("which
+    airline", "who's my physio", "what is the fee"; not "what did I run", which asks
+    about a verb): the first words up to a stopword, without the question's own names,
+    its kind-of-value words (number, name, time, cost ...) and its time words; `names`
+    are the terms of the question's own names."""
+    q = question.replace("\u2019", "'")
+    q = HOW_RE.sub(" ", TIME_PHRASE_RE.sub(" ", q.lower()))
+    out = []
+    for m in FOCUS_RE.finditer(q):
+        words = m.group(1).split()
+        while words and words[0].strip("'") in FOCUS_SKIP:
+            words.pop(0)
+        for w in words:
+            if w in STOPWORDS or w in FOCUS_SKIP:
+                break
+            if any(rx.search(w) for rx, _ in KIND_CUES):
+                continue
+            out += [t for t in terms(w) if t not in names
+                    and t not in TIME_WORDS and not t[0].isdigit()]
+    return tuple(dict.fromkeys(out))
+
+
 @functools.lru_cache(maxsize=4096)
 def analyse(question: str) -> Ask:
     """The Ask of a question. Each part asks for its own kinds of value about the
@@ -571,9 +600,10 @@ def analyse(question: str) -> Ask:
                       for t in terms(w))
     pieces = question_parts(q)
     whole = _topic(q) + tuple(sorted(number_keys(q) - {""}))
-    parts = tuple(Ask(whole, _kinds(p.lower()), names) for p in pieces)
+    parts = tuple(Ask(whole, _kinds(p.lower()), names, focus=focus_terms(p, names))
+                  for p in pieces)
     return Ask(whole, _kinds(q.lower()), names, parts if len(parts) > 1 else (),
-               bool(LIST_RE.search(q.lower())))
+               bool(LIST_RE.search(q.lower())), focus_terms(q, names))
 
 
 def holds(text: str, kinds) -> float:

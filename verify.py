@@ -35,9 +35,6 @@ ANSWER_THRESHOLD = rerank.RELEVANCE_THRESHOLD   # a newer note "answers" from he
 CONFLICT_COVERAGE = 0.6    # newer unit naming this share of the sentence's terms
 NUMBER_SHOWN_RE = re.compile(r"[\u00a3$\u20ac]?\d+(?:[.,]\d+)*(?:\s?%|/\w+)?")
 # "which airline", "who's my physio", "what's my blood type": the role or attribute asked
-FOCUS_RE = re.compile(r"\b(?:which|what|who|whose|whom)(?:'s)?\s+((?:[\w'-]+\s*){1,4})",
-                      re.IGNORECASE)
-FOCUS_SKIP = frozenset("is are was were the my her his their our your its a an s".split())
 MIN_TOPIC_SHARE = 0.2      # a sentence names at least this share of the question's topic
 META_TERMS = frozenset("""note according based here following summary found answer sure
 hope help let know notes say says said""".split())
@@ -210,34 +207,11 @@ def _judge_support(rows: list, notes: list, judge, ledger) -> None:
             r["reasons"].append(f"support {r['support']:.2f} < {SUPPORT_THRESHOLD:g}")
 
 
-def focus_terms(question: str) -> list[str]:
-    """The words a question asks about right after its wh-word and a copula ("which
-    airline", "who's my physio", "what is the fee"; not "what did I run", which asks
-    about a verb): the first words up to a stopword, without the question's own names,
-    its kind-of-value words (number, name, time, cost ...) and its time words."""
-    q = question.replace("\u2019", "'")
-    ask = models.analyse(q)
-    q = models.HOW_RE.sub(" ", models.TIME_PHRASE_RE.sub(" ", q.lower()))
-    out = []
-    for m in FOCUS_RE.finditer(q):
-        words = m.group(1).split()
-        while words and words[0].strip("'") in FOCUS_SKIP:
-            words.pop(0)
-        for w in words:
-            if w in models.STOPWORDS or w in FOCUS_SKIP:
-                break
-            if any(rx.search(w) for rx, _ in models.KIND_CUES):
-                continue
-            out += [t for t in models.terms(w) if t not in ask.names
-                    and t not in models.TIME_WORDS and not t[0].isdigit()]
-    return list(dict.fromkeys(out))
-
-
 def _off_question(rows: list, notes: list, question: str) -> None:
     """Question-aware checks: a cited sentence that names (with its note's section)
     under MIN_TOPIC_SHARE of the question's topic terms is off-topic; an answer to
     "how much / when / who ..." holding no value of that kind does not answer; the
-    notes an answer cites name the role or attribute asked about (focus_terms)."""
+    notes an answer cites name the role or attribute asked about (models focus_terms)."""
     ask = models.analyse(question)
     by_id = {f"c{i}": c for i, c in enumerate(notes, 1)}
     weights = {t: 1.0 for t in ask.terms}
@@ -255,7 +229,7 @@ def _off_question(rows: list, notes: list, question: str) -> None:
     if not ids:
         return
     tset = models.evidence_terms(" ".join(generate.visible(by_id[i]) for i in ids))
-    lacking = [t for t in focus_terms(question) if not models.term_share({t: 1.0}, tset)]
+    lacking = [t for t in models.analyse(question).focus if not models.term_share({t: 1.0}, tset)]
     if lacking:
         cited[0]["reasons"].append(f"the cited {', '.join(ids)} never name "
                                    f"{', '.join(lacking)}, which the question asks about")

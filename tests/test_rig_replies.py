@@ -239,4 +239,5 @@ def test_cited_notes_must_name_what_the_question_asks_for():
     ("What time am I aiming for?", []),
 ])
 def test_focus_terms(question, focus):
-    assert verify.focus_terms(question) == focus
+    assert list(models.focus_terms(question, models.analyse(question).names)) == focus
+    assert list(models.analyse(question).focus) == focus
