@@ -239,7 +239,8 @@ def score(q: dict, a: dict, variant: str) -> dict:
     stages = [dict(s) for s in a.get("stages") or []]
     present = q["answerable"] and q["time_mode"] == "present"
     return {
-        "id": q["id"], "category": q["category"], "variant": variant,
+        "id": q["id"], "question": q["question"], "category": q["category"],
+        "variant": variant,
         "answerable": q["answerable"], "gold_time_mode": q["time_mode"], "answer": text,
         "abstained": abstained, "time_mode": a.get("time_mode"),
         "verdict": a.get("verdict"), "sources": _paths(a.get("sources")),
@@ -258,7 +259,9 @@ def score(q: dict, a: dict, variant: str) -> dict:
         "route_correct": a.get("time_mode") == q["time_mode"],
         "total_ms": sum(s.get("ms", 0) for s in stages),
         "tokens": sum(s.get("input_tokens", 0) + s.get("output_tokens", 0) for s in stages),
-        "dollars": sum(s.get("dollars", 0.0) for s in stages)}
+        "dollars": sum(s.get("dollars", 0.0) for s in stages),
+        # the writer's prompt and reply, for replaying a real model's answers offline
+        "messages": list(a.get("messages") or []), "reply": a.get("reply") or ""}
 
 
 # --------------------------------------------------------------------- summaries

@@ -59,6 +59,7 @@ class Answer:
     backend: str = ""
     backend_note: str = ""
     messages: list = field(default_factory=list)   # what the writer was sent
+    reply: str = ""                                # what it said, before parsing
     calls: list = field(default_factory=list)      # the ledger: one row per model call
 
     def to_dict(self) -> dict:
@@ -233,6 +234,7 @@ def _write_and_verify(out: Answer, kept: list, be, clock: _Clock) -> None:
     draft = clock.run("generate", generate.generate, out.question, kept, out.time_mode,
                       be.writer, ledger=clock.ledger)
     out.answer, out.abstained, out.messages = draft.text, draft.abstained, draft.messages
+    out.reply = draft.reply
     if draft.abstained:
         out.abstain_reason = "the writer found no answer in the kept passages"
     ver = clock.run("verify", verify_stage.verify, draft.text, kept, out.time_mode,

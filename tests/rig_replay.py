@@ -2,7 +2,8 @@
 
 A measurement script, not a test (pytest does not collect it). Three modes:
 - default (no server needed): each recorded reply (collect.py's JSONL, e.g.
-  /work/notes/rig/dev-1.5b.jsonl) goes through generate (parsing, citation repair) and
+  /work/notes/rig/dev-1.5b.jsonl, or the records.jsonl of an evaluate.py run, which
+  keeps each writer prompt and reply) goes through generate (parsing, citation repair) and
   verify (builtin judge) again, over the notes read back from the prompt it answered;
 - --pipeline: harness.ask() with the rig's embedder and the builtin judge, the writer
   replaying the recorded reply to the same question;
@@ -102,10 +103,19 @@ class _Reply:
         return self.text, 0, 0
 
 
+def _as_recording(rec: dict) -> dict:
+    """An evaluate.py record (it has a variant) in collect.py's shape."""
+    if "variant" not in rec:
+        return rec
+    calls = [{"messages": rec["messages"], "reply": rec["reply"]}] if rec["messages"] else []
+    return {"id": rec["id"], "question": rec.get("question"), "answer": rec["answer"],
+            "seconds": rec["total_ms"] / 1000, "calls": calls}
+
+
 def replay_prompts(recs, questions) -> list[dict]:
     """generate + verify again on each recorded reply, over the notes its prompt held;
     a question the recording abstained on before the writer counts as that abstention."""
-    by_q, rows = {r["id"]: r for r in recs}, []
+    by_q, rows = {r["id"]: r for r in map(_as_recording, recs)}, []
     judge = models.BuiltinJudge()
     for q in questions:
         rec = by_q.get(q["id"])
@@ -184,7 +194,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     questions = evaluate.load_questions(args.questions)[:args.limit]
     if not (args.live or args.pipeline):
-        recs = [json.loads(line) for line in open(args.recorded) if line.strip()]
+        recs = [r for r in map(json.loads, filter(str.strip, open(args.recorded)))
+                if "id" in r]
         rows = replay_prompts(recs, questions)
         if args.out:
             Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -194,7 +205,8 @@ def main(argv=None) -> int:
                            judge="builtin")
     writer = None
     if not args.live:
-        recs = [json.loads(line) for line in open(args.recorded) if line.strip()]
+        recs = [r for r in map(json.loads, filter(str.strip, open(args.recorded)))
+                if "id" in r]
         writer = ReplayWriter({r["question"]: r["calls"][0] for r in recs if r["calls"]})
         be.writer = writer
     rows = run(questions, be, idx, writer)

@@ -365,6 +365,13 @@ def test_evaluate_runs_end_to_end_on_the_ollama_backend(fake, tmp_path, monkeypa
     assert "/api/embed" in paths and "/api/chat" in paths     # ollama embedded and wrote
     manifest = json.loads((tmp_path / "run" / "index" / "manifest.json").read_text())
     assert manifest["embedder"] == "ollama:nomic-embed-text"
+    records = evaluate.load_records(tmp_path / "run")
+    wrote = [r for r in records if r["messages"]]     # kept for replaying offline
+    assert wrote and all(r["reply"] and r["question"] == "What is the rent now?"
+                         and "Question: What is the rent now?" in r["messages"][-1]["content"]
+                         for r in wrote)
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["writer"] == "verso-writer" and config["prompt_form"] == "plain"
 
 
 def test_cascade_asks_the_model_about_the_builtin_judges_first_passages_only(fake):
