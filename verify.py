@@ -207,6 +207,16 @@ def _judge_support(rows: list, notes: list, judge, ledger) -> None:
             r["reasons"].append(f"support {r['support']:.2f} < {SUPPORT_THRESHOLD:g}")
 
 
+def _leading_name(row: dict, by_id: dict, kinds) -> bool:
+    """A name asked for stands first in the sentence ("Hannah is my physio."): its first
+    word is one a cited note writes as a name (capitalised inside a sentence)."""
+    first = re.match(r"[^\W\d_][\w'\u2019-]*", row["claim"])
+    if "name" not in kinds or not first:
+        return False
+    cited = " ".join(generate.visible(by_id[i]) for i in row["citations"] if i in by_id)
+    return first.group() in models.VALUE_RES["name"].findall(cited)
+
+
 def _off_question(rows: list, notes: list, question: str) -> None:
     """Question-aware checks: a cited sentence that names (with its note's section)
     under MIN_TOPIC_SHARE of the question's topic terms is off-topic; an answer to
@@ -222,14 +232,15 @@ def _off_question(rows: list, notes: list, question: str) -> None:
         found = models.evidence_terms(f"{r['claim']} {heads}")
         if weights and models.term_share(weights, found) < MIN_TOPIC_SHARE:
             r["reasons"].append("names nothing the question asks about")
-    if ask.kinds and cited and not any(models.holds(r["claim"], ask.kinds) for r in cited):
+    if ask.kinds and cited and not any(models.holds(r["claim"], ask.kinds)
+                                       or _leading_name(r, by_id, ask.kinds) for r in cited):
         cited[0]["reasons"].append(f"holds no value of the kind asked "
                                    f"({', '.join(sorted(ask.kinds))})")
     ids = list(dict.fromkeys(i for r in cited for i in r["citations"] if i in by_id))
     if not ids:
         return
     tset = models.evidence_terms(" ".join(generate.visible(by_id[i]) for i in ids))
-    lacking = [t for t in models.analyse(question).focus if not models.term_share({t: 1.0}, tset)]
+    lacking = [t for t in ask.focus if not models.term_share({t: 1.0}, tset)]
     if lacking:
         cited[0]["reasons"].append(f"the cited {', '.join(ids)} never name "
                                    f"{', '.join(lacking)}, which the question asks about")

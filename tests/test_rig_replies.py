@@ -241,3 +241,11 @@ def test_cited_notes_must_name_what_the_question_asks_for():
 def test_focus_terms(question, focus):
     assert list(models.focus_terms(question, models.analyse(question).names)) == focus
     assert list(models.analyse(question).focus) == focus
+
+
+def test_a_name_first_in_the_sentence_answers_who():
+    d, v = run("uncited")                    # "Hannah is my physio": a who question
+    assert v.verdict == "SHIP" and not v.failing
+    d, v = run("uncited", "Physio is my physio [c1].")      # a capital word, not a name
+    assert any("holds no value of the kind asked" in x
+               for row in v.sentences for x in row["reasons"])
