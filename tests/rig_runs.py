@@ -46,7 +46,9 @@ def row(summary: dict) -> dict:
         st = m["stages"].get(name, {})
         out[f"{name} p50/p95 s"] = (f"{_seconds(st.get('p50_ms'))} / "
                                     f"{_seconds(st.get('p95_ms'))}")
-    out["tokens/question"] = round(m["stages"]["total"]["tokens_per_question"])
+    out["tokens/question (writer)"] = (
+        f"{round(m['stages']['total']['tokens_per_question'])} "
+        f"({round(m['stages'].get('generate', {}).get('tokens_per_question', 0))})")
     return out
 
 
