@@ -65,6 +65,10 @@ def table(runs: list, base: str | None) -> str:
     lines = []
     for d in map(Path, runs):
         r = row(json.loads((d / "summary.json").read_text()))
+        recs = [x for x in evaluate.load_records(d) if x["variant"] == "full"]
+        refusals = [x for x in recs if not x["answerable"]]
+        r["unanswerable shipped"] = (f"{sum(x['verdict'] == 'SHIP' for x in refusals)}/"
+                                     f"{len(refusals)}")
         if base:
             r["vs base (wins/losses)"] = versus(d, Path(base))
         if heads is None:
