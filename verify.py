@@ -36,6 +36,7 @@ CONFLICT_COVERAGE = 0.6    # newer unit naming this share of the sentence's term
 NUMBER_SHOWN_RE = re.compile(r"[\u00a3$\u20ac]?\d+(?:[.,]\d+)*(?:\s?%|/\w+)?")
 # "which airline", "who's my physio", "what's my blood type": the role or attribute asked
 MIN_TOPIC_SHARE = 0.2      # a sentence names at least this share of the question's topic
+BARE_WORDS = 2             # a bare answer: its value and at most a unit or a month word
 META_TERMS = frozenset("""note according based here following summary found answer sure
 hope help let know notes say says said""".split())
 
@@ -207,6 +208,13 @@ def _judge_support(rows: list, notes: list, judge, ledger) -> None:
             r["reasons"].append(f"support {r['support']:.2f} < {SUPPORT_THRESHOLD:g}")
 
 
+def _bare_value(claim: str, ask) -> bool:
+    """The sentence is a value of the kind asked and little else ("£3,840", "On 2
+    December at 10:30"): the question says what it is about, not the sentence."""
+    words = [t for t in models.terms(claim) if not t[0].isdigit()]
+    return bool(ask.kinds) and len(words) <= BARE_WORDS and models.holds(claim, ask.kinds) > 0
+
+
 def _leading_name(row: dict, by_id: dict, kinds) -> bool:
     """A name asked for stands first in the sentence ("Hannah is my physio."): its first
     word is one a cited note writes as a name (capitalised inside a sentence)."""
@@ -229,6 +237,9 @@ def _off_question(rows: list, notes: list, question: str) -> None:
     for r in cited:
         heads = " ".join(by_id[i].chunk.get("heading", "") for i in r["citations"]
                          if i in by_id)
+        if _bare_value(r["claim"], ask):    # "£3,840 [c2]": about what its note is about
+            heads += " " + " ".join(generate.visible(by_id[i]) for i in r["citations"]
+                                    if i in by_id)
         found = models.evidence_terms(f"{r['claim']} {heads}")
         if weights and models.term_share(weights, found) < MIN_TOPIC_SHARE:
             r["reasons"].append("names nothing the question asks about")

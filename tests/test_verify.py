@@ -162,6 +162,21 @@ def test_question_aware_checks_escalate_off_topic_and_missing_value():
     assert v.verdict == "SHIP"
 
 
+def test_a_bare_value_is_about_what_its_note_is_about():
+    milestones = cand(4, "work/aireside portal.md",
+                      "Milestone 2 (design sprint): £3,840, invoiced in June.")
+    boiler = cand(5, "home/boiler.md", "Service: £85 a year.")
+    q = "How much was milestone 2 of the Aireside portal?"
+    v = verify("£3,840 [c1].", [milestones, boiler], "any", FakeJudge(), question=q)
+    assert v.verdict == "SHIP" and not reasons(v)
+    v = verify("£85 [c2].", [milestones, boiler], "any", FakeJudge(), question=q)
+    assert "names nothing the question asks about" in reasons(v)
+    # a longer sentence must name the topic itself (or its note's section)
+    v = verify("The invoice went out in June for £3,840 [c1].", [milestones, boiler],
+               "any", FakeJudge(), question=q)
+    assert "names nothing the question asks about" in reasons(v)
+
+
 def test_a_newer_note_naming_another_person_escalates_a_present_answer():
     # the contradicting value is a name, not a number: the check is about values
     jan = cand(1, "meetings/2026-01-10 core group.md", "Chair: Ruth Amos, re-elected.",
