@@ -7,7 +7,7 @@ Not: any ranking, filtering or writing logic of its own; each stage lives in its
 
     python harness.py "What is my current day rate?" [--vault DIR] [--index DIR]
         [--no-rerank] [--mode present|history|any] [--backend auto|builtin|ollama] [--json]
-        [--html FILE]
+        [--judge builtin|ollama|cascade|jev] [--html FILE]
 """
 
 from __future__ import annotations
