@@ -41,6 +41,7 @@ def row(summary: dict) -> dict:
     """The figures of a run's full variant: k/n per rate, SHIP count, seconds, tokens."""
     m = summary["variants"]["full"]["overall"]
     out = {c: f"{m[c]['k']}/{m[c]['n']}" if c in m else "-" for c in COLUMNS}
+    out["MRR"] = f"{m['mrr']['p']:.3f}" if m["mrr"]["p"] is not None else "-"
     out["SHIP"] = m["verdicts"].get("SHIP", 0)
     for name in STAGES:
         st = m["stages"].get(name, {})
