@@ -11,7 +11,7 @@ Measurement scripts, not tests (pytest does not collect them).
     OLLAMA_HOST=http://127.0.0.1:11435 python tests/rig_runs.py forms \\
         --questions questions/dev.jsonl --index /tmp/rig/sample-idx --out runs/forms \\
         [--forms plain example] [--judge builtin|ollama|cascade]
-    python tests/rig_runs.py table RUN... [--base BUILTIN_RUN]
+    python tests/rig_runs.py table RUN[=LABEL]... [--base BUILTIN_RUN]
     python tests/rig_runs.py pick FORM_RUN...   # the form to keep: citation valid + correct
 """
 
@@ -62,9 +62,12 @@ def versus(run: Path, base: Path) -> str:
 
 
 def table(runs: list, base: str | None) -> str:
+    """RUN or RUN=LABEL per row (the label names the row, else the folder's name)."""
     heads = None
     lines = []
-    for d in map(Path, runs):
+    for spec in runs:
+        d, _, label = spec.partition("=")
+        d = Path(d)
         r = row(json.loads((d / "summary.json").read_text()))
         recs = [x for x in evaluate.load_records(d) if x["variant"] == "full"]
         refusals = [x for x in recs if not x["answerable"]]
@@ -75,7 +78,8 @@ def table(runs: list, base: str | None) -> str:
         if heads is None:
             heads = ["run"] + list(r)
             lines += ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
-        lines.append("| " + " | ".join([d.name] + [str(v) for v in r.values()]) + " |")
+        lines.append("| " + " | ".join([label or d.name] + [str(v) for v in r.values()])
+                     + " |")
     return "\n".join(lines)
 
 
