@@ -31,6 +31,9 @@ import generate  # noqa: E402
 COLUMNS = ("source_found_at5", "answer_correct", "stale_rate", "abstain_correct",
            "false_abstain", "citation_valid", "shipped_numbers_cited")
 STAGES = ("total", "rerank", "generate", "verify")
+LABELS = {"source_found_at5": "found@5", "answer_correct": "correct", "stale_rate": "stale",
+          "abstain_correct": "refusals abstained", "false_abstain": "false abstentions",
+          "citation_valid": "citation valid", "shipped_numbers_cited": "SHIP numbers cited"}
 
 
 def _seconds(ms) -> str:
@@ -40,14 +43,14 @@ def _seconds(ms) -> str:
 def row(summary: dict) -> dict:
     """The figures of a run's full variant: k/n per rate, SHIP count, seconds, tokens."""
     m = summary["variants"]["full"]["overall"]
-    out = {c: f"{m[c]['k']}/{m[c]['n']}" if c in m else "-" for c in COLUMNS}
+    out = {LABELS.get(c, c): f"{m[c]['k']}/{m[c]['n']}" if c in m else "-" for c in COLUMNS}
     out["MRR"] = f"{m['mrr']['p']:.3f}" if m["mrr"]["p"] is not None else "-"
     out["SHIP"] = m["verdicts"].get("SHIP", 0)
     for name in STAGES:
         st = m["stages"].get(name, {})
-        out[f"{name} p50/p95 s"] = (f"{_seconds(st.get('p50_ms'))} / "
+        out[f"{name} s"] = (f"{_seconds(st.get('p50_ms'))} / "
                                     f"{_seconds(st.get('p95_ms'))}")
-    out["tokens/question (writer)"] = (
+    out["tokens (writer)"] = (
         f"{round(m['stages']['total']['tokens_per_question'])} "
         f"({round(m['stages'].get('generate', {}).get('tokens_per_question', 0))})")
     return out
@@ -74,7 +77,7 @@ def table(runs: list, base: str | None) -> str:
         r["unanswerable shipped"] = (f"{sum(x['verdict'] == 'SHIP' for x in refusals)}/"
                                      f"{len(refusals)}")
         if base:
-            r["vs base (wins/losses)"] = versus(d, Path(base))
+            r["McNemar (wins/losses)"] = versus(d, Path(base))
         if heads is None:
             heads = ["run"] + list(r)
             lines += ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
