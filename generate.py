@@ -56,11 +56,11 @@ PROMPT_RULES = [
     '"On YYYY-MM-DD:" with the date of the note it cites.',
     "Time mode any: answer from the notes that answer best."]
 # Writer prompt forms measured on dev with real small models (README "Measured with real
-# models", tests/prompt_forms.py): "plain" as above; "example" adds one fact per sentence
+# models", tests/rig_runs.py): "plain" as above; "example" adds one fact per sentence
 # and an example line; "rules-last" moves the rules after the notes, next to the
 # question; "numbered" shows the ids as [1], [2]; "top3" sends the three best notes only.
 PROMPT_FORMS = ("plain", "example", "rules-last", "numbered", "top3")
-PROMPT_FORM = "plain"
+PROMPT_FORM = "plain"   # the best on dev by citation validity plus answer correct
 EXAMPLE_RULES = [
     "State one fact per sentence, and give each sentence its own citation.",
     "An answer looks like this (the form, not the content): The fee is 40 a month [c2]. "

@@ -1531,9 +1531,9 @@ class CascadeJudge:
     """The builtin judge ranks every passage; the local model judges only the CASCADE_TOP
     it ranks first (the ones the writer would read; one request each, the query first, a
     prefix the server reuses), which take the model's probability: it orders them and
-    decides the gate. The rest stay at or below the lowest of them. Claims
-    (verify) go to the model. A local judge of every passage costs 20 requests a question;
-    on a CPU that is most of a minute (README "Measured with real models")."""
+    decides the gate. The rest stay at or below the lowest of them. Claims (verify) go
+    to the model. A local judge of every passage costs 20 requests a question; on a CPU
+    that is most of a minute (README "Measured with real models")."""
 
     name = "cascade"
 
