@@ -563,6 +563,7 @@ def question_parts(query: str) -> list[str]:
     return parts or [" ".join(query.split())]
 
 
+# "which airline", "who's my physio", "what's my blood type": the role or attribute asked
 FOCUS_RE = re.compile(r"\b(?:which|what|who|whose|whom)(?:'s)?\s+((?:[\w'-]+\s*){1,4})",
                       re.IGNORECASE)
 FOCUS_SKIP = frozenset("is are was were the my her his their our your its a an s".split())

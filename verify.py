@@ -34,7 +34,6 @@ SUPPORT_THRESHOLD = 0.5
 ANSWER_THRESHOLD = rerank.RELEVANCE_THRESHOLD   # a newer note "answers" from here up
 CONFLICT_COVERAGE = 0.6    # newer unit naming this share of the sentence's terms
 NUMBER_SHOWN_RE = re.compile(r"[\u00a3$\u20ac]?\d+(?:[.,]\d+)*(?:\s?%|/\w+)?")
-# "which airline", "who's my physio", "what's my blood type": the role or attribute asked
 MIN_TOPIC_SHARE = 0.2      # a sentence names at least this share of the question's topic
 BARE_WORDS = 2             # a bare answer: its value and at most a unit or a month word
 META_TERMS = frozenset("""note according based here following summary found answer sure
