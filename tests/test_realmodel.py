@@ -5,7 +5,7 @@ answer never cites a version another kept passage supersedes; a refusal never sh
 answer; no reply crashes the pipeline.
 
     VERSO_REALMODEL_HOST=http://127.0.0.1:11435 python -m pytest -m realmodel -q
-    (VERSO_REALMODEL_JUDGE=ollama judges on the rig too; the default is the builtin judge)
+    (VERSO_REALMODEL_JUDGE=ollama or cascade judges on the rig too; the default is builtin)
 
 About 40 s a question with the rig's 1.5B writer on 2 CPU cores. Skipped (with the
 reason) unless VERSO_REALMODEL_HOST answers and `-m realmodel` was asked for; never part
