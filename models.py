@@ -1772,7 +1772,7 @@ def load_backend(name: str = "auto", judge: str | None = None, idf=None, embed_m
         auto_judge = name == "auto" and judge is None and not why
         name = "builtin" if why else "ollama"
         note = (f"auto chose builtin: {why}" if why else f"ollama: {wm} writes"
-                + ("" if auto_judge else " and judges") + ", "
+                + ("" if auto_judge or judge else " and judges") + ", "
                 + (f"vectors from the index ({emb.id})" if emb else f"{em} embeds"))
         judge = "builtin" if auto_judge else judge
     if name == "builtin":

@@ -397,7 +397,8 @@ def test_cascade_asks_the_model_about_the_builtin_judges_first_passages_only(fak
 
 def test_cascade_judge_by_name_and_its_claims_go_to_the_model(fake, builtin_stubs):
     b = models.load_backend("ollama", judge="cascade", host=fake.url, timeout=T)
-    assert isinstance(b.judge, models.CascadeJudge) and b.note.endswith("; judge: cascade")
+    assert isinstance(b.judge, models.CascadeJudge)
+    assert b.note == "ollama: verso-writer writes, nomic-embed-text embeds; judge: cascade"
     p = b.judge.support({"s1": {"sentence": "The boiler is serviced in May.",
                                 "sources": ["The boiler is serviced every May."],
                                 "private": False}})
