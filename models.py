@@ -1764,7 +1764,7 @@ def load_backend(name: str = "auto", judge: str | None = None, idf=None, embed_m
         raise BackendError(f"unknown judge {judge!r}: use {', '.join(JUDGES)}")
     em = embed_model or os.environ.get("VERSO_EMBED_MODEL") or EMBED_MODEL
     wm = write_model or os.environ.get("VERSO_WRITE_MODEL") or WRITE_MODEL
-    emb, note = getattr(index, "embedder", None), ""
+    emb, note, auto_judge = getattr(index, "embedder", None), "", False
     if name != "builtin":
         needs = [(wm, "completion")] + ([] if emb else [(em, "embedding")])
         if (why := _ollama_unready(host, needs, probe_timeout)) and name == "ollama":
@@ -1794,5 +1794,5 @@ def load_backend(name: str = "auto", judge: str | None = None, idf=None, embed_m
     if judge:
         b.note += f"; judge: {judge}" + (f" (private text judged locally by "
                                          f"{b.judge.local.name})" if judge == "jev" else "")
-        b.note += f" ({AUTO_JUDGE_WHY})" if name == "ollama" and judge == "builtin" else ""
+        b.note += f" ({AUTO_JUDGE_WHY})" if auto_judge else ""
     return b

@@ -285,6 +285,8 @@ def test_auto_uses_ollama_when_it_has_the_models(fake, builtin_stubs):
     assert isinstance(b.judge, models.BuiltinJudge)
     assert b.note == ("ollama: verso-writer writes, nomic-embed-text embeds; judge: builtin ("
                       + models.AUTO_JUDGE_WHY + ")")
+    b = models.load_backend("ollama", judge="builtin", host=fake.url, timeout=T)
+    assert b.note == "ollama: verso-writer writes, nomic-embed-text embeds; judge: builtin"
     b = models.load_backend("ollama", host=fake.url, timeout=T)   # named: every role
     assert isinstance(b.judge, models.OllamaJudge) and "writes and judges" in b.note
 
