@@ -129,6 +129,37 @@ def term_occurrences(texts: list[str]) -> tuple[np.ndarray, np.ndarray, list[str
     return np.array(flat, dtype=np.int64), lens, _TERMS
 
 
+# Month names as people write them; a month is named by its first three letters ("jul").
+MONTHS = dict(jan=1, feb=2, mar=3, apr=4, may=5, jun=6, jul=7, aug=8, sep=9, oct=10,
+              nov=11, dec=12)
+MONTH_PATTERN = (r"(?<![a-z])(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|"
+                 r"july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|"
+                 r"dec(?:ember)?)(?![a-z])")
+MONTH_WORD_RE = re.compile(MONTH_PATTERN + r"\Z")
+ISO_MONTH_RE = re.compile(r"(?<!\d)(?:19|20)\d\d-(0[1-9]|1[0-2])(?:-\d\d)?(?!\d)")
+ORDINALS = dict(first=1, second=2, third=3, fourth=4, fifth=5, sixth=6, seventh=7,
+                eighth=8, ninth=9, tenth=10)
+_ORDINAL_OF = {str(n): w for w, n in ORDINALS.items()}
+# a numbered item: "Milestone: 2", "Week 3", "Round #4" (a key, or a capitalised word)
+ORDINAL_RE = re.compile(r"\b([^\W\d_]+:|[^\W\d_a-z][^\W\d_]*)\s+#?(10|[1-9])(?![\d.,:/-])")
+
+
+def month_term(word: str) -> str | None:
+    """The month a word names, as its first three letters: "Sept" -> "sep"; else None."""
+    return word.lower()[:3] if MONTH_WORD_RE.match(word.lower()) else None
+
+
+def date_terms(text: str) -> set[str]:
+    """The months a text names in words or in ISO dates ("2026-07-12" -> "jul"), and the
+    ordinal of a numbered item ("Milestone: 2" -> "second"): the words a question uses
+    for what a note writes in digits."""
+    out = {m for w in TOKEN_RE.findall(text) if (m := month_term(w))}
+    out.update(list(MONTHS)[int(m) - 1] for m in ISO_MONTH_RE.findall(text))
+    out.update(_ORDINAL_OF[n] for w, n in ORDINAL_RE.findall(text)
+               if w.rstrip(":").lower() not in STOPWORDS)
+    return out
+
+
 def numbers(text: str) -> list[str]:
     """Numeric mentions, normalised like tokenize(): "£1,550/day" -> ["1550"]."""
     return [t for t in tokenize(text) if t[0].isdigit()]
@@ -358,16 +389,16 @@ class BuiltinEmbedder:
 JUDGE_MODEL = "builtin-judge-v2"
 WRITER_MODEL = "builtin-writer-v2"
 # fitted by tools/fit_reader.py on questions/dev.jsonl (tests/test_fit_reader.py checks)
-READER_BIAS = -7.978        # logit of a unit that names nothing asked and holds no value
-W_TEXT = 3.478              # share of the asked terms the unit names in its own words
-W_HEADING = 1.163           # share named by its heading trail
-W_TITLE = 1.459             # share named by its note's path (title)
-W_COVER = 1.385             # share named by the unit, its heading and title together
-W_TYPE = 2.592              # it holds a value of the asked kind (a bare number: PARTIAL_CREDIT)
-W_NEAR = 1.109              # an asked term's weight share / tokens from it to such a value
-W_RANK = 0.904              # the passage's rerank rank: 1 / (1 + rank from 0)
-W_LATEST = -0.151           # its note is the latest version (not an older one or entry)
-ABSTAIN_LOGIT = -3.658      # evidence below this everywhere: the notes lack the answer
+READER_BIAS = -7.983        # logit of a unit that names nothing asked and holds no value
+W_TEXT = 3.456              # share of the asked terms the unit names in its own words
+W_HEADING = 1.127           # share named by its heading trail
+W_TITLE = 1.498             # share named by its note's path (title)
+W_COVER = 1.41             # share named by the unit, its heading and title together
+W_TYPE = 2.586              # it holds a value of the asked kind (a bare number: PARTIAL_CREDIT)
+W_NEAR = 1.168              # an asked term's weight share / tokens from it to such a value
+W_RANK = 0.891              # the passage's rerank rank: 1 / (1 + rank from 0)
+W_LATEST = -0.148           # its note is the latest version (not an older one or entry)
+ABSTAIN_LOGIT = -3.65      # evidence below this everywhere: the notes lack the answer
 # set by hand, with a reason
 PARTIAL_CREDIT = 0.6      # a related form ("changes"/"changed", "paying"/"pay") is most of a match
 IDF_FLOOR = 0.1           # the commonest asked word still counts a little
@@ -467,8 +498,9 @@ def split_units(text: str) -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=1 << 16)
 def evidence_terms(text: str) -> frozenset:
-    """Terms of a text, numbers canonical."""
-    return frozenset(number_key(t) if t[0].isdigit() else t for t in terms(text))
+    """Terms of a text, numbers canonical, with the months and ordinals it names."""
+    return frozenset([number_key(t) if t[0].isdigit() else t for t in terms(text)]
+                     + list(date_terms(text)))
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -539,7 +571,7 @@ def _kinds(q: str) -> frozenset:
 
 def _topic(q: str) -> tuple:
     q = HOW_RE.sub(" ", TIME_PHRASE_RE.sub(" ", q.lower()))
-    out = [t for t in terms(q)
+    out = [month_term(t) or t for t in terms(q)
            if t not in TIME_WORDS and not t[0].isdigit()]
     return tuple(dict.fromkeys(out))
 
@@ -597,8 +629,8 @@ def analyse(question: str) -> Ask:
     """The Ask of a question. Each part asks for its own kinds of value about the
     question's whole topic (a part's own words are often only "their phone number")."""
     q = question.replace("\u2019", "'")
-    names = frozenset(t for w in re.findall(r"[^\W\d_][\w'-]*", q)[1:] if w[0].isupper()
-                      for t in terms(w))
+    names = frozenset(t for w in re.findall(r"[^\W\d_][\w'-]*", q)[1:]
+                      if w[0].isupper() and not month_term(w) for t in terms(w))
     pieces = question_parts(q)
     whole = _topic(q) + tuple(sorted(number_keys(q) - {""}))
     parts = tuple(Ask(whole, _kinds(p.lower()), names, focus=focus_terms(p, names))
@@ -717,7 +749,7 @@ class _Scorer:
         own, head, path = evidence_terms(unit), evidence_terms(heading), evidence_terms(title)
         return [self.share(own), self.share(head), self.share(path),
                 self.share(own | head | path), holds(unit, self.ask.kinds),
-                self.nearness(unit, own, head)]
+                self.nearness(unit, own, head | path)]
 
 
 def evidence(f) -> float:

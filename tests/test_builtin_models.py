@@ -64,6 +64,30 @@ def test_question_parts_keep_context_with_the_part_after_it():
                                                   "what do they get"]
 
 
+def test_months_and_numbered_items_match_the_words_a_question_uses():
+    # notes write "2026-03-09" and "Visit: 2"; people ask "in March" and "the second visit"
+    assert models.date_terms("Date: 2026-03-09; Cost: £120") == {"mar"}
+    assert models.date_terms("farm/vet log_2026-11.md") == {"nov"}
+    assert models.date_terms("Sept and 4 July, INV-2026-031, 2026-13-01") == {"sep", "jul"}
+    assert models.date_terms("Visit: 2; Week 3; at 5 pm; ran 4 km") == {"second", "third"}
+    a = models.analyse("What did the farrier charge in Sept?")
+    assert a.terms[-1] == "sep" and "sep" not in a.names and "sept" not in a.names
+    assert {"mar", "second"} <= models.evidence_terms("Visit: 2; Date: 2026-03-09")
+
+
+def test_the_dated_row_of_the_asked_month_and_the_numbered_row_asked_answer():
+    rows = cand(21, "home/farrier.md", "Date: 2026-02-11; Horse: Bramble; Cost: £80\n"
+                "Date: 2026-03-09; Horse: Bramble; Cost: £120\n"
+                "Date: 2026-04-14; Horse: Bramble; Cost: £95")
+    assert write("What did the farrier charge in March?", [rows], "any") == (
+        "Date: 2026-03-09; Horse: Bramble; Cost: £120 [c1].")
+    plan = cand(22, "work/site plan.md", "Phase: 1; Work: drains; Budget: £4,000\n"
+                "Phase: 2; Work: footings; Budget: £9,500\n"
+                "Phase: 3; Work: frame; Budget: £12,000")
+    assert write("What is the budget for the second phase?", [plan], "any") == (
+        "Phase: 2; Work: footings; Budget: £9,500 [c1].")
+
+
 # ---------------------------------------------------------------- the features
 
 def test_holds_the_asked_kind_with_partial_credit_for_a_bare_number():
