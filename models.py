@@ -389,16 +389,16 @@ class BuiltinEmbedder:
 JUDGE_MODEL = "builtin-judge-v2"
 WRITER_MODEL = "builtin-writer-v2"
 # fitted by tools/fit_reader.py on questions/dev.jsonl (tests/test_fit_reader.py checks)
-READER_BIAS = -7.983        # logit of a unit that names nothing asked and holds no value
-W_TEXT = 3.456              # share of the asked terms the unit names in its own words
-W_HEADING = 1.127           # share named by its heading trail
-W_TITLE = 1.498             # share named by its note's path (title)
-W_COVER = 1.41             # share named by the unit, its heading and title together
-W_TYPE = 2.586              # it holds a value of the asked kind (a bare number: PARTIAL_CREDIT)
-W_NEAR = 1.168              # an asked term's weight share / tokens from it to such a value
+READER_BIAS = -7.633        # logit of a unit that names nothing asked and holds no value
+W_TEXT = 3.455              # share of the asked terms the unit names in its own words
+W_HEADING = 1.128           # share named by its heading trail
+W_TITLE = 1.464             # share named by its note's path (title)
+W_COVER = 1.404             # share named by the unit, its heading and title together
+W_TYPE = 2.215              # it holds a value of the asked kind (a bare number: PARTIAL_CREDIT)
+W_NEAR = 1.245              # an asked term's weight share / tokens from it to such a value
 W_RANK = 0.891              # the passage's rerank rank: 1 / (1 + rank from 0)
-W_LATEST = -0.148           # its note is the latest version (not an older one or entry)
-ABSTAIN_LOGIT = -3.65      # evidence below this everywhere: the notes lack the answer
+W_LATEST = -0.155           # its note is the latest version (not an older one or entry)
+ABSTAIN_LOGIT = -3.654      # evidence below this everywhere: the notes lack the answer
 # set by hand, with a reason
 PARTIAL_CREDIT = 0.6      # a related form ("changes"/"changed", "paying"/"pay") is most of a match
 IDF_FLOOR = 0.1           # the commonest asked word still counts a little
@@ -432,6 +432,7 @@ VALUE_RES = {
     # a capitalised word inside a sentence: a name ("Physio: Hannah Reyes", "in Clun")
     "name": re.compile(rf"(?<=[\w:,;(\u2014-]\s)(?!(?i:{_DAY}|{_MONTH})\b)[A-Z][\w'\u2019-]+"),
 }
+CLOCK_RE = re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?\b|\b\d{1,2}\s?(?:am|pm)\b", re.I)  # not "3.50"
 # The kinds a question asks for, from its asking words, first cue of each kind.
 KIND_CUES = (
     (re.compile(r"\bhow much\b"), ("money", "measure", "percent")),
@@ -562,6 +563,8 @@ class Ask:
     parts: tuple = ()                # an Ask per part, for a question of several
     is_list: bool = False
     focus: tuple = ()                # the attribute asked about ("phone", "floor")
+    months: frozenset = frozenset()  # months the question names ("in July": {"jul"})
+    subject: tuple = ()              # its terms that ask for no kind ("flight", not "cost")
 
 
 def _kinds(q: str) -> frozenset:
@@ -631,12 +634,15 @@ def analyse(question: str) -> Ask:
     q = question.replace("\u2019", "'")
     names = frozenset(t for w in re.findall(r"[^\W\d_][\w'-]*", q)[1:]
                       if w[0].isupper() and not month_term(w) for t in terms(w))
+    months = frozenset(m for i, w in enumerate(re.findall(r"[^\W\d_]+", q))
+                       if w[0].isupper() and (m := month_term(w)) and (i or m != "may"))
     pieces = question_parts(q)
     whole = _topic(q) + tuple(sorted(number_keys(q) - {""}))
-    parts = tuple(Ask(whole, _kinds(p.lower()), names, focus=focus_terms(p, names))
-                  for p in pieces)
+    subject = tuple(t for t in whole if not any(rx.search(t) for rx, _ in KIND_CUES))
+    parts = tuple(Ask(whole, _kinds(p.lower()), names, focus=focus_terms(p, names),
+                      months=months, subject=subject) for p in pieces)
     return Ask(whole, _kinds(q.lower()), names, parts if len(parts) > 1 else (),
-               bool(LIST_RE.search(q.lower())), focus_terms(q, names))
+               bool(LIST_RE.search(q.lower())), focus_terms(q, names), months, subject)
 
 
 def holds(text: str, kinds) -> float:
@@ -648,7 +654,17 @@ def holds(text: str, kinds) -> float:
         return float(digit or bool(VALUE_RES["name"].search(text) or KEY_RE.match(text)))
     if any(VALUE_RES[k].search(text) for k in kinds if digit or k in ("name", "date", "place")):
         return 1.0
-    return PARTIAL_CREDIT if digit and kinds - {"name", "place"} else 0.0
+    return PARTIAL_CREDIT if digit and kinds - {"name", "place"} and _bare_number(
+        text, kinds) else 0.0
+
+
+def _bare_number(text: str, kinds) -> bool:
+    """A number outside the dates and clock times of the text, unless those are asked:
+    "departing 10:15 on 21 November" holds no amount of money."""
+    for k, rx in (("date", VALUE_RES["date"]), ("clock", CLOCK_RE)):
+        if k not in kinds:
+            text = rx.sub(" ", text)
+    return re.search(r"\d", text) is not None
 
 
 def _value_at(toks: list[str], i: int, kinds) -> bool:
@@ -893,16 +909,30 @@ class _Unit:
     ev: float             # evidence logit
     score: float          # evidence plus rank and status: the writer's order
     named: frozenset      # asked terms it names (itself or in its heading)
+    fits: bool = True     # it is about the subject asked, in a month asked (_fits)
 
     @property
     def answers(self) -> bool:
-        """It holds a value of the asked kind near an asked term."""
-        return self.f[4] > 0 and self.f[5] > 0
+        """It holds a value of the asked kind near an asked term, and fits the question."""
+        return self.f[4] > 0 and self.f[5] > 0 and self.fits
 
 
-def unit_rows(ask: Ask, notes: list[dict]) -> list[_Unit]:
+def _fits(ask: Ask, note: dict, unit: str, months: bool) -> bool:
+    """The unit, its heading or its note's path names a term of the question's subject
+    (when it has one: "£55 per session" is no answer to what the flight cost), and,
+    when the question names months and `months` is on, a month asked (the unit, heading,
+    path or note date): an answer "in July" comes from a line or note of July."""
+    text = f"{unit} {note['section']} {note['path']}"
+    if ask.subject and not any(_match(t, evidence_terms(text)) for t in ask.subject):
+        return False
+    return not (months and ask.months) or not ask.months.isdisjoint(
+        date_terms(f"{text} {note['date']}"))
+
+
+def unit_rows(ask: Ask, notes: list[dict], months: bool = True) -> list[_Unit]:
     """Every unit of every note, scored for `ask` (IDF over the notes, as the judge's
-    is over documents: a topic word every kept note shares still weighs)."""
+    is over documents: a topic word every kept note shares still weighs); with
+    `months` off (history: every version answers), a month asked does not restrict."""
     raw = [(note, i, u) for note in notes for i, u in enumerate(split_units(note["text"]))]
     docs = [evidence_terms(f"{n['text']} {n['section']} {n['path']}") for n in notes]
     w = weights_for(ask, docs)
@@ -915,7 +945,8 @@ def unit_rows(ask: Ask, notes: list[dict]) -> list[_Unit]:
         latest = float(note["status"] == STATUS_LATEST)
         own = evidence_terms(u) | evidence_terms(note["section"])
         out.append(_Unit(note, u, i, f, ev, ev + W_RANK * rank + W_LATEST * latest,
-                         frozenset(t for t in w if _match(t, own))))
+                         frozenset(t for t in w if _match(t, own)),
+                         _fits(ask, note, u, months)))
     return out
 
 
@@ -1003,7 +1034,7 @@ def _current(question: str, mode: str, notes: list[dict]) -> list[str]:
     picked: list = []
     for part in ask.parts or (ask,):
         units = unit_rows(part, notes)
-        best, old = _best(units), None
+        best, old = _best([u for u in units if u.answers] or units), None
         if mode == "present":
             best, old = _newest(best, units, part)
         said = set().union(*(values(v.text) for v, _ in picked))
@@ -1036,7 +1067,7 @@ def _history(question: str, notes: list[dict]) -> list[str]:
     and state such a value no line states. Past MAX_SENTENCES: the oldest, the newest
     and the strongest between."""
     ask = analyse(question)
-    units = unit_rows(ask, notes)
+    units = unit_rows(ask, notes, months=False)
     docs: dict = {}
     for u in units:
         if u.answers:
@@ -1080,17 +1111,18 @@ def _history(question: str, notes: list[dict]) -> list[str]:
             f"{_cite(u)}" for u in lines]
 
 
-def states_asked(question: str, notes: list[dict]) -> bool:
+def states_asked(question: str, notes: list[dict], mode: str = "any") -> bool:
     """Some unit of the notes holds a value of a kind asked (by the question or one of
     its parts) near an asked term: the writer abstains when none does (the gate,
     before it, has weighed the same evidence against ABSTAIN_LOGIT)."""
     ask = analyse(question)
-    return any(u.answers for a in (ask,) + ask.parts for u in unit_rows(a, notes))
+    return any(u.answers for a in (ask,) + ask.parts
+               for u in unit_rows(a, notes, months=mode != "history"))
 
 
 def extract_answer(question: str, mode: str, notes: list[dict]) -> str:
     """The cited extractive answer, or ABSTAIN_SENTENCE when no unit answers."""
-    if not question.strip() or not states_asked(question, notes):
+    if not question.strip() or not states_asked(question, notes, mode):
         return ABSTAIN_SENTENCE
     lines = _history(question, notes) if mode == "history" else _current(question, mode,
                                                                          notes)

@@ -88,6 +88,21 @@ def test_the_dated_row_of_the_asked_month_and_the_numbered_row_asked_answer():
         "Phase: 2; Work: footings; Budget: £9,500 [c1].")
 
 
+def test_no_answer_from_a_line_off_the_subject_or_outside_the_month_asked():
+    physio = cand(23, "health/physio.md", "Cost £55 per session; three sessions booked.")
+    boiler = cand(24, "home/boiler.md", "Boiler service booked for 3 May at 09:00.")
+    # "cost" asks for money; the subject is the boiler service: the physio line is off
+    # it, and the boiler line's date and clock time are no amount of money
+    assert write("How much did the boiler service cost?", [physio, boiler], "any") == ABSTAIN
+    bill = cand(25, "home/bills.md", "Date: 2026-02-03; Electricity: £61\n"
+                "Date: 2026-04-02; Electricity: £48")
+    assert write("What was the electricity bill in March?", [bill], "any") == ABSTAIN
+    assert write("What was the electricity bill in April?", [bill], "any") == (
+        "Date: 2026-04-02; Electricity: £48 [c1].")
+    assert models.holds("departing 10:15 on 21 November", {"money"}) == 0.0
+    assert models.holds("The rent is 1200", {"money"}) == models.PARTIAL_CREDIT
+
+
 # ---------------------------------------------------------------- the features
 
 def test_holds_the_asked_kind_with_partial_credit_for_a_bare_number():
