@@ -56,7 +56,7 @@ TABLE = (("found@5", "source_found_at5"), ("recall@10", "recall_all_at10"),
          ("MRR", "mrr"), ("correct", "answer_correct"), ("current", "current_correct"),
          ("stale", "stale_rate"), ("abstain ok", "abstain_correct"),
          ("false abst", "false_abstain"), ("cite valid", "citation_valid"),
-         ("route", "route_accuracy"))
+         ("on question", "on_question"), ("route", "route_accuracy"))
 
 
 class EvalError(ValueError):
@@ -255,6 +255,7 @@ def score(q: dict, a: dict, variant: str) -> dict:
         "abstain_correct": None if q["answerable"] else abstained,
         "false_abstain": abstained if q["answerable"] else None,
         "citation_valid": None if abstained else (a.get("checks") or {}).get("rules_ok"),
+        "on_question": None if abstained else (a.get("checks") or {}).get("on_question"),
         "shipped_numbers_cited": numbers_cited(a) if a.get("verdict") == "SHIP" else None,
         "route_correct": a.get("time_mode") == q["time_mode"],
         "total_ms": sum(s.get("ms", 0) for s in stages),
@@ -306,6 +307,7 @@ def _metrics(records) -> dict:
         "abstain_correct": _rate(r["abstain_correct"] for r in records),
         "false_abstain": _rate(r["false_abstain"] for r in records),
         "citation_valid": _rate(r["citation_valid"] for r in records),
+        "on_question": _rate(r.get("on_question") for r in records),
         "shipped_numbers_cited": _rate(r.get("shipped_numbers_cited") for r in records),
         "route_accuracy": _rate(r["route_correct"] for r in records),
         "verdicts": verdicts,

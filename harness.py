@@ -241,7 +241,8 @@ def _write_and_verify(out: Answer, kept: list, be, clock: _Clock) -> None:
                     be.judge, ledger=clock.ledger, question=out.question,
                     repairs=draft.repairs)
     out.verdict = "ABSTAIN" if draft.abstained else ver.verdict
-    out.checks = {"rules_ok": ver.rules_ok, "sentences": ver.sentences}
+    out.checks = {"rules_ok": ver.rules_ok, "on_question": ver.on_question,
+                  "sentences": ver.sentences}
     by_id = {f"c{i}": c for i, c in enumerate(kept, 1)}
     out.citations = [{"id": cid, "path": by_id[cid].path, "date": by_id[cid].date}
                      for cid in draft.citations if cid in by_id]

@@ -279,7 +279,9 @@ def _verify(a: dict) -> str:
              "ok" if s.get("ok", True) else "<br>".join(map(_e, s.get("reasons", [])))]
             for s in sents]
     rules = "passed" if a["checks"].get("rules_ok") else "failed"
-    return (_h2("Verify") + f"<p>code checks {rules}; judge support needed: "
+    asked = "passed" if a["checks"].get("on_question", True) else "failed"
+    return (_h2("Verify") + f"<p>citation checks {rules}; question checks {asked}; "
+            f"judge support needed: "
             f"{verify.SUPPORT_THRESHOLD:g}</p>"
             + _table(["#", "sentence", "cites", "numbers", "support", "result"], rows,
                      ["" if s.get("ok", True) else "fail" for s in sents]))

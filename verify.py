@@ -2,8 +2,10 @@
 
 In:  the answer text, the notes it was written from (numbered c1.. in order), the time
      mode and a judge from models.py (.support).
-Out: Verdict(verdict "SHIP"|"ESCALATE", sentences, failing, rules_ok); each sentence is
-     a dict {index, sentence, claim, citations, date, numbers, support, reasons, ok}.
+Out: Verdict(verdict "SHIP"|"ESCALATE", sentences, failing, rules_ok, on_question); each
+     sentence is a dict {index, sentence, claim, citations, date, numbers, support,
+     reasons, ok}. rules_ok: the citation checks passed; on_question: the question-aware
+     ones did (both feed the verdict).
 Not: rewriting the answer; the harness shows the verdict and the failing sentences.
 
 Code checks per sentence: every cited id exists; every number (shown with its unit or
@@ -45,7 +47,9 @@ class Verdict:
     verdict: str                                   # "SHIP" | "ESCALATE"
     sentences: list = field(default_factory=list)
     failing: list = field(default_factory=list)    # the sentence dicts with reasons
-    rules_ok: bool = True                          # every code check passed
+    rules_ok: bool = True          # every citation check passed: each cited sentence's
+                                   # numbers, names and dates stand in its cited notes
+    on_question: bool = True       # the question-aware checks passed (_off_question)
 
 
 def _numbers_shown(body: str) -> list[tuple[str, str]]:
@@ -277,11 +281,15 @@ def verify(text: str, notes: list, time_mode: str, judge, ledger=None,
                  "numbers": [], "support": None, "reasons": ["the answer is empty"]}]
     for r in rows[generate.MAX_SENTENCES:]:
         r["reasons"].append(f"beyond the {generate.MAX_SENTENCES}-sentence limit")
-    if question:
-        _off_question(rows, notes, question)
     rules_ok = not any(r["reasons"] for r in rows)
+    if question:
+        before = sum(len(r["reasons"]) for r in rows)
+        _off_question(rows, notes, question)
+        on_question = sum(len(r["reasons"]) for r in rows) == before
+    else:
+        on_question = True
     _judge_support(rows, notes, judge, ledger)
     for r in rows:
         r["ok"] = not r["reasons"]
     failing = [r for r in rows if not r["ok"]]
-    return Verdict("ESCALATE" if failing else "SHIP", rows, failing, rules_ok)
+    return Verdict("ESCALATE" if failing else "SHIP", rows, failing, rules_ok, on_question)

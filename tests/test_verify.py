@@ -150,7 +150,7 @@ def test_question_aware_checks_escalate_off_topic_and_missing_value():
     # a second sentence naming nothing the question asks about
     v = verify("Day rate: £1,550 [c1]. The flat has two bedrooms and a balcony [c2].",
                [RATES, flat], "any", FakeJudge(), question="How much is my day rate?")
-    assert v.verdict == "ESCALATE"
+    assert v.verdict == "ESCALATE" and v.rules_ok and not v.on_question
     assert reasons(v) == ["names nothing the question asks about"]
     # "how much" answered by a sentence with no money or measure in it
     v = verify("The flat has two bedrooms and a balcony [c2].", [RATES, flat], "any",
@@ -159,7 +159,11 @@ def test_question_aware_checks_escalate_off_topic_and_missing_value():
     # without the question, the old checks only
     v = verify("The flat has two bedrooms and a balcony [c2].", [RATES, flat], "any",
                FakeJudge())
-    assert v.verdict == "SHIP"
+    assert v.verdict == "SHIP" and v.on_question
+    # a citation check failing is no question-aware failure, and the other way round
+    v = verify("Day rate: £1,600 [c1].", [RATES, flat], "any", FakeJudge(),
+               question="How much is my day rate?")
+    assert not v.rules_ok and v.on_question
 
 
 def test_a_bare_value_is_about_what_its_note_is_about():
