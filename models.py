@@ -565,6 +565,8 @@ class Ask:
     focus: tuple = ()                # the attribute asked about ("phone", "floor")
     months: frozenset = frozenset()  # months the question names ("in July": {"jul"})
     subject: tuple = ()              # its terms that ask for no kind ("flight", not "cost")
+    owners: frozenset = frozenset()  # names asked about by possessive ("Ana's ...": ana)
+    owned: tuple = ()                # what of theirs is asked ("Ana's phone number": phone)
 
 
 def _kinds(q: str) -> frozenset:
@@ -598,6 +600,8 @@ def question_parts(query: str) -> list[str]:
     return parts or [" ".join(query.split())]
 
 
+# "Ana's phone number", "Hattie's surname": a name and the attribute of theirs asked
+POSSESSIVE_RE = re.compile(r"(?<=\s)([A-Z][\w-]*)'s\s+((?:[\w-]+\s*){1,3})")
 # "which airline", "who's my physio", "what's my blood type": the role or attribute asked
 FOCUS_RE = re.compile(r"\b(?:which|what|who|whose|whom)(?:'s)?\s+((?:[\w'-]+\s*){1,4})",
                       re.IGNORECASE)
@@ -627,6 +631,20 @@ def focus_terms(question: str, names=frozenset()) -> tuple:
     return tuple(dict.fromkeys(out))
 
 
+def _possessive(q: str) -> tuple[frozenset, tuple]:
+    """(terms of the names asked about by possessive, the attribute terms asked of
+    them: the words after "'s" up to a stopword, less kind and time words)."""
+    owners, owned = set(), []
+    for m in POSSESSIVE_RE.finditer(q):
+        owners.update(terms(m.group(1)))
+        for w in m.group(2).split():
+            if w.lower() in STOPWORDS:
+                break
+            if not any(rx.search(w.lower()) for rx, _ in KIND_CUES):
+                owned += [t for t in terms(w) if t not in TIME_WORDS]
+    return frozenset(owners), tuple(dict.fromkeys(owned))
+
+
 @functools.lru_cache(maxsize=4096)
 def analyse(question: str) -> Ask:
     """The Ask of a question. Each part asks for its own kinds of value about the
@@ -639,10 +657,13 @@ def analyse(question: str) -> Ask:
     pieces = question_parts(q)
     whole = _topic(q) + tuple(sorted(number_keys(q) - {""}))
     subject = tuple(t for t in whole if not any(rx.search(t) for rx, _ in KIND_CUES))
+    owners, owned = _possessive(q)
     parts = tuple(Ask(whole, _kinds(p.lower()), names, focus=focus_terms(p, names),
-                      months=months, subject=subject) for p in pieces)
+                      months=months, subject=subject, owners=owners, owned=owned)
+                  for p in pieces)
     return Ask(whole, _kinds(q.lower()), names, parts if len(parts) > 1 else (),
-               bool(LIST_RE.search(q.lower())), focus_terms(q, names), months, subject)
+               bool(LIST_RE.search(q.lower())), focus_terms(q, names), months, subject,
+               owners, owned)
 
 
 def holds(text: str, kinds) -> float:
@@ -917,13 +938,20 @@ class _Unit:
         return self.f[4] > 0 and self.f[5] > 0 and self.fits
 
 
-def _fits(ask: Ask, note: dict, unit: str, months: bool) -> bool:
+def _fits(ask: Ask, note: dict, unit: str, months: bool, owner_note: bool) -> bool:
     """The unit, its heading or its note's path names a term of the question's subject
-    (when it has one: "£55 per session" is no answer to what the flight cost), and,
-    when the question names months and `months` is on, a month asked (the unit, heading,
-    path or note date): an answer "in July" comes from a line or note of July."""
+    (when it has one: "£55 per session" is no answer to what the flight cost); for
+    "Ana's phone number", the attribute asked (phone), and Ana herself when a kept
+    note is hers (`owner_note`: its path names her); and, when the question names
+    months and `months` is on, a month asked (the unit, heading, path or note date):
+    an answer "in July" comes from a line or note of July."""
     text = f"{unit} {note['section']} {note['path']}"
-    if ask.subject and not any(_match(t, evidence_terms(text)) for t in ask.subject):
+    tset = evidence_terms(text)
+    if ask.subject and not any(_match(t, tset) for t in ask.subject):
+        return False
+    if ask.owned and not any(_match(t, tset) for t in ask.owned):
+        return False
+    if owner_note and ask.owners.isdisjoint(tset):
         return False
     return not (months and ask.months) or not ask.months.isdisjoint(
         date_terms(f"{text} {note['date']}"))
@@ -937,6 +965,7 @@ def unit_rows(ask: Ask, notes: list[dict], months: bool = True) -> list[_Unit]:
     docs = [evidence_terms(f"{n['text']} {n['section']} {n['path']}") for n in notes]
     w = weights_for(ask, docs)
     sc = _Scorer(ask, w, set().union(*docs) if docs else set())
+    owner_note = any(not ask.owners.isdisjoint(evidence_terms(n["path"])) for n in notes)
     out = []
     for note, i, u in raw:
         f = sc.features(u, note["section"], note["path"])
@@ -946,7 +975,7 @@ def unit_rows(ask: Ask, notes: list[dict], months: bool = True) -> list[_Unit]:
         own = evidence_terms(u) | evidence_terms(note["section"])
         out.append(_Unit(note, u, i, f, ev, ev + W_RANK * rank + W_LATEST * latest,
                          frozenset(t for t in w if _match(t, own)),
-                         _fits(ask, note, u, months)))
+                         _fits(ask, note, u, months, owner_note)))
     return out
 
 

@@ -103,6 +103,18 @@ def test_no_answer_from_a_line_off_the_subject_or_outside_the_month_asked():
     assert models.holds("The rent is 1200", {"money"}) == models.PARTIAL_CREDIT
 
 
+def test_a_possessive_question_is_answered_from_that_person_and_attribute():
+    tom = cand(26, "people/Tom Reilly.md", "Tom Reilly: plumber, Hebden Bridge.\n"
+               "Phone: 07700 900123.")
+    sue = cand(27, "people/Sue Park.md", "Sue Park: accountant.\nEmail: sue@park.example.")
+    a = models.analyse("What is Tom's email address?")
+    assert a.owners == {"tom"} and a.owned == ("email", "address")
+    # Tom's note gives no email; Sue's email is no answer about Tom
+    assert write("What is Tom's email address?", [tom, sue], "any") == ABSTAIN
+    assert write("What is Tom's phone number?", [tom, sue], "any") == (
+        "Phone: 07700 900123 [c1].")
+
+
 # ---------------------------------------------------------------- the features
 
 def test_holds_the_asked_kind_with_partial_credit_for_a_bare_number():

@@ -1,6 +1,6 @@
 """Fit the builtin reader (models.py) on the dev split; print its fitted constants.
 
-    python tools/fit_reader.py [--vault sample-vault] [--questions questions/dev.jsonl]
+    python tools/fit_reader.py [--vault sample-vault] [--questions questions/dev.jsonl ...]
 
 Step 1, the weights. Each question is routed and retrieved as the harness does (hybrid,
 k=20, version.apply) and its candidates become the writer's notes in retrieval order
@@ -132,8 +132,10 @@ def pick(points, n_answerable: int, n_refuse: int, max_answered=None) -> float:
 
 def fit(vault=ROOT / "sample-vault", questions=ROOT / "questions" / "dev.jsonl",
         verbose=False, max_answered=None) -> dict:
-    """{constant name: value} for models.py, fitted on `questions` over `vault`."""
-    qs = evaluate.load_questions(questions)
+    """{constant name: value} for models.py, fitted on `questions` (one question file
+    or several, pooled) over `vault`."""
+    files = [questions] if isinstance(questions, (str, Path)) else list(questions)
+    qs = [q for f in files for q in evaluate.load_questions(f)]
     with tempfile.TemporaryDirectory() as tmp:
         idx, be = harness.load(index=tmp, vault=vault, backend="builtin")
         X, y = rows(idx, qs)
@@ -160,7 +162,8 @@ def fit(vault=ROOT / "sample-vault", questions=ROOT / "questions" / "dev.jsonl",
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--vault", default=str(ROOT / "sample-vault"))
-    p.add_argument("--questions", default=str(ROOT / "questions" / "dev.jsonl"))
+    p.add_argument("--questions", nargs="+", default=[str(ROOT / "questions" / "dev.jsonl")],
+                   help="tuning question files over the vault, pooled (never a frozen split)")
     p.add_argument("--max-answered-refusals", type=int, default=None,
                    help="pick the threshold with the fewest false abstentions among those "
                         "answering at most this many refusals (default: balanced error)")
