@@ -132,9 +132,12 @@ def term_occurrences(texts: list[str]) -> tuple[np.ndarray, np.ndarray, list[str
 # Month names as people write them; a month is named by its first three letters ("jul").
 MONTHS = dict(jan=1, feb=2, mar=3, apr=4, may=5, jun=6, jul=7, aug=8, sep=9, oct=10,
               nov=11, dec=12)
-MONTH_PATTERN = (r"(?<![a-z])(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|"
-                 r"july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|"
-                 r"dec(?:ember)?)(?![a-z])")
+MONTH_WORD = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|"
+              r"aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
+MONTH_PATTERN = rf"(?<![a-z])({MONTH_WORD})(?![a-z])"
+DAY_WORD = r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?"
+NUMBER_WORDS = frozenset("one two three four five six seven eight nine ten eleven twelve "
+                         "dozen".split())      # counts people write in words
 MONTH_WORD_RE = re.compile(MONTH_PATTERN + r"\Z")
 ISO_MONTH_RE = re.compile(r"(?<!\d)(?:19|20)\d\d-(0[1-9]|1[0-2])(?:-\d\d)?(?!\d)")
 ORDINALS = dict(first=1, second=2, third=3, fourth=4, fifth=5, sixth=6, seventh=7,
@@ -389,16 +392,16 @@ class BuiltinEmbedder:
 JUDGE_MODEL = "builtin-judge-v2"
 WRITER_MODEL = "builtin-writer-v2"
 # fitted by tools/fit_reader.py on questions/dev.jsonl (tests/test_fit_reader.py checks)
-READER_BIAS = -7.633        # logit of a unit that names nothing asked and holds no value
-W_TEXT = 3.455              # share of the asked terms the unit names in its own words
-W_HEADING = 1.128           # share named by its heading trail
-W_TITLE = 1.464             # share named by its note's path (title)
-W_COVER = 1.404             # share named by the unit, its heading and title together
-W_TYPE = 2.215              # it holds a value of the asked kind (a bare number: PARTIAL_CREDIT)
-W_NEAR = 1.245              # an asked term's weight share / tokens from it to such a value
-W_RANK = 0.891              # the passage's rerank rank: 1 / (1 + rank from 0)
-W_LATEST = -0.155           # its note is the latest version (not an older one or entry)
-ABSTAIN_LOGIT = -3.654      # evidence below this everywhere: the notes lack the answer
+READER_BIAS = -7.623        # logit of a unit that names nothing asked and holds no value
+W_TEXT = 3.456              # share of the asked terms the unit names in its own words
+W_HEADING = 1.143           # share named by its heading trail
+W_TITLE = 1.462             # share named by its note's path (title)
+W_COVER = 1.413             # share named by the unit, its heading and title together
+W_TYPE = 2.177              # it holds a value of the asked kind (a bare number: PARTIAL_CREDIT)
+W_NEAR = 1.29              # an asked term's weight share / tokens from it to such a value
+W_RANK = 0.887              # the passage's rerank rank: 1 / (1 + rank from 0)
+W_LATEST = -0.153           # its note is the latest version (not an older one or entry)
+ABSTAIN_LOGIT = -3.666      # evidence below this everywhere: the notes lack the answer
 # set by hand, with a reason
 PARTIAL_CREDIT = 0.6      # a related form ("changes"/"changed", "paying"/"pay") is most of a match
 IDF_FLOOR = 0.1           # the commonest asked word still counts a little
@@ -411,8 +414,8 @@ TIME_PHRASE_RE = re.compile(r"\b(?:over time|these days|at the moment|right now|
 TIME_WORDS = frozenset("""current currently latest newest recent recently still now
 nowadays today anymore change changed changing evolve evolved history historically
 originally original previous previously earlier before tell please""".split())
-_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*"
-_DAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+_MONTH, _DAY = MONTH_WORD, DAY_WORD
+_COUNT = rf"\b(?:{'|'.join(sorted(NUMBER_WORDS))})\b"
 LOCATIVE = ("at", "in", "on", "near", "by", "behind", "under", "inside", "outside", "from")
 # Kinds of value, as they stand in a unit.
 VALUE_RES = {
@@ -420,15 +423,17 @@ VALUE_RES = {
                         r"\d\s?(?:gbp|eur|usd|euros?|pounds?|p)\b", re.I),
     "measure": re.compile(r"\d\s?(?:g|kg|mg|ml|l|km|m|mi|miles?|grams?|litres?|kcal|bpm|"
                           r"acres?|ha|metres?|%)\b", re.I),
-    "number": re.compile(r"\d"),
+    "number": re.compile(rf"\d|{_COUNT}", re.I),          # "4", "four runs a week"
     "duration": re.compile(r"\d[\s-]?(?:sec|second|min|minute|hour|hr|h|day|week|month|"
                            r"year)s?\b|\b\d{1,2}:\d{2}\b", re.I),
     "clock": re.compile(r"\b\d{1,2}[:.]\d{2}(?::\d{2})?\b|\b\d{1,2}\s?(?:am|pm)\b", re.I),
     "percent": re.compile(r"\d\s?%|\bper ?cent\b", re.I),
     "date": re.compile(rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b\d{{1,2}}(?:st|nd|rd|th)? {_MONTH}\b|"
-                       rf"\b{_MONTH} \d{{1,2}}\b|\b{_DAY}s?\b", re.I),
+                       rf"\b{_MONTH} \d{{1,2}}\b|\b{_DAY}\b", re.I),
     # a place: what follows a locative preposition ("at pier 4", "in the shed")
-    "place": re.compile(rf"\b(?:{'|'.join(LOCATIVE)}) (?:the |my |a |our )?\w", re.I),
+    # (not a time: "on Friday", "in March", "at 10:30" name no place)
+    "place": re.compile(rf"\b(?:{'|'.join(LOCATIVE)}) (?:the |my |a |our )?"
+                        rf"(?!\d|(?:{_DAY}|{_MONTH})\b)\w", re.I),
     # a capitalised word inside a sentence: a name ("Physio: Hannah Reyes", "in Clun")
     "name": re.compile(rf"(?<=[\w:,;(\u2014-]\s)(?!(?i:{_DAY}|{_MONTH})\b)[A-Z][\w'\u2019-]+"),
 }
@@ -631,9 +636,11 @@ def focus_terms(question: str, names=frozenset()) -> tuple:
     return tuple(dict.fromkeys(out))
 
 
-def _possessive(q: str) -> tuple[frozenset, tuple]:
-    """(terms of the names asked about by possessive, the attribute terms asked of
-    them: the words after "'s" up to a stopword, less kind and time words)."""
+def _possessive(q: str) -> dict:
+    """{owners: terms of the names asked about by possessive, owned: the attribute
+    terms asked of them: the words after "'s" up to a stopword, less kind and time
+    words}. Of one part of a question: "Gemma's phone and who runs her diary?" asks
+    the second part about no phone."""
     owners, owned = set(), []
     for m in POSSESSIVE_RE.finditer(q):
         owners.update(terms(m.group(1)))
@@ -642,7 +649,7 @@ def _possessive(q: str) -> tuple[frozenset, tuple]:
                 break
             if not any(rx.search(w.lower()) for rx, _ in KIND_CUES):
                 owned += [t for t in terms(w) if t not in TIME_WORDS]
-    return frozenset(owners), tuple(dict.fromkeys(owned))
+    return {"owners": frozenset(owners), "owned": tuple(dict.fromkeys(owned))}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -657,13 +664,11 @@ def analyse(question: str) -> Ask:
     pieces = question_parts(q)
     whole = _topic(q) + tuple(sorted(number_keys(q) - {""}))
     subject = tuple(t for t in whole if not any(rx.search(t) for rx, _ in KIND_CUES))
-    owners, owned = _possessive(q)
     parts = tuple(Ask(whole, _kinds(p.lower()), names, focus=focus_terms(p, names),
-                      months=months, subject=subject, owners=owners, owned=owned)
-                  for p in pieces)
+                      months=months, subject=subject, **_possessive(p)) for p in pieces)
     return Ask(whole, _kinds(q.lower()), names, parts if len(parts) > 1 else (),
                bool(LIST_RE.search(q.lower())), focus_terms(q, names), months, subject,
-               owners, owned)
+               **(_possessive(q) if len(parts) < 2 else {}))
 
 
 def holds(text: str, kinds) -> float:
@@ -673,7 +678,8 @@ def holds(text: str, kinds) -> float:
     digit = re.search(r"\d", text) is not None
     if not kinds:
         return float(digit or bool(VALUE_RES["name"].search(text) or KEY_RE.match(text)))
-    if any(VALUE_RES[k].search(text) for k in kinds if digit or k in ("name", "date", "place")):
+    if any(VALUE_RES[k].search(text) for k in kinds
+           if digit or k in ("name", "date", "place", "number")):   # "number": "four"
         return 1.0
     return PARTIAL_CREDIT if digit and kinds - {"name", "place"} and _bare_number(
         text, kinds) else 0.0
@@ -693,11 +699,13 @@ def _value_at(toks: list[str], i: int, kinds) -> bool:
     tok = toks[i]
     if tok[0].isdigit():
         return not kinds or bool(kinds - {"name", "place"})
+    if "number" in kinds and tok.lower() in NUMBER_WORDS:
+        return True
     if "place" in kinds and i and toks[i - 1].lower() in LOCATIVE:
         return True
     if tok[0].isupper():
         return i > 0 and (not kinds or bool(kinds & {"name", "place"}))
-    return "date" in kinds and bool(re.fullmatch(rf"{_MONTH}|{_DAY}s?", tok.lower()))
+    return "date" in kinds and bool(month_term(tok) or re.fullmatch(_DAY, tok.lower()))
 
 
 def weights_for(ask: Ask, docs, idf=None) -> dict[str, float]:
@@ -949,7 +957,7 @@ def _fits(ask: Ask, note: dict, unit: str, months: bool, owner_note: bool) -> bo
     tset = evidence_terms(text)
     if ask.subject and not any(_match(t, tset) for t in ask.subject):
         return False
-    if ask.owned and not any(_match(t, tset) for t in ask.owned):
+    if not all(_match(t, tset) for t in ask.owned):
         return False
     if owner_note and ask.owners.isdisjoint(tset):
         return False
@@ -1028,8 +1036,8 @@ def _older(w: _Unit, u: _Unit) -> bool:
 def _without_superseded(u: _Unit, units: list[_Unit], kinds) -> str:
     """Present mode: u's text cut before the first value (of the asked kinds, else a
     number or name) that only older notes (versions, entries, or notes dated before
-    u's) naming something asked state, when what stays still states a value: a
-    present answer does not repeat a superseded value."""
+    u's) naming something asked state, when what stays still states a value and every
+    asked word the unit names: a present answer does not repeat a superseded value."""
     kinds = kinds or frozenset({"number", "name"})
     older = set().union(*(_values(w, kinds) for w in units if _older(w, u) and w.named))
     newer = set().union(*(_values(w, kinds) for w in units
@@ -1043,7 +1051,10 @@ def _without_superseded(u: _Unit, units: list[_Unit], kinds) -> str:
             while words and words[-1].lower() in STOPWORDS:
                 words.pop()
             cut = u.text[:toks[len(words) - 1].end()] if words else ""
-            return cut if words and holds(cut, kinds) else u.text
+            kept = evidence_terms(cut)      # the cut still names what the unit answers
+            asked = [t for t in u.named if _match(t, evidence_terms(u.text))]
+            return (cut if words and holds(cut, kinds) and all(_match(t, kept) for t in asked)
+                    else u.text)
     return u.text
 
 
@@ -1088,9 +1099,20 @@ def _key(u: _Unit) -> str:
     return " ".join(terms(m.group(1))) if m else ""
 
 
+ROW_DATE_RE = re.compile(r"^(?:[^:;]{1,20}:\s*)?(\d{4}-\d{2}-\d{2})\b")
+
+
+def _when(u: _Unit) -> str:
+    """The date a unit speaks for: a row or line that opens with its own date ("Date:
+    2026-04-04; Time: 24:12", "2026-05-02: 16 km") in a table or log, else its note's."""
+    m = ROW_DATE_RE.match(u.text)
+    return m.group(1) if m else u.note["date"]
+
+
 def _history(question: str, notes: list[dict]) -> list[str]:
     """One line per version of the document whose versions answer best (the sum over
-    its versions of P(best unit)), oldest first, each the version's best unit (a line
+    its versions of P(best unit); a table row or log line opening with its own date is
+    a version of its note, _when), oldest first, each the version's best unit (a line
     with the "key:" most versions have first, then one stating a new value); then, when
     a kind of value is asked, units of other notes that answer, name what the lead names
     and state such a value no line states. Past MAX_SENTENCES: the oldest, the newest
@@ -1101,7 +1123,7 @@ def _history(question: str, notes: list[dict]) -> list[str]:
     for u in units:
         if u.answers:
             per = docs.setdefault(_document(u.note), {})
-            key = (u.note["date"], u.note["path"])
+            key = (_when(u), u.note["path"])
             per[key] = max(per.get(key, 0.0), _sigmoid(u.score))
     doc = (max(docs, key=lambda d: sum(docs[d].values())) if docs
            else _document(_best(units).note))
@@ -1109,7 +1131,7 @@ def _history(question: str, notes: list[dict]) -> list[str]:
     versions: dict = {}
     for u in units:
         if _document(u.note) == doc and u.named:
-            versions.setdefault((u.note["date"], u.note["path"]), []).append(u)
+            versions.setdefault((_when(u), u.note["path"]), []).append(u)
     counts: dict = {}        # the "key:" most versions state: the line that changed
     for us in versions.values():
         for k in {_key(u) for u in us if u.answers and _key(u)}:
@@ -1131,13 +1153,12 @@ def _history(question: str, notes: list[dict]) -> list[str]:
                 others[key] = u
     lines += list(others.values())
     if len(lines) > MAX_SENTENCES:
-        lines.sort(key=lambda u: (u.note["date"], u.note["order"]))
+        lines.sort(key=lambda u: (_when(u), u.note["order"]))
         middle = sorted(lines[1:-1], key=lambda u: -u.score)[:MAX_SENTENCES - 2]
         lines = [lines[0]] + [u for u in lines[1:-1] if u in middle] + [lines[-1]]
-    lines.sort(key=lambda u: (u.note["date"] if u.note["date"] != UNDATED else "9999",
-                              u.note["order"]))
-    return [f"{'Undated' if u.note['date'] == UNDATED else 'On ' + u.note['date']}: "
-            f"{_cite(u)}" for u in lines]
+    lines.sort(key=lambda u: (_when(u) if _when(u) != UNDATED else "9999", u.note["order"]))
+    return [f"{'Undated' if _when(u) == UNDATED else 'On ' + _when(u)}: {_cite(u)}"
+            for u in lines]
 
 
 def states_asked(question: str, notes: list[dict], mode: str = "any") -> bool:

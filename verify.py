@@ -11,7 +11,8 @@ Not: rewriting the answer; the harness shows the verdict and the failing sentenc
 Code checks per sentence: every cited id exists; every number (shown with its unit or
 % sign, compared normalised: "1,550" == "1550") appears in a note it cites (its text,
 section, path or date), and so does every capitalised name (person, product, place);
-an "On 2026-04-03:" prefix names the date of a cited note; a
+an "On 2026-04-03:" prefix names the date of a cited note (or one the sentence itself
+states: a dated table row); a
 factual sentence has a citation; in present mode no sentence cites an older version of
 a document when a newer version that answers (relevance >= threshold, or unjudged) is
 among the notes, and no sentence is contradicted by a newer dated note of another
@@ -165,7 +166,7 @@ def _check_rules(index: int, sentence: str, cites: list, notes: list, mode: str)
         if missing:
             reasons.append(f"{', '.join(missing)} not in the cited {', '.join(cites)}")
         reasons += _names_missing(body, have, cites)
-        if date and date not in {c.date for c in cited}:
+        if date and date not in {c.date for c in cited} and date not in body:
             reasons.append(f"dated {date} but {', '.join(cites)} is dated "
                            f"{', '.join(sorted({c.date for c in cited}))}")
         reasons += _injected(body, shown, cited, ids)

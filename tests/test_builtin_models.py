@@ -340,6 +340,41 @@ def test_present_answer_is_cut_before_a_value_only_older_notes_state():
     assert write("Which shoes am I racing in?", [only, kit], "present").count("Asterra") >= 1
 
 
+def test_present_cut_never_drops_the_words_the_line_answers_with():
+    # the flat's area was already named in an older note; cutting before it would drop
+    # "Floor", the attribute asked
+    viewing = cand(14, "move/flat viewings.md", "Campo de Ourique: bright, second floor.",
+                   date="2026-07-18")
+    chosen = cand(15, "move/flat shortlist.md", "Area: Campo de Ourique; Floor: 1; Lift: no",
+                  date="2026-08-30")
+    text = write("What floor is my flat on?", [chosen, viewing], "present")
+    assert text.startswith("Area: Campo de Ourique; Floor: 1")
+
+
+def test_a_table_of_dated_rows_is_a_history_of_its_own():
+    times = cand(16, "running/5k times.md", "Date: 2026-03-07; Time: 25:10; Place: 140\n"
+                 "Date: 2026-05-02; Time: 24:31; Place: 118\n"
+                 "Date: 2026-08-15; Time: 23:58; Place: 97", date="2026-08-15")
+    goals = [cand(17 + i, f"running/goals_2026-0{m}.md", f"Goal: a 5k place in the top {t}.",
+                  date=f"2026-0{m}-01", family="running/goals", latest=i == 1)
+             for i, (m, t) in enumerate([(3, 150), (6, 120)])]
+    text = write("How did my 5k place change over the year?", [times] + goals, "history")
+    assert text == ("On 2026-03-07: Date: 2026-03-07; Time: 25:10; Place: 140 [c1]. "
+                    "On 2026-05-02: Date: 2026-05-02; Time: 24:31; Place: 118 [c1]. "
+                    "On 2026-08-15: Date: 2026-08-15; Time: 23:58; Place: 97 [c1].")
+
+
+def test_counts_in_words_and_places_that_are_no_time():
+    assert models.holds("Four runs a week from July.", {"number"}) == 1.0
+    assert models.holds("Four runs a week from July.", {"money"}) == 0.0
+    assert models.holds("Leaving drinks on Friday the 13th.", {"place"}) == 0.0
+    assert models.holds("Leaving drinks at the Fox and Hounds.", {"place"}) == 1.0
+    assert models.holds("Stall at the market on Saturday.", {"place"}) == 1.0
+    # a name that starts like a month is still a name
+    assert models.VALUE_RES["name"].findall("Met Janet and Marek in March") == [
+        "Janet", "Marek"]
+
+
 def test_history_line_is_the_key_most_versions_state():
     a = cand(14, "work/retainer 2026-04.md", "Contact: Tomasz Wren.\nRetainer: £2,400 a month.",
              date="2026-04-01", latest=False, superseded_by="work/retainer 2026-09.md")

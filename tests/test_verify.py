@@ -115,6 +115,16 @@ def test_history_date_prefix_checked_against_the_cited_note():
     assert reasons(v) == ["dated 2026-08-01 but c2 is dated 2026-07-01"]
 
 
+def test_a_dated_row_may_carry_its_own_date_prefix():
+    log = cand(5, "running/5k times.md", "Date: 2026-05-02; Time: 24:31\n"
+               "Date: 2026-08-15; Time: 23:58", "2026-08-15")
+    ok = "On 2026-05-02: Date: 2026-05-02; Time: 24:31 [c1]."
+    assert verify(ok, [log], "history", FakeJudge()).verdict == "SHIP"
+    v = verify("On 2026-05-09: Date: 2026-05-02; Time: 24:31 [c1].", [log], "history",
+               FakeJudge())
+    assert reasons(v) == ["dated 2026-05-09 but c1 is dated 2026-08-15"]
+
+
 def test_low_support_escalates():
     v = verify("The day rate is £1,550 [c1].", [RATES], "any", FakeJudge({"s1": 0.2}))
     assert v.verdict == "ESCALATE" and v.rules_ok
