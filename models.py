@@ -949,15 +949,16 @@ class _Unit:
 def _fits(ask: Ask, note: dict, unit: str, months: bool, owner_note: bool) -> bool:
     """The unit, its heading or its note's path names a term of the question's subject
     (when it has one: "£55 per session" is no answer to what the flight cost); for
-    "Ana's phone number", the attribute asked (phone), and Ana herself when a kept
-    note is hers (`owner_note`: its path names her); and, when the question names
-    months and `months` is on, a month asked (the unit, heading, path or note date):
-    an answer "in July" comes from a line or note of July."""
+    "Ana's phone number", the unit or its heading names the attribute asked (phone),
+    and names Ana when a kept note is hers (`owner_note`: its path names her); and,
+    when the question names months and `months` is on, a month asked (the unit,
+    heading, path or note date): an answer "in July" comes from a line of July."""
     text = f"{unit} {note['section']} {note['path']}"
     tset = evidence_terms(text)
     if ask.subject and not any(_match(t, tset) for t in ask.subject):
         return False
-    if not all(_match(t, tset) for t in ask.owned):
+    own = evidence_terms(f"{unit} {note['section']}")    # a field of theirs, not a title
+    if not all(_match(t, own) for t in ask.owned):
         return False
     if owner_note and ask.owners.isdisjoint(tset):
         return False

@@ -111,6 +111,9 @@ def test_a_possessive_question_is_answered_from_that_person_and_attribute():
     assert a.owners == {"tom"} and a.owned == ("email", "address")
     # Tom's note gives no email; Sue's email is no answer about Tom
     assert write("What is Tom's email address?", [tom, sue], "any") == ABSTAIN
+    # an email note's title names "email"; its line about an address is no email of Tom's
+    mail = cand(28, "home/email from Tom.md", "Tom: bring proof of address on Monday.")
+    assert write("What is Tom's email address?", [mail], "any") == ABSTAIN
     assert write("What is Tom's phone number?", [tom, sue], "any") == (
         "Phone: 07700 900123 [c1].")
 
