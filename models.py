@@ -1133,11 +1133,13 @@ def _history(question: str, notes: list[dict]) -> list[str]:
     for u in units:
         if _document(u.note) == doc and u.named:
             versions.setdefault((_when(u), u.note["path"]), []).append(u)
-    counts: dict = {}        # the "key:" most versions state: the line that changed
+    counts: dict = {}        # the "key:" most versions state: the line that changed;
+    best: dict = {}          # of keys as common, the one whose line answers best
     for us in versions.values():
         for k in {_key(u) for u in us if u.answers and _key(u)}:
             counts[k] = counts.get(k, 0) + 1
-    common = max(counts, key=lambda k: (counts[k], k)) if counts else ""
+            best[k] = max(best.get(k, -np.inf), max(u.score for u in us if _key(u) == k))
+    common = max(counts, key=lambda k: (counts[k], best[k], k)) if counts else ""
     lines, seen = [], set()
     for key in sorted(versions):
         best = max(versions[key], key=lambda u: (u.answers, bool(common) and _key(u) == common,

@@ -378,6 +378,19 @@ def test_counts_in_words_and_places_that_are_no_time():
         "Janet", "Marek"]
 
 
+def test_of_keys_every_version_states_history_follows_the_one_asked():
+    # both keys stand in every version; the question asks about the day rate (a tie
+    # broken by the key's own name would pick "retainer")
+    a = cand(31, "work/rates card 2026-03.md", "Retainer price: from £2,400 a month.\n"
+             "Day rate price: £640.", date="2026-03-01", family="work/rates card", latest=False,
+             superseded_by="work/rates card 2026-07.md")
+    b = cand(32, "work/rates card 2026-07.md", "Retainer price: from £2,750 a month.\n"
+             "Day rate price: £720.", date="2026-07-01", family="work/rates card")
+    text = write("How did the day rate price on my rates card move?", [b, a], "history")
+    assert text == ("On 2026-03-01: Day rate price: £640 [c2]. "
+                    "On 2026-07-01: Day rate price: £720 [c1].")
+
+
 def test_history_line_is_the_key_most_versions_state():
     a = cand(14, "work/retainer 2026-04.md", "Contact: Tomasz Wren.\nRetainer: £2,400 a month.",
              date="2026-04-01", latest=False, superseded_by="work/retainer 2026-09.md")
