@@ -393,7 +393,7 @@ JUDGE_MODEL = "builtin-judge-v2"
 WRITER_MODEL = "builtin-writer-v2"
 # fitted by tools/fit_reader.py on questions/dev.jsonl (tests/test_fit_reader.py checks)
 READER_BIAS = -7.624        # logit of a unit that names nothing asked and holds no value
-W_TEXT = 3.47              # share of the asked terms the unit names in its own words
+W_TEXT = 3.47               # share of the asked terms the unit names in its own words
 W_HEADING = 1.171           # share named by its heading trail
 W_TITLE = 1.477             # share named by its note's path (title)
 W_COVER = 1.427             # share named by the unit, its heading and title together
@@ -1134,12 +1134,12 @@ def _history(question: str, notes: list[dict]) -> list[str]:
         if _document(u.note) == doc and u.named:
             versions.setdefault((_when(u), u.note["path"]), []).append(u)
     counts: dict = {}        # the "key:" most versions state: the line that changed;
-    best: dict = {}          # of keys as common, the one whose line answers best
+    top: dict = {}           # of keys as common, the one whose line answers best
     for us in versions.values():
         for k in {_key(u) for u in us if u.answers and _key(u)}:
             counts[k] = counts.get(k, 0) + 1
-            best[k] = max(best.get(k, -np.inf), max(u.score for u in us if _key(u) == k))
-    common = max(counts, key=lambda k: (counts[k], best[k], k)) if counts else ""
+            top[k] = max(top.get(k, -np.inf), max(u.score for u in us if _key(u) == k))
+    common = max(counts, key=lambda k: (counts[k], top[k], k)) if counts else ""
     lines, seen = [], set()
     for key in sorted(versions):
         best = max(versions[key], key=lambda u: (u.answers, bool(common) and _key(u) == common,
