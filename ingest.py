@@ -1010,7 +1010,8 @@ def _next_gen(index_dir: Path, prev_manifest: dict | None) -> int:
 #   s<N>.rows.npy     per row: end offset of its text in s<N>.text, crc32, sha256 (hash)
 #   s<N>.text         the rows' texts, UTF-8, back to back (read only when asked for)
 #   s<N>.chunks.json  per row heading, section_date, entry_latest; per note [path, row, n]
-#   s<N>.bm25-*       the segment's BM25 postings (retrieve.py, on the first question)
+#   s<N>.bm25-*       the segment's BM25 postings and its tombstones' document
+#                     frequencies (retrieve.py, on the first question)
 #   g<N>.files.json   the base of the file records; g<N>.delta.json the records now, as
 #                     positions in the base or the records that differ (see _files_out)
 #   e<N>.idf.npy      the builtin embedder's IDF

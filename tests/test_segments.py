@@ -215,6 +215,53 @@ def test_segment_bm25_is_saved_once_and_memory_mapped(tmp_path, monkeypatch):
     assert retrieve.load_bm25(third)["vocab"] == bm["vocab"]       # rebuilt, same terms
 
 
+def test_tombstone_counts_are_kept_and_grow_with_each_ingest(tmp_path, monkeypatch):
+    """s<N>.bm25-dead.json: a later process tokenizes only the rows tombstoned since;
+    a damaged file or one from another tombstone set is not used. Every way, the
+    scores are those of one index of the live chunks, bit for bit."""
+    monkeypatch.setattr(ingest, "MERGE_SHARE", 10.0)
+    monkeypatch.setattr(retrieve, "RETOKENIZE_SHARE", 1.0)
+    v = Vault(tmp_path / "vault", seed=5)
+    for _ in range(20):
+        v.put(v.name(), v.text())
+    d = tmp_path / "idx"
+    ingest.build_index(v.root, d, backend=_backend())
+    real, asked = retrieve._dead_texts, []
+    monkeypatch.setattr(retrieve, "_dead_texts",
+                        lambda seg, rows: asked.append((seg.name, list(rows))) or real(seg, rows))
+
+    def check() -> dict:
+        idx = ingest.load_index(d, backend=_backend())
+        bm, one = retrieve.load_bm25(idx), retrieve.build_bm25(list(idx.chunks))
+        assert dict(bm["vocab"].items()).keys() == one["vocab"].keys()
+        assert [bm["idf"][bm["vocab"][t]] for t in one["vocab"]] == one["idf"].tolist()
+        for q in QUERIES:
+            np.testing.assert_array_equal(retrieve._bm25_scores(bm, q)[1],
+                                          retrieve._bm25_scores(one, q)[1])
+        return json.loads((d / f"{idx.segments[0].name}.{retrieve.BM25_DEAD}").read_text())
+
+    first = v.notes()
+    v.put(first[0], v.text())
+    ingest.build_index(v.root, d, backend=_backend())
+    kept = check()
+    assert asked and kept["rows"] == asked[0][1]           # the first edit's old rows
+    asked.clear()
+    check()
+    assert asked == []                                     # nothing tokenized again
+    v.put(first[1], v.text())
+    ingest.build_index(v.root, d, backend=_backend())
+    grown = check()
+    assert len(asked) == 1 and set(asked[0][1]) == set(grown["rows"]) - set(kept["rows"])
+    assert set(kept["rows"]) < set(grown["rows"])
+    dead = d / f"{ingest.load_index(d, backend=_backend()).segments[0].name}.{retrieve.BM25_DEAD}"
+    for bad in ("{", json.dumps({**grown, "segment_sha": "0" * 64}),
+                json.dumps({**grown, "cols": [10**9] * len(grown["cols"])}),
+                json.dumps({**grown, "rows": grown["rows"] + [10**6]})):
+        dead.write_text(bad)
+        asked.clear()
+        assert check() == grown and set(asked[0][1]) == set(grown["rows"])   # all again
+
+
 def _snapshots(d: Path, tmp_path: Path, monkeypatch, run) -> list:
     """Copies of d at every replace and unlink while run() commits: what a SIGKILL at
     that instant leaves behind."""
