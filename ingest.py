@@ -1452,9 +1452,15 @@ def chunk_files(chunks):
     return chunks.files_of() if isinstance(chunks, _Chunks) else None
 
 
-def chunk_column(chunks, key: str) -> list:
-    """One field of every chunk, in id order; from an index's columns when it has them
-    (no chunk dict built, no text read), else from the dicts."""
+def chunk_column(chunks, key: str, ids=None) -> list:
+    """One field of every chunk in id order, or of the chunks `ids`; from an index's
+    columns when it has them (no chunk dict built, no text read), else from the dicts."""
+    if ids is not None:
+        ids = [int(i) for i in ids]
+        if isinstance(chunks, _Chunks) and key in ("heading", "section_date", "entry_latest"):
+            segs, rows = chunks.seg_of[ids].tolist(), chunks.row[ids].tolist()
+            return [getattr(chunks.segments[s], key)[r] for s, r in zip(segs, rows)]
+        return [chunks[i].get(key) for i in ids]
     if isinstance(chunks, _Chunks):
         return chunks.column(key)
     return [c.get(key) for c in chunks]

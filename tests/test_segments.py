@@ -471,7 +471,7 @@ def test_a_cold_builtin_question_imports_only_what_it_needs(tmp_path):
     assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
-def test_lazy_corpus_idf_and_backlinks_equal_the_tables_they_replace(tmp_path, monkeypatch):
+def test_lazy_tables_equal_the_tables_they_replace(tmp_path, monkeypatch):
     import rerank
     v = Vault(tmp_path / "vault", seed=11)
     for _ in range(25):
@@ -500,6 +500,20 @@ def test_lazy_corpus_idf_and_backlinks_equal_the_tables_they_replace(tmp_path, m
     back = retrieve._backlinks(idx)
     assert found and {t: back[t] for t in found} == {t: sorted(s) for t, s in found.items()}
     assert set(back) == set(found) and back.get("nowhere.md", []) == []
+    seeds = sorted(found)[:3] + [idx.files[0]["path"], "nowhere.md"]
+    assert retrieve._seed_backlinks(idx, seeds) == {s: back.get(s, []) for s in seeds}
+    ids_of = retrieve.chunk_ids_by_path(idx)              # without the rest of _meta
+    assert "retrieve_meta" not in idx.cache
+    meta = retrieve._meta(idx)["ids"]
+    assert ids_of.keys() == meta.keys() and all(
+        np.array_equal(ids_of[p], meta[p]) for p in meta)
+    chunks = list(idx.chunks)
+    some = [0, len(chunks) - 1] + list(range(1, len(chunks), 7))
+    for key in ("section_date", "heading", "entry_latest", "path", "text"):
+        want = [chunks[i].get(key) for i in some]
+        assert ingest.chunk_column(idx.chunks, key, np.array(some)) == want
+        assert ingest.chunk_column(chunks, key, some) == want
+        assert ingest.chunk_column(idx.chunks, key) == [c.get(key) for c in chunks]
 
 
 def test_the_stamp_hashes_each_stat_as_its_text(tmp_path):
