@@ -309,6 +309,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     try:
         idx, be = load(args.index, args.vault, args.backend, args.judge)
+        ingest.keep_until_exit(idx)
         a = ask(" ".join(args.question), index=idx, backend=be,
                 rerank=not args.no_rerank, mode=args.mode)
     except (ValueError, OSError, ingest.IndexProblem, ingest.IndexBusy,
@@ -328,7 +329,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    __import__("gc").disable()  # one question, then exit: the cycle collector would only
-    code = main()               # walk the loaded index (0.1 s at 100k chunks), at exit too
-    __import__("gc").freeze()   # unless frozen
-    sys.exit(code)
+    ingest.run_cli(main)        # collector off; the process ends without freeing the index

@@ -255,16 +255,20 @@ def _combine(parts: list[dict], lives: list, dead_dfs=None) -> dict:
         if vocab is None:             # the first (largest) part: its columns, less the
             df = d.astype(np.int64)   # terms left with no doc
             vocab = _Vocab(p["col"], df > 0, extra)
+            alive = vocab.alive.tolist()
             continue
-        for t, c in zip(p["terms"], d.tolist()):
-            if not c:
-                continue
-            g = vocab.get(t)
+        held = np.flatnonzero(d)              # the terms a live document holds
+        terms, counts = [p["terms"][i] for i in held.tolist()], d[held]
+        cols = _first_columns(vocab.first, alive, terms)
+        at = np.array([c is not None for c in cols], dtype=bool)
+        np.add.at(df, np.array([c for c in cols if c is not None], dtype=np.int64),
+                  counts[at])
+        for i in np.flatnonzero(~at).tolist():           # terms the first part lacks
+            t, c = terms[i], int(counts[i])
+            g = extra.get(t)
             if g is None:
                 extra[t] = len(df) + len(more)
                 more.append(c)
-            elif g < len(df):
-                df[g] += c
             else:
                 more[g - len(df)] += c
     df = np.r_[df, np.asarray(more, dtype=np.int64)].astype(np.float64)
@@ -275,6 +279,19 @@ def _combine(parts: list[dict], lives: list, dead_dfs=None) -> dict:
     return {"vocab": vocab if vocab is not None else {},
             "idf": np.log1p((n - df + 0.5) / (df + 0.5)), "n_docs": n,
             "avgdl": avgdl, "parts": views}
+
+
+def _first_columns(first, alive: list, terms: list) -> list:
+    """Each term's column in the first part (first: term -> column) if a live document
+    holds it there, else None; terms ascending (a later part's), so each bisection
+    starts where the last ended."""
+    if not isinstance(first, _Columns):
+        return [c if c is not None and alive[c] else None for c in map(first.get, terms)]
+    ft, n, lo, out = first.terms, len(first.terms), 0, []
+    for t in terms:
+        lo = bisect_left(ft, t, lo)
+        out.append(lo if lo < n and ft[lo] == t and alive[lo] else None)
+    return out
 
 
 def _norm(lens, avgdl: float, live) -> np.ndarray:

@@ -725,3 +725,33 @@ def test_refresh_loads_an_unchanged_index_once(vault, tmp_path, monkeypatch):
     loads.clear()
     changed = ingest.refresh(vault, tmp_path / "idx")
     assert {c["path"] for c in changed.chunks} == {"a.md", "b.md"}
+
+
+def test_the_two_cli_processes_end_with_their_code_and_all_their_output(tmp_path):
+    """python ingest.py and python harness.py end through ingest.run_cli (os._exit, the
+    heap left to the OS): every line printed arrives, exit codes are main()'s, and
+    argparse's --help / usage errors exit as ever."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    vault, d = tmp_path / "v", tmp_path / "idx"
+    write(vault, "rates.md", "# Rates\n\nMy day rate is 640 pounds from March.\n")
+    write(vault, "b.md", "# Boat\n\nThe boat is at the pier.\n")
+
+    def run(*args):
+        return subprocess.run([sys.executable, *args], capture_output=True, text=True,
+                              cwd=root)
+    ok = run("ingest.py", str(vault), "--index", str(d), "--json")
+    assert ok.returncode == 0 and json.loads(ok.stdout)["indexed"] == 2
+    again = run("ingest.py", str(vault), "--index", str(d))
+    assert again.returncode == 0 and again.stdout.splitlines()[-1] == \
+        "nothing changed since the last ingest"
+    bad = run("ingest.py", str(tmp_path / "nope"), "--index", str(d))
+    assert bad.returncode == 2 and bad.stderr.startswith("ingest: vault ") and not bad.stdout
+    helped = run("ingest.py", "--help")
+    assert helped.returncode == 0 and helped.stdout.startswith("usage: ingest.py")
+    asked = run("harness.py", "--vault", str(vault), "--index", str(d), "--backend",
+                "builtin", "--json", "What is my day rate?")
+    assert asked.returncode == 0
+    assert json.loads(asked.stdout)["question"] == "What is my day rate?"
+    usage = run("harness.py")
+    assert usage.returncode == 2 and "usage: harness.py" in usage.stderr
