@@ -609,23 +609,35 @@ def _mark_families(recs: list[dict]) -> None:
             m["is_latest"] = m["date"] == top
 
 
+def _link_key(raw: str) -> str | None:
+    """A wikilink target as _resolve_links looks it up (None: an embed of an image or
+    another attachment, or empty)."""
+    key = raw.strip().lower().removesuffix(".md").removesuffix(".txt")
+    ext = os.path.splitext(key)[1]
+    return None if not key or (ext and ext[1:].isalpha()) else key
+
+
 def _resolve_links(recs: list[dict], keep_reused: bool = False) -> None:
     """Wikilink targets -> vault-relative paths by stem or path (case-insensitive).
     keep_reused: the notes and their duplicate flags are those of the last run, so a
-    reused record's links stand as they were."""
+    reused record's links stand as they were (and only the names the others' links ask
+    for are looked up)."""
+    todo = [r for r in recs if not (keep_reused and r.get("_reused"))]
+    wanted = ({k for r in todo for k in map(_link_key, r["wikilinks"])}
+              if keep_reused else None)
     by_key = defaultdict(list)
     for r in recs:
         no_ext = r["path"].rsplit(".", 1)[0].lower()
-        by_key[no_ext].append(r)
-        by_key[no_ext.rsplit("/", 1)[-1]].append(r)
-    for r in recs:
-        if keep_reused and r.get("_reused"):
-            continue
+        stem = no_ext.rsplit("/", 1)[-1]
+        if wanted is None or no_ext in wanted:
+            by_key[no_ext].append(r)
+        if wanted is None or stem in wanted:
+            by_key[stem].append(r)
+    for r in todo:
         links, folder = [], r["path"].rpartition("/")[0]
         for raw in r["wikilinks"]:
-            key = raw.strip().lower().removesuffix(".md").removesuffix(".txt")
-            ext = os.path.splitext(key)[1]
-            if not key or (ext and ext[1:].isalpha()):
+            key = _link_key(raw)
+            if key is None:
                 continue  # embeds of images and other attachments
             hits = sorted(by_key.get(key, []), key=lambda h: (
                 bool(h["duplicate_of"]), h["path"].rpartition("/")[0] != folder, len(h["path"])))
@@ -1816,9 +1828,10 @@ def _build_now(vault, index_dir, config, rebuild, backend, progress, current=Non
     """(summary, the loaded Index when nothing changed, else None).
     backend: None/"builtin", a backend name, or a models.Backend; progress(stage, done,
     total) is called while reading and embedding; keep, a list, gets the previous index
-    and the records (held to the end of a one-shot process: see keep_until_exit). Notes whose size and mtime match their
-    previous record (same vault, embedder, rules and config) are not read again and keep
-    their rows; everything that depends on other notes is recomputed for every note."""
+    and the records (held to the end of a one-shot process: see keep_until_exit). Notes
+    whose size and mtime match their previous record (same vault, embedder, rules and
+    config) are not read again and keep their rows; everything that depends on other
+    notes is recomputed for every note."""
     started = time.perf_counter()
     vault = Path(vault).expanduser().resolve()
     if not vault.is_dir():

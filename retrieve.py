@@ -480,8 +480,9 @@ def load_bm25(index) -> dict:
         lives = [index.chunks.segment_ids(s) for s in range(len(segments))]
         if len(lives) == 1 and np.array_equal(lives[0], np.arange(len(lives[0]))):
             lives = [None]
-        bm = _combine(parts, lives, [_dead_df(index, s, seg, live, part) for s, (seg, live, part)
-                                     in enumerate(zip(segments, lives, parts))])
+        dead = [_dead_df(index, s, seg, live, part)
+                for s, (seg, live, part) in enumerate(zip(segments, lives, parts))]
+        bm = _combine(parts, lives, dead)
     else:
         bm = build_bm25(index.chunks)
     index.cache["bm25"] = bm
