@@ -755,3 +755,22 @@ def test_the_two_cli_processes_end_with_their_code_and_all_their_output(tmp_path
     assert json.loads(asked.stdout)["question"] == "What is my day rate?"
     usage = run("harness.py")
     assert usage.returncode == 2 and "usage: harness.py" in usage.stderr
+
+
+def test_links_of_the_notes_read_now_equal_a_full_resolution():
+    """keep_reused: reused records keep their links; the others are resolved against a
+    table of only the names they ask for, with the same result as the whole table."""
+    import copy
+    paths = ["a/Plan.md", "b/plan.md", "b/Rate.md", "Rate.txt", "c/x.md", "c/Y.md", "img.md"]
+    recs = [{"path": p, "duplicate_of": "a/Plan.md" if p == "b/plan.md" else None,
+             "wikilinks": [], "_reused": True} for p in paths]
+    ingest._resolve_links(recs)
+    fresh = recs[4]
+    del fresh["_reused"]
+    fresh["wikilinks"] = ["plan", " Rate ", "b/rate", "y.md", "nowhere", "pic.png", "", "c/x"]
+    full, fast = copy.deepcopy(recs), copy.deepcopy(recs)
+    ingest._resolve_links(full)
+    ingest._resolve_links(fast, keep_reused=True)
+    assert full == fast
+    assert fast[4]["links"] == ["a/Plan.md", "Rate.txt", "b/Rate.md", "c/Y.md", "nowhere",
+                                "c/x.md"]       # shorter path first; a copy never
