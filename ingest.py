@@ -594,15 +594,18 @@ def _near_copy(a: dict, b: dict, sets: dict, norm_of, known=None) -> bool:
 def _mark_families(recs: list[dict]) -> None:
     fams = defaultdict(list)
     for r in recs:
-        folder, _, name = r["path"].rpartition("/")
-        if "_family" in r:              # reused: same name, rules and config (reuse key)
-            r["family"] = r.pop("_family")
-        else:
+        family = r.pop("_family", None)  # reused: same name, rules and config (reuse key)
+        if family is None:
+            folder, _, name = r["path"].rpartition("/")
             norm = _family_name(Path(name).stem) if r["versioned"] else ""
-            r["family"] = f"{folder}/{norm}" if norm and folder else (norm or r["path"])
+            family = f"{folder}/{norm}" if norm and folder else (norm or r["path"])
+        r["family"] = family
         if not r["duplicate_of"]:
-            fams[r["family"]].append(r)
+            fams[family].append(r)
     for members in fams.values():
+        if len(members) == 1:           # most families: one file, the latest of itself
+            members[0]["is_latest"] = True
+            continue
         pool = [m for m in members if m["date_source"] != "mtime"] or members
         top = max(m["date"] for m in pool)
         for m in pool:
@@ -617,14 +620,25 @@ def _link_key(raw: str) -> str | None:
     return None if not key or (ext and ext[1:].isalpha()) else key
 
 
-def _resolve_links(recs: list[dict], keep_reused: bool = False) -> None:
+def _resolve_links(recs: list[dict], changed: set | None = None) -> None:
     """Wikilink targets -> vault-relative paths by stem or path (case-insensitive).
-    keep_reused: the notes and their duplicate flags are those of the last run, so a
-    reused record's links stand as they were (and only the names the others' links ask
-    for are looked up)."""
-    todo = [r for r in recs if not (keep_reused and r.get("_reused"))]
+    changed: the paths that appeared, went or changed duplicate status since the last
+    run (None: every record is resolved). A reused record's links then stand as they
+    were unless one of its links names such a path (by path or stem): only those names
+    have other candidates now, and only the names the resolved links ask for are
+    looked up."""
+    if changed is None:
+        todo = recs
+    else:
+        hit = set()
+        for p in changed:
+            no_ext = p.rsplit(".", 1)[0].lower()
+            hit |= {no_ext, no_ext.rsplit("/", 1)[-1]}
+        todo = [r for r in recs if not r.get("_reused") or (hit and not hit.isdisjoint(
+            raw.strip().lower().removesuffix(".md").removesuffix(".txt")
+            for raw in r["wikilinks"]))]    # a superset of _link_key's: an embed too
     wanted = ({k for r in todo for k in map(_link_key, r["wikilinks"])}
-              if keep_reused else None)
+              if changed is not None else None)
     by_key = defaultdict(list)
     for r in recs:
         no_ext = r["path"].rsplit(".", 1)[0].lower()
@@ -719,9 +733,10 @@ def _catalogue(vault: Path, paths: list[str], cfg: dict, progress=None, stats=No
         if not r["duplicate_of"] and "_body" not in r and "_chunks" not in r:
             _text_of(vault, r)
     _mark_families(recs)
-    same = {(p, bool(v[0]["duplicate_of"])) for p, v in old.items()} == {
-        (r["path"], bool(r["duplicate_of"])) for r in recs}
-    _resolve_links(recs, keep_reused=same)
+    before = {p: bool(v[0]["duplicate_of"]) for p, v in old.items()}
+    now = {r["path"]: bool(r["duplicate_of"]) for r in recs}
+    _resolve_links(recs, {p for p in before.keys() | now.keys() if before.get(p) != now.get(p)}
+                   if old else None)
     return recs, skipped
 
 

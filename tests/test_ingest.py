@@ -757,20 +757,34 @@ def test_the_two_cli_processes_end_with_their_code_and_all_their_output(tmp_path
     assert usage.returncode == 2 and "usage: harness.py" in usage.stderr
 
 
-def test_links_of_the_notes_read_now_equal_a_full_resolution():
-    """keep_reused: reused records keep their links; the others are resolved against a
-    table of only the names they ask for, with the same result as the whole table."""
+def test_links_after_an_ingest_equal_a_full_resolution():
+    """Reused records keep their links unless a path their links name appeared, went or
+    changed duplicate status; the rest are resolved against a table of only the names
+    they ask for. Either way the links are those of a full resolution."""
     import copy
     paths = ["a/Plan.md", "b/plan.md", "b/Rate.md", "Rate.txt", "c/x.md", "c/Y.md", "img.md"]
     recs = [{"path": p, "duplicate_of": "a/Plan.md" if p == "b/plan.md" else None,
-             "wikilinks": [], "_reused": True} for p in paths]
+             "wikilinks": ["plan", "rate", "Y", "pic.png"], "_reused": True} for p in paths]
     ingest._resolve_links(recs)
     fresh = recs[4]
     del fresh["_reused"]
     fresh["wikilinks"] = ["plan", " Rate ", "b/rate", "y.md", "nowhere", "pic.png", "", "c/x"]
-    full, fast = copy.deepcopy(recs), copy.deepcopy(recs)
-    ingest._resolve_links(full)
-    ingest._resolve_links(fast, keep_reused=True)
-    assert full == fast
-    assert fast[4]["links"] == ["a/Plan.md", "Rate.txt", "b/Rate.md", "c/Y.md", "nowhere",
-                                "c/x.md"]       # shorter path first; a copy never
+
+    def both(recs, changed):
+        full, fast = copy.deepcopy(recs), copy.deepcopy(recs)
+        ingest._resolve_links(full)
+        ingest._resolve_links(fast, changed)
+        assert full == fast
+        return fast
+    edited = both(recs, set())                                  # an edit: no path changed
+    assert edited[4]["links"] == ["a/Plan.md", "Rate.txt", "b/Rate.md", "c/Y.md", "nowhere",
+                                  "c/x.md"]     # the shorter path first; a copy never
+    added = copy.deepcopy(edited) + [{"path": "a/rate.md", "duplicate_of": None,
+                                      "wikilinks": []}]    # read now: not _reused
+    assert both(added, {"a/rate.md"})[0]["links"] == ["a/Plan.md", "a/rate.md", "c/Y.md"]
+    gone = [r for r in copy.deepcopy(edited) if r["path"] != "c/Y.md"]   # deleted
+    assert both(gone, {"c/Y.md"})[0]["links"] == ["a/Plan.md", "Rate.txt", "Y"]
+    copied = copy.deepcopy(edited)                         # a/Plan.md now a duplicate
+    copied[0]["duplicate_of"] = "b/plan.md"
+    copied[1]["duplicate_of"] = None
+    assert both(copied, {"a/Plan.md", "b/plan.md"})[2]["links"][0] == "b/plan.md"
