@@ -215,6 +215,37 @@ def test_segment_bm25_is_saved_once_and_memory_mapped(tmp_path, monkeypatch):
     assert retrieve.load_bm25(third)["vocab"] == bm["vocab"]       # rebuilt, same terms
 
 
+def test_one_note_changes_what_other_records_say(tmp_path):
+    """The fast paths of an ingest (links kept, families and duplicates from reused
+    records) still update the other notes' records: a note added next to a linking
+    note takes over its link, a copy turns into a duplicate and back, a newer version
+    moves the latest flag, a rename leaves the link unresolved; each equals a fresh full
+    build."""
+    v = tmp_path / "vault"
+    d = tmp_path / "idx"
+    write(v, "w/plan v1.md", "---\ndate: 2026-01-05\n---\n# Plan\nfirst plan rate 100\n")
+    write(v, "w/notes.md", "# Notes\nSee [[target]] and [[plan v1]].\n")
+    write(v, "x/target.md", "# Target\nthe far target\n")
+    ingest.build_index(v, d, backend=_backend())
+
+    def after(change) -> dict:
+        change()
+        ingest.build_index(v, d, backend=_backend())
+        _same_as_full_build(v, d, tmp_path)
+        return {f["path"]: f for f in ingest.load_index(d, backend=_backend()).files}
+    f = after(lambda: write(v, "w/target.md", "# Target\nthe near target\n"))
+    assert f["w/notes.md"]["links"] == ["w/target.md", "w/plan v1.md"]
+    f = after(lambda: write(v, "w/plan v2.md", "---\ndate: 2026-03-01\n---\n# Plan\nrate 2\n"))
+    assert [f["w/plan v1.md"]["is_latest"], f["w/plan v2.md"]["is_latest"]] == [False, True]
+    f = after(lambda: write(v, "y/target.md", (v / "w/target.md").read_text()))
+    assert f["y/target.md"]["duplicate_of"] == "w/target.md"
+    f = after(lambda: (v / "w/target.md").unlink())
+    assert f["y/target.md"]["duplicate_of"] is None
+    assert f["w/notes.md"]["links"][0] == "x/target.md"       # the shorter path
+    f = after(lambda: (v / "x/target.md").rename(v / "x/elsewhere.md"))
+    assert f["w/notes.md"]["links"][0] == "y/target.md"
+
+
 def test_tombstone_counts_are_kept_and_grow_with_each_ingest(tmp_path, monkeypatch):
     """s<N>.bm25-dead.json: a later process tokenizes only the rows tombstoned since;
     a damaged file or one from another tombstone set is not used. Every way, the
