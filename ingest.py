@@ -529,7 +529,10 @@ def _family_name(stem: str) -> str:
 
 def _keeper_key(rec: dict):
     stem = rec["path"].rsplit("/", 1)[-1].rsplit(".", 1)[0]    # Path(path).stem, faster
-    return (bool(COPY_RE.search(stem)), len(rec["path"]), rec["path"])
+    low = stem.lower()         # COPY_RE needs one of these (every character it matches
+    marked = ("(" in low or "copy" in low or "bak" in low or "old" in low  # ignoring
+              or "backup" in low) and bool(COPY_RE.search(stem))      # case lowers to it)
+    return (marked, len(rec["path"]), rec["path"])
 
 
 def _shingles(words: list[str]) -> set:

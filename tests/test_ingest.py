@@ -788,3 +788,15 @@ def test_links_after_an_ingest_equal_a_full_resolution():
     copied[0]["duplicate_of"] = "b/plan.md"
     copied[1]["duplicate_of"] = None
     assert both(copied, {"a/Plan.md", "b/plan.md"})[2]["links"][0] == "b/plan.md"
+
+
+def test_the_keeper_key_marks_exactly_what_the_copy_pattern_finds():
+    names = ["plan (1).md", "Plan COPY 2.md", "x/old notes.md", "bold.md", "BACKUP.txt",
+             "a/ba\u212a.md", "Co\u0420y.md", "scaffold.md", "c/(draft).md", "golden.md",
+             "Copy.md", "a.b/old.md", "a/b.c", "\u0130old.md", "rate.md"]
+    for n in names:
+        stem = n.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        assert ingest._keeper_key({"path": n}) == (bool(ingest.COPY_RE.search(stem)),
+                                                   len(n), n)
+    assert [ingest._keeper_key({"path": n})[0] for n in names[:6]] == [True] * 3 + [
+        False, True, True]                      # U+212A, the Kelvin sign, lowers to k
