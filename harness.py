@@ -290,7 +290,9 @@ def render(a: Answer) -> str:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if {"--mcp", "--mcp-check"} & set(argv):   # the MCP face (mcp_server.py) has its own CLI
+        import gc
         import mcp_server
+        gc.enable()          # a long-running server: the collector on (run_cli turns it off)
         return mcp_server.main(argv)
     p = argparse.ArgumentParser(prog="harness.py", description=__doc__.split("\n")[0],
                                 epilog=WHERE_FROM)

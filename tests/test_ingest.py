@@ -800,3 +800,19 @@ def test_the_keeper_key_marks_exactly_what_the_copy_pattern_finds():
                                                    len(n), n)
     assert [ingest._keeper_key({"path": n})[0] for n in names[:6]] == [True] * 3 + [
         False, True, True]                      # U+212A, the Kelvin sign, lowers to k
+
+
+def test_the_mcp_server_behind_harness_runs_with_the_cycle_collector_on(monkeypatch):
+    """run_cli turns the collector off for one-shot processes; `python harness.py --mcp`
+    serves for hours, so it turns it back on."""
+    import gc
+    import harness
+    import mcp_server
+    seen = []
+    monkeypatch.setattr(mcp_server, "main", lambda argv: seen.append(gc.isenabled()) or 0)
+    gc.disable()
+    try:
+        assert harness.main(["--mcp"]) == 0
+    finally:
+        gc.enable()
+    assert seen == [True]
