@@ -291,7 +291,9 @@ def render(a: Answer) -> str:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if {"--mcp", "--mcp-check"} & set(argv):   # the MCP face (mcp_server.py) has its own CLI
+        import gc
         import mcp_server
+        gc.enable()          # a long-running server: the collector on (run_cli turns it off)
         return mcp_server.main(argv)
     p = argparse.ArgumentParser(prog="harness.py", description=__doc__.split("\n")[0],
                                 epilog=WHERE_FROM)
@@ -310,6 +312,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     try:
         idx, be = load(args.index, args.vault, args.backend, args.judge)
+        ingest.keep_until_exit(idx)
         a = ask(" ".join(args.question), index=idx, backend=be,
                 rerank=not args.no_rerank, mode=args.mode)
     except (ValueError, OSError, ingest.IndexProblem, ingest.IndexBusy,
@@ -329,7 +332,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    __import__("gc").disable()  # one question, then exit: the cycle collector would only
-    code = main()               # walk the loaded index (0.1 s at 100k chunks), at exit too
-    __import__("gc").freeze()   # unless frozen
-    sys.exit(code)
+    ingest.run_cli(main)        # collector off; the process ends without freeing the index

@@ -529,7 +529,10 @@ def _family_name(stem: str) -> str:
 
 def _keeper_key(rec: dict):
     stem = rec["path"].rsplit("/", 1)[-1].rsplit(".", 1)[0]    # Path(path).stem, faster
-    return (bool(COPY_RE.search(stem)), len(rec["path"]), rec["path"])
+    low = stem.lower()         # COPY_RE needs one of these (every character it matches
+    marked = ("(" in low or "copy" in low or "bak" in low or "old" in low  # ignoring
+              or "backup" in low) and bool(COPY_RE.search(stem))      # case lowers to it)
+    return (marked, len(rec["path"]), rec["path"])
 
 
 def _shingles(words: list[str]) -> set:
@@ -594,38 +597,64 @@ def _near_copy(a: dict, b: dict, sets: dict, norm_of, known=None) -> bool:
 def _mark_families(recs: list[dict]) -> None:
     fams = defaultdict(list)
     for r in recs:
-        folder, _, name = r["path"].rpartition("/")
-        if "_family" in r:              # reused: same name, rules and config (reuse key)
-            r["family"] = r.pop("_family")
-        else:
+        family = r.pop("_family", None)  # reused: same name, rules and config (reuse key)
+        if family is None:
+            folder, _, name = r["path"].rpartition("/")
             norm = _family_name(Path(name).stem) if r["versioned"] else ""
-            r["family"] = f"{folder}/{norm}" if norm and folder else (norm or r["path"])
+            family = f"{folder}/{norm}" if norm and folder else (norm or r["path"])
+        r["family"] = family
         if not r["duplicate_of"]:
-            fams[r["family"]].append(r)
+            fams[family].append(r)
     for members in fams.values():
+        if len(members) == 1:           # most families: one file, the latest of itself
+            members[0]["is_latest"] = True
+            continue
         pool = [m for m in members if m["date_source"] != "mtime"] or members
         top = max(m["date"] for m in pool)
         for m in pool:
             m["is_latest"] = m["date"] == top
 
 
-def _resolve_links(recs: list[dict], keep_reused: bool = False) -> None:
+def _link_key(raw: str) -> str | None:
+    """A wikilink target as _resolve_links looks it up (None: an embed of an image or
+    another attachment, or empty)."""
+    key = raw.strip().lower().removesuffix(".md").removesuffix(".txt")
+    ext = os.path.splitext(key)[1]
+    return None if not key or (ext and ext[1:].isalpha()) else key
+
+
+def _resolve_links(recs: list[dict], changed: set | None = None) -> None:
     """Wikilink targets -> vault-relative paths by stem or path (case-insensitive).
-    keep_reused: the notes and their duplicate flags are those of the last run, so a
-    reused record's links stand as they were."""
+    changed: the paths that appeared, went or changed duplicate status since the last
+    run (None: every record is resolved). A reused record's links then stand as they
+    were unless one of its links names such a path (by path or stem): only those names
+    have other candidates now, and only the names the resolved links ask for are
+    looked up."""
+    if changed is None:
+        todo = recs
+    else:
+        hit = set()
+        for p in changed:
+            no_ext = p.rsplit(".", 1)[0].lower()
+            hit |= {no_ext, no_ext.rsplit("/", 1)[-1]}
+        todo = [r for r in recs if not r.get("_reused") or (hit and not hit.isdisjoint(
+            raw.strip().lower().removesuffix(".md").removesuffix(".txt")
+            for raw in r["wikilinks"]))]    # a superset of _link_key's: an embed too
+    wanted = ({k for r in todo for k in map(_link_key, r["wikilinks"])}
+              if changed is not None else None)
     by_key = defaultdict(list)
     for r in recs:
         no_ext = r["path"].rsplit(".", 1)[0].lower()
-        by_key[no_ext].append(r)
-        by_key[no_ext.rsplit("/", 1)[-1]].append(r)
-    for r in recs:
-        if keep_reused and r.get("_reused"):
-            continue
+        stem = no_ext.rsplit("/", 1)[-1]
+        if wanted is None or no_ext in wanted:
+            by_key[no_ext].append(r)
+        if wanted is None or stem in wanted:
+            by_key[stem].append(r)
+    for r in todo:
         links, folder = [], r["path"].rpartition("/")[0]
         for raw in r["wikilinks"]:
-            key = raw.strip().lower().removesuffix(".md").removesuffix(".txt")
-            ext = os.path.splitext(key)[1]
-            if not key or (ext and ext[1:].isalpha()):
+            key = _link_key(raw)
+            if key is None:
                 continue  # embeds of images and other attachments
             hits = sorted(by_key.get(key, []), key=lambda h: (
                 bool(h["duplicate_of"]), h["path"].rpartition("/")[0] != folder, len(h["path"])))
@@ -707,9 +736,10 @@ def _catalogue(vault: Path, paths: list[str], cfg: dict, progress=None, stats=No
         if not r["duplicate_of"] and "_body" not in r and "_chunks" not in r:
             _text_of(vault, r)
     _mark_families(recs)
-    same = {(p, bool(v[0]["duplicate_of"])) for p, v in old.items()} == {
-        (r["path"], bool(r["duplicate_of"])) for r in recs}
-    _resolve_links(recs, keep_reused=same)
+    before = {p: bool(v[0]["duplicate_of"]) for p, v in old.items()}
+    now = {r["path"]: bool(r["duplicate_of"]) for r in recs}
+    _resolve_links(recs, {p for p in before.keys() | now.keys() if before.get(p) != now.get(p)}
+                   if old else None)
     return recs, skipped
 
 
@@ -1010,7 +1040,8 @@ def _next_gen(index_dir: Path, prev_manifest: dict | None) -> int:
 #   s<N>.rows.npy     per row: end offset of its text in s<N>.text, crc32, sha256 (hash)
 #   s<N>.text         the rows' texts, UTF-8, back to back (read only when asked for)
 #   s<N>.chunks.json  per row heading, section_date, entry_latest; per note [path, row, n]
-#   s<N>.bm25-*       the segment's BM25 postings (retrieve.py, on the first question)
+#   s<N>.bm25-*       the segment's BM25 postings and its tombstones' document
+#                     frequencies (retrieve.py, on the first question)
 #   g<N>.files.json   the base of the file records; g<N>.delta.json the records now, as
 #                     positions in the base or the records that differ (see _files_out)
 #   e<N>.idf.npy      the builtin embedder's IDF
@@ -1451,9 +1482,15 @@ def chunk_files(chunks):
     return chunks.files_of() if isinstance(chunks, _Chunks) else None
 
 
-def chunk_column(chunks, key: str) -> list:
-    """One field of every chunk, in id order; from an index's columns when it has them
-    (no chunk dict built, no text read), else from the dicts."""
+def chunk_column(chunks, key: str, ids=None) -> list:
+    """One field of every chunk in id order, or of the chunks `ids`; from an index's
+    columns when it has them (no chunk dict built, no text read), else from the dicts."""
+    if ids is not None:
+        ids = [int(i) for i in ids]
+        if isinstance(chunks, _Chunks) and key in ("heading", "section_date", "entry_latest"):
+            segs, rows = chunks.seg_of[ids].tolist(), chunks.row[ids].tolist()
+            return [getattr(chunks.segments[s], key)[r] for s, r in zip(segs, rows)]
+        return [chunks[i].get(key) for i in ids]
     if isinstance(chunks, _Chunks):
         return chunks.column(key)
     return [c.get(key) for c in chunks]
@@ -1735,10 +1772,10 @@ def _summary(paths, passed_over, files, n_chunks, embedded, skipped, counts) -> 
 
 
 def build_index(vault, index_dir=None, config=None, rebuild=False, backend=None,
-                progress=None) -> dict:
+                progress=None, keep=None) -> dict:
     """Index the vault into index_dir; returns the summary (also printed by --json).
-    See _build for the arguments."""
-    return _build(vault, index_dir, config, rebuild, backend, progress)[0]
+    See _build_now for the arguments."""
+    return _build(vault, index_dir, config, rebuild, backend, progress, keep=keep)[0]
 
 
 def refresh(vault, index_dir=None, config=None, rebuild=False, backend=None,
@@ -1752,6 +1789,36 @@ def refresh(vault, index_dir=None, config=None, rebuild=False, backend=None,
         idx = load_index(summary["index"], None if _backend_name(backend) == "builtin"
                          else backend)
     return idx
+
+
+_AT_EXIT: list | None = None        # a one-shot CLI process's objects, left to the OS
+
+
+def keep_until_exit(*objs) -> None:
+    """In a one-shot CLI process (run_cli), hold objs until it ends: they are never
+    freed object by object (the loaded index: about 30 ms at 100k chunks). Not for a
+    long-running caller (the MCP server), which would keep every index it loaded."""
+    if _AT_EXIT is not None:
+        _AT_EXIT.extend(objs)
+
+
+def run_cli(main) -> None:
+    """`python ingest.py` / `python harness.py`: main() with the cycle collector off
+    (it would only walk the index, 0.1 s at 100k chunks), then the process ends without
+    tearing its heap down: stdout and stderr flushed, os._exit(main's code); a failed
+    flush exits 120, as Python's own shutdown does. An exception, or sys.exit inside
+    main (argparse), ends the process the ordinary way."""
+    global _AT_EXIT
+    gc.disable()
+    _AT_EXIT = []
+    code = main()
+    for out in (sys.stdout, sys.stderr):
+        try:
+            if out is not None:           # None: the process was started without it
+                out.flush()
+        except (OSError, ValueError):
+            code = 120
+    os._exit(code)
 
 
 @contextmanager
@@ -1768,17 +1835,21 @@ def _bulk():
             gc.enable()
 
 
-def _build(vault, index_dir, config, rebuild, backend, progress, current=None):
+def _build(vault, index_dir, config, rebuild, backend, progress, current=None, keep=None):
     with _bulk():
-        return _build_now(vault, index_dir, config, rebuild, backend, progress, current)
+        return _build_now(vault, index_dir, config, rebuild, backend, progress, current,
+                          keep)
 
 
-def _build_now(vault, index_dir, config, rebuild, backend, progress, current=None):
+def _build_now(vault, index_dir, config, rebuild, backend, progress, current=None,
+               keep=None):
     """(summary, the loaded Index when nothing changed, else None).
     backend: None/"builtin", a backend name, or a models.Backend; progress(stage, done,
-    total) is called while reading and embedding. Notes whose size and mtime match their
-    previous record (same vault, embedder, rules and config) are not read again and keep
-    their rows; everything that depends on other notes is recomputed for every note."""
+    total) is called while reading and embedding; keep, a list, gets the previous index
+    and the records (held to the end of a one-shot process: see keep_until_exit). Notes
+    whose size and mtime match their previous record (same vault, embedder, rules and
+    config) are not read again and keep their rows; everything that depends on other
+    notes is recomputed for every note."""
     started = time.perf_counter()
     vault = Path(vault).expanduser().resolve()
     if not vault.is_dir():
@@ -1795,6 +1866,8 @@ def _build_now(vault, index_dir, config, rebuild, backend, progress, current=Non
         recovered = _recover(index_dir)
         same, loaded = (None, None) if rebuild else _unchanged(index_dir, vault, stamp,
                                                                backend, current)
+        if keep is not None:
+            keep.append(loaded)
         if same:
             same["seconds"] = round(time.perf_counter() - started, 3)
             return same, loaded
@@ -1805,6 +1878,8 @@ def _build_now(vault, index_dir, config, rebuild, backend, progress, current=Non
         known = {"old": _near_pairs(prev) if old else {}, "new": {}}
         recs, skipped, chunks, counts = _files_and_chunks(vault, paths, cfg, progress, stats,
                                                           old, known)
+        if keep is not None:           # freed by the process's end, not one by one here
+            keep += [prev, old, recs]
         emb, prev, note, name = _embedder_for(backend, builtin, prev, note,
                                               [c["_embed"] for c in chunks])
         note = "; ".join(filter(None, (recovered, note)))
@@ -1945,7 +2020,7 @@ def main(argv=None) -> int:
     meter = None if a.quiet or not sys.stderr.isatty() else _Meter(sys.stderr)
     try:
         s = build_index(a.vault, a.index, a.config, a.rebuild, backend=a.backend,
-                        progress=meter)
+                        progress=meter, keep=_AT_EXIT)
     except (ValueError, IndexProblem, IndexBusy, models.BackendError, OSError) as e:
         print(f"{chr(10) if meter and meter.stage else ''}ingest: {e}", file=sys.stderr)
         return 2
@@ -1959,7 +2034,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    gc.disable()       # one run, then exit: the cycle collector would only walk the index
-    code = main()      # (0.1 s at 100k chunks), and once more at exit unless frozen
-    gc.freeze()
-    sys.exit(code)
+    run_cli(main)

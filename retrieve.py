@@ -9,7 +9,8 @@ Out: list[Candidate], best first: the top k of the fused ranking, each with its 
 Not: time modes or version filtering (version.py), relevance judgments (rerank.py),
      embedding the query (models.py), reading or writing the index itself (ingest.py).
      The only file I/O is each segment's BM25 postings (s<N>.bm25-*.npy, s<N>.bm25.json
-     in the index dir), written once through ingest.write_atomic.
+     in the index dir), written once through ingest.write_atomic, and the document
+     frequencies of its tombstoned rows (s<N>.bm25-dead.json), extended per ingest.
 
 Dense: one float32 matmul `vectors @ qvec` per segment. BM25 Okapi over
 models.terms(heading + file stem + text), stored CSC-style per segment: per term a run
@@ -21,7 +22,9 @@ Top-k everywhere by argpartition with ties broken by the lower chunk id.
 from __future__ import annotations
 
 import json
+from bisect import bisect_left
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -41,6 +44,7 @@ METHODS = ("hybrid", "bm25", "dense")
 BM25_FORMAT = 3          # 3: per segment, tf and lengths (weights from global statistics)
 BM25_META = "bm25.json"  # s<N>.bm25.json: terms; s<N>.bm25-<array>.npy: the arrays
 BM25_SAVED = ("indptr", "docs", "tf", "lens")
+BM25_DEAD = "bm25-dead.json"   # s<N>.bm25-dead.json: document frequencies of its tombstones
 SPARSE_RATIO = 8         # postings < n_docs / SPARSE_RATIO: sum via np.unique, not n-long
 RETOKENIZE_SHARE = 0.05  # tombstoned rows up to this share are tokenized again for df
 SATURATE_AFTER = 2       # the query of a process at which every posting's tf part is kept
@@ -159,62 +163,135 @@ def _part(texts: list[str]) -> dict:
             "tf": tf.astype(np.int32), "lens": np.asarray(lens, dtype=np.int32)}
 
 
-def _live_df(part: dict, live, dead_texts=None) -> np.ndarray:
+def _live_df(part: dict, live, dead_df=None) -> np.ndarray:
     """int64 [V]: per term column, the live documents holding it. Tombstoned documents
-    are subtracted: tokenized again when their texts are given (few), else counted over
-    every posting."""
+    are subtracted: dead_df, when given, counts them per column (their texts tokenized
+    again, see _dead_df), else they are counted over every posting."""
     indptr = np.asarray(part["indptr"])
     if live is None:
         return np.diff(indptr)
-    if dead_texts is not None:
-        vocab, k = dict(part["col"]), len(dead_texts)
-        keys, _, _ = _postings(dead_texts, vocab, np.arange(k), k)
-        if len(vocab) == len(part["col"]):       # every term known: subtract per column
-            return np.diff(indptr) - np.bincount(keys // max(k, 1),
-                                                 minlength=len(indptr) - 1)[:len(indptr) - 1]
+    if dead_df is not None:
+        return np.diff(indptr) - dead_df
     alive = np.r_[0, np.cumsum(live[np.asarray(part["docs"])] >= 0, dtype=np.int64)]
     return alive[indptr[1:]] - alive[indptr[:-1]]
 
 
-def _combine(parts: list[dict], lives: list, dead_texts=None) -> dict:
+class _ByGet(Mapping):
+    """A read-only mapping whose get() does the lookup (None: absent)."""
+
+    def __getitem__(self, term):
+        c = self.get(term)
+        if c is None:
+            raise KeyError(term)
+        return c
+
+    def __contains__(self, term):
+        return self.get(term) is not None
+
+
+class _Columns(_ByGet):
+    """term -> column of a segment's sorted vocabulary, by bisection: a cold question
+    looks up a few terms, and a dict of a large vault's 50k took 8 to 12 ms."""
+
+    def __init__(self, terms: list):
+        self.terms = terms
+
+    def get(self, term, default=None):
+        i = bisect_left(self.terms, term)
+        return i if i < len(self.terms) and self.terms[i] == term else default
+
+    def __iter__(self):
+        return iter(self.terms)
+
+    def __len__(self):
+        return len(self.terms)
+
+
+class _Vocab(_ByGet):
+    """term -> global column: the first part's columns whose terms a live document
+    holds, then the terms only later parts hold (more), in that order (what a dict
+    built term by term holds); values() is one list, for rerank's table."""
+
+    def __init__(self, first, alive: np.ndarray, more: dict):
+        self.first, self.alive, self.more = first, alive, more
+
+    def get(self, term, default=None):
+        c = self.more.get(term)
+        if c is None:
+            c = self.first.get(term)
+            if c is None or not self.alive[c]:
+                return default
+        return c
+
+    def __iter__(self):
+        yield from (t for t, a in zip(self.first, self.alive.tolist()) if a)
+        yield from self.more
+
+    def __len__(self):
+        return int(self.alive.sum()) + len(self.more)
+
+    def values(self):
+        return np.flatnonzero(self.alive).tolist() + list(self.more.values())
+
+
+def _combine(parts: list[dict], lives: list, dead_dfs=None) -> dict:
     """One BM25 view over parts (segments): live[i] maps part i's rows to chunk ids (-1
-    tombstoned; None: row r is chunk r); dead_texts[i], when given, the BM25 texts of
-    part i's tombstoned rows. Global document frequencies, document count
+    tombstoned; None: row r is chunk r); dead_dfs[i], when given, the document
+    frequency per column of part i's tombstoned rows (_dead_df). Global document
+    frequencies, document count
     and average length over the live documents only, so every score is what one index
     built from the live chunks gives. {"vocab" {term: column}, "idf" float64 [V],
     "n_docs", "avgdl", "parts"}."""
     n, total, dfs = 0, 0, []
-    for p, live, dead in zip(parts, lives, dead_texts or [None] * len(parts)):
+    for p, live, dead in zip(parts, lives, dead_dfs or [None] * len(parts)):
         lens = np.asarray(p["lens"], dtype=np.int64)
         rows = slice(None) if live is None else live >= 0
         n += len(lens) if live is None else int(rows.sum())
         total += int(lens[rows].sum())
         dfs.append(_live_df(p, live, dead))
     avgdl = total / n if n and total else 1.0
-    vocab, df, more = {}, np.zeros(0, dtype=np.int64), []
+    vocab, df, more, extra = None, np.zeros(0, dtype=np.int64), [], {}
     for p, d in zip(parts, dfs):
-        if not vocab:                 # the first (largest) part: its columns, less the
-            vocab, df = dict(p["col"]), d.astype(np.int64)     # terms left with no doc
-            for c in np.flatnonzero(d == 0).tolist():
-                del vocab[p["terms"][c]]
+        if vocab is None:             # the first (largest) part: its columns, less the
+            df = d.astype(np.int64)   # terms left with no doc
+            vocab = _Vocab(p["col"], df > 0, extra)
+            alive = vocab.alive.tolist()
             continue
-        for t, c in zip(p["terms"], d.tolist()):
-            g = vocab.setdefault(t, len(df) + len(more)) if c else None
+        held = np.flatnonzero(d)              # the terms a live document holds
+        terms, counts = [p["terms"][i] for i in held.tolist()], d[held]
+        cols = _first_columns(vocab.first, alive, terms)
+        at = np.array([c is not None for c in cols], dtype=bool)
+        np.add.at(df, np.array([c for c in cols if c is not None], dtype=np.int64),
+                  counts[at])
+        for i in np.flatnonzero(~at).tolist():           # terms the first part lacks
+            t, c = terms[i], int(counts[i])
+            g = extra.get(t)
             if g is None:
-                continue
-            if g < len(df):
-                df[g] += c
-            elif g - len(df) < len(more):
-                more[g - len(df)] += c
-            else:
+                extra[t] = len(df) + len(more)
                 more.append(c)
+            else:
+                more[g - len(df)] += c
     df = np.r_[df, np.asarray(more, dtype=np.int64)].astype(np.float64)
     views = [{"col": p["col"], "indptr": np.asarray(p["indptr"]),   # plain views of the
               "docs": np.asarray(p["docs"]), "tf": np.asarray(p["tf"]),  # maps: no memmap
               "live": live if live is None else np.where(live < 0, n, live),  # cost
               "norm": _norm(p["lens"], avgdl, live)} for p, live in zip(parts, lives)]
-    return {"vocab": vocab, "idf": np.log1p((n - df + 0.5) / (df + 0.5)), "n_docs": n,
+    return {"vocab": vocab if vocab is not None else {},
+            "idf": np.log1p((n - df + 0.5) / (df + 0.5)), "n_docs": n,
             "avgdl": avgdl, "parts": views}
+
+
+def _first_columns(first, alive: list, terms: list) -> list:
+    """Each term's column in the first part (first: term -> column) if a live document
+    holds it there, else None; terms ascending (a later part's), so each bisection
+    starts where the last ended."""
+    if not isinstance(first, _Columns):
+        return [c if c is not None and alive[c] else None for c in map(first.get, terms)]
+    ft, n, lo, out = first.terms, len(first.terms), 0, []
+    for t in terms:
+        lo = bisect_left(ft, t, lo)
+        out.append(lo if lo < n and ft[lo] == t and alive[lo] else None)
+    return out
 
 
 def _norm(lens, avgdl: float, live) -> np.ndarray:
@@ -290,8 +367,7 @@ def _read_part(folder: Path, seg: str, sha: str, n: int) -> dict | None:
         return None                     # missing or damaged: rebuilt by the caller
     if not ok:
         return None
-    return {**arrays, "terms": meta["terms"],
-            "col": dict(zip(meta["terms"], range(len(meta["terms"]))))}
+    return {**arrays, "terms": meta["terms"], "col": _Columns(meta["terms"])}
 
 
 def _save_part(folder: Path, seg: str, sha: str, part: dict) -> None:
@@ -318,16 +394,78 @@ def _segment_part(index, s: int, seg) -> dict:
     return part
 
 
-def _dead_texts(seg, live) -> list[str] | None:
-    """The BM25 texts of a segment's tombstoned rows when they are few (at most
-    RETOKENIZE_SHARE of its rows), else None (counted over the postings instead)."""
-    dead = np.flatnonzero(live < 0) if live is not None else []
-    if live is None or len(dead) > RETOKENIZE_SHARE * len(live):
-        return None
+def _dead_texts(seg, dead: list[int]) -> list[str]:
+    """The BM25 texts of a segment's rows `dead` (ascending)."""
     starts = np.array([start for _, start, _ in seg.files] or [0])
     note = np.searchsorted(starts, dead, "right") - 1            # the note of each row
     return [_bm25_text({"path": seg.files[j][0], "heading": seg.heading[r],
-                        "text": seg.text(r)}) for r, j in zip(dead.tolist(), note.tolist())]
+                        "text": seg.text(r)}) for r, j in zip(dead, note.tolist())]
+
+
+def _term_df(part: dict, texts: list[str]) -> np.ndarray | None:
+    """int64 [V]: per column of part, the texts holding its term; None if a text holds
+    a term part lacks (texts not from its documents)."""
+    vocab, k = {}, len(texts)
+    keys, _, _ = _postings(texts, vocab, np.arange(k), k)
+    counts = np.bincount(keys // max(k, 1), minlength=len(vocab))
+    col = part["col"]
+    cols = [col.get(t) for t in vocab]
+    if None in cols:
+        return None
+    out = np.zeros(len(part["indptr"]) - 1, dtype=np.int64)
+    out[np.asarray(cols, dtype=np.int64)] = counts       # distinct terms, distinct columns
+    return out
+
+
+def _read_dead(path: Path, sha: str, n_cols: int) -> tuple[list, np.ndarray]:
+    """(rows, int64 [n_cols] count per column) of a segment's s<N>.bm25-dead.json if
+    whole and made for it, else ([], zeros)."""
+    out = np.zeros(n_cols, dtype=np.int64)
+    try:
+        d = json.loads(path.read_bytes())
+        rows, cols, counts = d["rows"], np.asarray(d["cols"]), np.asarray(d["counts"])
+        ok = (d["format"] == BM25_FORMAT and d["segment_sha"] == sha
+              and all(type(r) is int for r in rows) and all(map(int.__lt__, rows, rows[1:]))
+              and cols.shape == counts.shape == (len(cols),) and cols.dtype.kind == "i"
+              and counts.dtype.kind == "i" and (len(cols) == 0 or (
+                  cols.min() >= 0 and cols.max() < n_cols and counts.min() > 0)))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return [], out
+    if not ok:
+        return [], out
+    np.add.at(out, cols, counts)
+    return rows, out
+
+
+def _dead_df(index, s: int, seg, live, part) -> np.ndarray | None:
+    """int64 [V]: per column of the segment's postings, its tombstoned rows holding the
+    term, when they are few (at most RETOKENIZE_SHARE of its rows; else None: they are
+    counted over every posting). Their texts are tokenized again, once: the counts are
+    kept in s<N>.bm25-dead.json with the rows they cover, and a later process tokenizes
+    only the rows tombstoned since (the notes of the last ingest)."""
+    dead = np.flatnonzero(live < 0).tolist() if live is not None else []
+    if live is None or len(dead) > RETOKENIZE_SHARE * len(live):
+        return None
+    path = Path(index.dir) / f"{seg.name}.{BM25_DEAD}"
+    sha = index.manifest["segments"][s]["sha"]
+    rows, df = _read_dead(path, sha, len(part["indptr"]) - 1)
+    if rows == dead:
+        return df
+    if not set(rows) <= set(dead):             # not from this tombstone set: start over
+        df[:] = 0
+        rows = []
+    more = _term_df(part, _dead_texts(seg, sorted(set(dead) - set(rows))))
+    if more is None:
+        return None
+    df += more
+    cols = np.flatnonzero(df)
+    try:
+        ingest.write_atomic(path, json.dumps(
+            {"format": BM25_FORMAT, "segment_sha": sha, "rows": dead,
+             "cols": cols.tolist(), "counts": df[cols].tolist()}).encode("utf-8"))
+    except OSError:
+        pass                                   # read-only index dir: in memory only
+    return df
 
 
 def load_bm25(index) -> dict:
@@ -342,8 +480,9 @@ def load_bm25(index) -> dict:
         lives = [index.chunks.segment_ids(s) for s in range(len(segments))]
         if len(lives) == 1 and np.array_equal(lives[0], np.arange(len(lives[0]))):
             lives = [None]
-        bm = _combine(parts, lives, [_dead_texts(seg, live)
-                                     for seg, live in zip(segments, lives)])
+        dead = [_dead_df(index, s, seg, live, part)
+                for s, (seg, live, part) in enumerate(zip(segments, lives, parts))]
+        bm = _combine(parts, lives, dead)
     else:
         bm = build_bm25(index.chunks)
     index.cache["bm25"] = bm
@@ -357,29 +496,34 @@ def _meta(index) -> dict:
     """Cached per-index arrays: chunk -> path column, private flags, path -> chunk ids."""
     meta = index.cache.get("retrieve_meta")
     if meta is None:
-        paths: dict[str, int] = {}
         by_file = ingest.chunk_files(index.chunks)
         if by_file is not None:                    # chunks in file order: no dicts read
-            file_of, files = by_file               # each file's chunks are one run of ids
-            first = np.flatnonzero(np.r_[True, file_of[1:] != file_of[:-1]]) if len(
-                file_of) else np.zeros(0, dtype=np.int64)
-            names = [files[j]["path"] for j in file_of[first].tolist()]
-            paths = dict(zip(names, range(len(names))))
+            file_of, files = by_file
+            names, first = _file_runs(file_of, files)
             col = np.cumsum(np.r_[False, file_of[1:] != file_of[:-1]]) if len(
                 file_of) else np.zeros(0, dtype=np.int64)
             private = np.array([bool(f.get("private")) for f in files], dtype=bool)[file_of]
-            ids = _Runs(dict(zip(names, zip(first.tolist(),
-                                            np.r_[first[1:], len(file_of)].tolist()))))
+            meta = {"paths": names, "col": col, "private": private,
+                    "ids": chunk_ids_by_path(index)}
         else:
+            paths: dict[str, int] = {}
             col = np.array([paths.setdefault(c["path"], len(paths)) for c in index.chunks],
                            dtype=np.int64)
             private = np.array([bool(c.get("private")) for c in index.chunks], dtype=bool)
             order = np.argsort(col, kind="stable")
             bounds = np.searchsorted(col[order], np.arange(len(paths) + 1))
             ids = {p: order[bounds[j]:bounds[j + 1]] for p, j in paths.items()}
-        meta = {"paths": list(paths), "col": col, "private": private, "ids": ids}
+            meta = {"paths": list(paths), "col": col, "private": private, "ids": ids}
         index.cache["retrieve_meta"] = meta
     return meta
+
+
+def _file_runs(file_of: np.ndarray, files: list) -> tuple[list, np.ndarray]:
+    """(path of each note with chunks, in chunk order; its first chunk id): chunks in
+    file order, so each file's chunks are one run of ids."""
+    first = np.flatnonzero(np.r_[True, file_of[1:] != file_of[:-1]]) if len(
+        file_of) else np.zeros(0, dtype=np.int64)
+    return [files[j]["path"] for j in file_of[first].tolist()], first
 
 
 def _matrix(index):
@@ -411,8 +555,19 @@ class _Runs(dict):
 
 
 def chunk_ids_by_path(index) -> dict[str, np.ndarray]:
-    """Vault-relative path -> its chunk ids (ascending), cached on the index."""
-    return _meta(index)["ids"]
+    """Vault-relative path -> its chunk ids (ascending), cached on the index (without
+    the rest of _meta, which a question without filters never needs)."""
+    ids = index.cache.get("retrieve_ids")
+    if ids is None:
+        by_file = ingest.chunk_files(index.chunks)
+        if by_file is None:
+            ids = _meta(index)["ids"]
+        else:
+            names, first = _file_runs(*by_file)
+            ends = np.r_[first[1:], len(by_file[0])].tolist()
+            ids = _Runs(dict(zip(names, zip(first.tolist(), ends))))
+        index.cache["retrieve_ids"] = ids
+    return ids
 
 
 def _folder(prefix: str) -> str:
@@ -604,9 +759,29 @@ def _canonical(index, path: str) -> str | None:
     return dup if dup and dup in index.by_path else path
 
 
+def _seed_backlinks(index, seeds: list[str]) -> dict[str, list[str]]:
+    """seed -> notes linking to it (sorted), for a few seeds: one walk that skips every
+    note linking to none of them (a third of the time of the whole map)."""
+    want, found, by_path = set(seeds), {s: set() for s in seeds}, index.by_path
+    for f in index.files:
+        links = f.get("links")
+        if links and not want.isdisjoint(links):
+            here = f["path"]
+            for target in links:
+                if target in want and target != here and target in by_path:
+                    found[target].add(here)
+    return {s: sorted(v) for s, v in found.items()}
+
+
 def _neighbours(index, seeds: list[str]) -> list[tuple[str, str]]:
-    """(neighbour path, seed path) one hop from the seeds: links, then backlinks."""
-    back = _backlinks(index)
+    """(neighbour path, seed path) one hop from the seeds: links, then backlinks. A
+    process's first question finds the seeds' backlinks alone; from its second on, the
+    whole map is made once and kept (a long-running process asks again and again)."""
+    if "backlinks" in index.cache or index.cache.get("backlinks_asked"):
+        back = _backlinks(index)
+    else:
+        index.cache["backlinks_asked"] = True
+        back = _seed_backlinks(index, seeds)
     out = []
     for seed in seeds:
         linked = list((index.by_path.get(seed) or {}).get("links") or [])

@@ -96,16 +96,15 @@ class _Sections:
 
     def __init__(self, index):         # no reference to the index: no cycle through its cache
         self.chunks, self.ids_of = index.chunks, retrieve.chunk_ids_by_path(index)
-        self.memo, self.dates = {}, None
+        self.memo = {}
 
     def get(self, path: str, default=None):
         if path not in self.memo:
-            if self.dates is None:
-                self.dates = ingest.chunk_column(self.chunks, "section_date")
+            ids = self.ids_of.get(path, ())
             out: dict[str, list] = {}
-            for i in self.ids_of.get(path, ()):
-                if self.dates[i]:
-                    out.setdefault(self.dates[i], []).append(int(i))
+            for i, day in zip(ids, ingest.chunk_column(self.chunks, "section_date", ids)):
+                if day:
+                    out.setdefault(day, []).append(int(i))
             self.memo[path] = out
         return self.memo[path] or default
 

@@ -725,3 +725,94 @@ def test_refresh_loads_an_unchanged_index_once(vault, tmp_path, monkeypatch):
     loads.clear()
     changed = ingest.refresh(vault, tmp_path / "idx")
     assert {c["path"] for c in changed.chunks} == {"a.md", "b.md"}
+
+
+def test_the_two_cli_processes_end_with_their_code_and_all_their_output(tmp_path):
+    """python ingest.py and python harness.py end through ingest.run_cli (os._exit, the
+    heap left to the OS): every line printed arrives, exit codes are main()'s, and
+    argparse's --help / usage errors exit as ever."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    vault, d = tmp_path / "v", tmp_path / "idx"
+    write(vault, "rates.md", "# Rates\n\nMy day rate is 640 pounds from March.\n")
+    write(vault, "b.md", "# Boat\n\nThe boat is at the pier.\n")
+
+    def run(*args):
+        return subprocess.run([sys.executable, *args], capture_output=True, text=True,
+                              cwd=root)
+    ok = run("ingest.py", str(vault), "--index", str(d), "--json")
+    assert ok.returncode == 0 and json.loads(ok.stdout)["indexed"] == 2
+    again = run("ingest.py", str(vault), "--index", str(d))
+    assert again.returncode == 0 and again.stdout.splitlines()[-1] == \
+        "nothing changed since the last ingest"
+    bad = run("ingest.py", str(tmp_path / "nope"), "--index", str(d))
+    assert bad.returncode == 2 and bad.stderr.startswith("ingest: vault ") and not bad.stdout
+    helped = run("ingest.py", "--help")
+    assert helped.returncode == 0 and helped.stdout.startswith("usage: ingest.py")
+    asked = run("harness.py", "--vault", str(vault), "--index", str(d), "--backend",
+                "builtin", "--json", "What is my day rate?")
+    assert asked.returncode == 0
+    assert json.loads(asked.stdout)["question"] == "What is my day rate?"
+    usage = run("harness.py")
+    assert usage.returncode == 2 and "usage: harness.py" in usage.stderr
+
+
+def test_links_after_an_ingest_equal_a_full_resolution():
+    """Reused records keep their links unless a path their links name appeared, went or
+    changed duplicate status; the rest are resolved against a table of only the names
+    they ask for. Either way the links are those of a full resolution."""
+    import copy
+    paths = ["a/Plan.md", "b/plan.md", "b/Rate.md", "Rate.txt", "c/x.md", "c/Y.md", "img.md"]
+    recs = [{"path": p, "duplicate_of": "a/Plan.md" if p == "b/plan.md" else None,
+             "wikilinks": ["plan", "rate", "Y", "pic.png"], "_reused": True} for p in paths]
+    ingest._resolve_links(recs)
+    fresh = recs[4]
+    del fresh["_reused"]
+    fresh["wikilinks"] = ["plan", " Rate ", "b/rate", "y.md", "nowhere", "pic.png", "", "c/x"]
+
+    def both(recs, changed):
+        full, fast = copy.deepcopy(recs), copy.deepcopy(recs)
+        ingest._resolve_links(full)
+        ingest._resolve_links(fast, changed)
+        assert full == fast
+        return fast
+    edited = both(recs, set())                                  # an edit: no path changed
+    assert edited[4]["links"] == ["a/Plan.md", "Rate.txt", "b/Rate.md", "c/Y.md", "nowhere",
+                                  "c/x.md"]     # the shorter path first; a copy never
+    added = copy.deepcopy(edited) + [{"path": "a/rate.md", "duplicate_of": None,
+                                      "wikilinks": []}]    # read now: not _reused
+    assert both(added, {"a/rate.md"})[0]["links"] == ["a/Plan.md", "a/rate.md", "c/Y.md"]
+    gone = [r for r in copy.deepcopy(edited) if r["path"] != "c/Y.md"]   # deleted
+    assert both(gone, {"c/Y.md"})[0]["links"] == ["a/Plan.md", "Rate.txt", "Y"]
+    copied = copy.deepcopy(edited)                         # a/Plan.md now a duplicate
+    copied[0]["duplicate_of"] = "b/plan.md"
+    copied[1]["duplicate_of"] = None
+    assert both(copied, {"a/Plan.md", "b/plan.md"})[2]["links"][0] == "b/plan.md"
+
+
+def test_the_keeper_key_marks_exactly_what_the_copy_pattern_finds():
+    names = ["plan (1).md", "Plan COPY 2.md", "x/old notes.md", "bold.md", "BACKUP.txt",
+             "a/ba\u212a.md", "Co\u0420y.md", "scaffold.md", "c/(draft).md", "golden.md",
+             "Copy.md", "a.b/old.md", "a/b.c", "\u0130old.md", "rate.md"]
+    for n in names:
+        stem = n.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        assert ingest._keeper_key({"path": n}) == (bool(ingest.COPY_RE.search(stem)),
+                                                   len(n), n)
+    assert [ingest._keeper_key({"path": n})[0] for n in names[:6]] == [True] * 3 + [
+        False, True, True]                      # U+212A, the Kelvin sign, lowers to k
+
+
+def test_the_mcp_server_behind_harness_runs_with_the_cycle_collector_on(monkeypatch):
+    """run_cli turns the collector off for one-shot processes; `python harness.py --mcp`
+    serves for hours, so it turns it back on."""
+    import gc
+    import harness
+    import mcp_server
+    seen = []
+    monkeypatch.setattr(mcp_server, "main", lambda argv: seen.append(gc.isenabled()) or 0)
+    gc.disable()
+    try:
+        assert harness.main(["--mcp"]) == 0
+    finally:
+        gc.enable()
+    assert seen == [True]

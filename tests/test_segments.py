@@ -215,6 +215,84 @@ def test_segment_bm25_is_saved_once_and_memory_mapped(tmp_path, monkeypatch):
     assert retrieve.load_bm25(third)["vocab"] == bm["vocab"]       # rebuilt, same terms
 
 
+def test_one_note_changes_what_other_records_say(tmp_path):
+    """The fast paths of an ingest (links kept, families and duplicates from reused
+    records) still update the other notes' records: a note added next to a linking
+    note takes over its link, a copy turns into a duplicate and back, a newer version
+    moves the latest flag, a rename leaves the link unresolved; each equals a fresh full
+    build."""
+    v = tmp_path / "vault"
+    d = tmp_path / "idx"
+    write(v, "w/plan v1.md", "---\ndate: 2026-01-05\n---\n# Plan\nfirst plan rate 100\n")
+    write(v, "w/notes.md", "# Notes\nSee [[target]] and [[plan v1]].\n")
+    write(v, "x/target.md", "# Target\nthe far target\n")
+    ingest.build_index(v, d, backend=_backend())
+
+    def after(change) -> dict:
+        change()
+        ingest.build_index(v, d, backend=_backend())
+        _same_as_full_build(v, d, tmp_path)
+        return {f["path"]: f for f in ingest.load_index(d, backend=_backend()).files}
+    f = after(lambda: write(v, "w/target.md", "# Target\nthe near target\n"))
+    assert f["w/notes.md"]["links"] == ["w/target.md", "w/plan v1.md"]
+    f = after(lambda: write(v, "w/plan v2.md", "---\ndate: 2026-03-01\n---\n# Plan\nrate 2\n"))
+    assert [f["w/plan v1.md"]["is_latest"], f["w/plan v2.md"]["is_latest"]] == [False, True]
+    f = after(lambda: write(v, "y/target.md", (v / "w/target.md").read_text()))
+    assert f["y/target.md"]["duplicate_of"] == "w/target.md"
+    f = after(lambda: (v / "w/target.md").unlink())
+    assert f["y/target.md"]["duplicate_of"] is None
+    assert f["w/notes.md"]["links"][0] == "x/target.md"       # the shorter path
+    f = after(lambda: (v / "x/target.md").rename(v / "x/elsewhere.md"))
+    assert f["w/notes.md"]["links"][0] == "y/target.md"
+
+
+def test_tombstone_counts_are_kept_and_grow_with_each_ingest(tmp_path, monkeypatch):
+    """s<N>.bm25-dead.json: a later process tokenizes only the rows tombstoned since;
+    a damaged file or one from another tombstone set is not used. Every way, the
+    scores are those of one index of the live chunks, bit for bit."""
+    monkeypatch.setattr(ingest, "MERGE_SHARE", 10.0)
+    monkeypatch.setattr(retrieve, "RETOKENIZE_SHARE", 1.0)
+    v = Vault(tmp_path / "vault", seed=5)
+    for _ in range(20):
+        v.put(v.name(), v.text())
+    d = tmp_path / "idx"
+    ingest.build_index(v.root, d, backend=_backend())
+    real, asked = retrieve._dead_texts, []
+    monkeypatch.setattr(retrieve, "_dead_texts",
+                        lambda seg, rows: asked.append((seg.name, list(rows))) or real(seg, rows))
+
+    def check() -> dict:
+        idx = ingest.load_index(d, backend=_backend())
+        bm, one = retrieve.load_bm25(idx), retrieve.build_bm25(list(idx.chunks))
+        assert dict(bm["vocab"].items()).keys() == one["vocab"].keys()
+        assert [bm["idf"][bm["vocab"][t]] for t in one["vocab"]] == one["idf"].tolist()
+        for q in QUERIES:
+            np.testing.assert_array_equal(retrieve._bm25_scores(bm, q)[1],
+                                          retrieve._bm25_scores(one, q)[1])
+        return json.loads((d / f"{idx.segments[0].name}.{retrieve.BM25_DEAD}").read_text())
+
+    first = v.notes()
+    v.put(first[0], v.text())
+    ingest.build_index(v.root, d, backend=_backend())
+    kept = check()
+    assert asked and kept["rows"] == asked[0][1]           # the first edit's old rows
+    asked.clear()
+    check()
+    assert asked == []                                     # nothing tokenized again
+    v.put(first[1], v.text())
+    ingest.build_index(v.root, d, backend=_backend())
+    grown = check()
+    assert len(asked) == 1 and set(asked[0][1]) == set(grown["rows"]) - set(kept["rows"])
+    assert set(kept["rows"]) < set(grown["rows"])
+    dead = d / f"{ingest.load_index(d, backend=_backend()).segments[0].name}.{retrieve.BM25_DEAD}"
+    for bad in ("{", json.dumps({**grown, "segment_sha": "0" * 64}),
+                json.dumps({**grown, "cols": [10**9] * len(grown["cols"])}),
+                json.dumps({**grown, "rows": grown["rows"] + [10**6]})):
+        dead.write_text(bad)
+        asked.clear()
+        assert check() == grown and set(asked[0][1]) == set(grown["rows"])   # all again
+
+
 def _snapshots(d: Path, tmp_path: Path, monkeypatch, run) -> list:
     """Copies of d at every replace and unlink while run() commits: what a SIGKILL at
     that instant leaves behind."""
@@ -424,7 +502,7 @@ def test_a_cold_builtin_question_imports_only_what_it_needs(tmp_path):
     assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
-def test_lazy_corpus_idf_and_backlinks_equal_the_tables_they_replace(tmp_path, monkeypatch):
+def test_lazy_tables_equal_the_tables_they_replace(tmp_path, monkeypatch):
     import rerank
     v = Vault(tmp_path / "vault", seed=11)
     for _ in range(25):
@@ -453,6 +531,20 @@ def test_lazy_corpus_idf_and_backlinks_equal_the_tables_they_replace(tmp_path, m
     back = retrieve._backlinks(idx)
     assert found and {t: back[t] for t in found} == {t: sorted(s) for t, s in found.items()}
     assert set(back) == set(found) and back.get("nowhere.md", []) == []
+    seeds = sorted(found)[:3] + [idx.files[0]["path"], "nowhere.md"]
+    assert retrieve._seed_backlinks(idx, seeds) == {s: back.get(s, []) for s in seeds}
+    ids_of = retrieve.chunk_ids_by_path(idx)              # without the rest of _meta
+    assert "retrieve_meta" not in idx.cache
+    meta = retrieve._meta(idx)["ids"]
+    assert ids_of.keys() == meta.keys() and all(
+        np.array_equal(ids_of[p], meta[p]) for p in meta)
+    chunks = list(idx.chunks)
+    some = [0, len(chunks) - 1] + list(range(1, len(chunks), 7))
+    for key in ("section_date", "heading", "entry_latest", "path", "text"):
+        want = [chunks[i].get(key) for i in some]
+        assert ingest.chunk_column(idx.chunks, key, np.array(some)) == want
+        assert ingest.chunk_column(chunks, key, some) == want
+        assert ingest.chunk_column(idx.chunks, key) == [c.get(key) for c in chunks]
 
 
 def test_the_stamp_hashes_each_stat_as_its_text(tmp_path):
