@@ -112,11 +112,8 @@ SCRATCH = ("_body", "_norm", "_date_order", "_reused", "_chunks", "_family", "_r
 REUSE_RULES = 2                    # bump when reading/dating/chunking rules change: an
                                    # index made under other rules is not reused per file
 
-MONTHS = dict(jan=1, feb=2, mar=3, apr=4, may=5, jun=6, jul=7, aug=8, sep=9, oct=10,
-              nov=11, dec=12)
-_MON = (r"(?<![a-z])(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|"
-        r"aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
-        r"(?![a-z])\.?")
+MONTHS = models.MONTHS            # one month table for dating notes and for the reader
+_MON = models.MONTH_PATTERN + r"\.?"
 _YEAR = r"((?:19|20)\d\d)(?!\d)"
 DATE_PATTERNS = [  # most specific first; group order in the second field
     (re.compile(r"(?<!\d)((?:19|20)\d\d)[-_.](\d{1,2})[-_.](\d{1,2})(?!\d)"), "ymd"),
