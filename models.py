@@ -953,17 +953,16 @@ def _fits(ask: Ask, note: dict, unit: str, months: bool, owner_note: bool) -> bo
     and names Ana when a kept note is hers (`owner_note`: its path names her); and,
     when the question names months and `months` is on, a month asked (the unit,
     heading, path or note date): an answer "in July" comes from a line of July."""
-    text = f"{unit} {note['section']} {note['path']}"
-    tset = evidence_terms(text)
+    own = evidence_terms(unit) | evidence_terms(note["section"])   # (each memoised)
+    tset = own | evidence_terms(note["path"])
     if ask.subject and not any(_match(t, tset) for t in ask.subject):
         return False
-    own = evidence_terms(f"{unit} {note['section']}")    # a field of theirs, not a title
-    if not all(_match(t, own) for t in ask.owned):
+    if not all(_match(t, own) for t in ask.owned):    # a field of theirs, not a title
         return False
     if owner_note and ask.owners.isdisjoint(tset):
         return False
     return not (months and ask.months) or not ask.months.isdisjoint(
-        date_terms(f"{text} {note['date']}"))
+        tset | date_terms(note["date"]))
 
 
 def unit_rows(ask: Ask, notes: list[dict], months: bool = True) -> list[_Unit]:
