@@ -1159,7 +1159,8 @@ def _history(question: str, notes: list[dict]) -> list[str]:
         middle = sorted(lines[1:-1], key=lambda u: -u.score)[:MAX_SENTENCES - 2]
         lines = [lines[0]] + [u for u in lines[1:-1] if u in middle] + [lines[-1]]
     lines.sort(key=lambda u: (_when(u) if _when(u) != UNDATED else "9999", u.note["order"]))
-    return [f"{'Undated' if _when(u) == UNDATED else 'On ' + _when(u)}: {_cite(u)}"
+    return [_cite(u) if ROW_DATE_RE.match(u.text) else     # the row states its date
+            f"{'Undated' if _when(u) == UNDATED else 'On ' + _when(u)}: {_cite(u)}"
             for u in lines]
 
 

@@ -362,9 +362,9 @@ def test_a_table_of_dated_rows_is_a_history_of_its_own():
                   date=f"2026-0{m}-01", family="running/goals", latest=i == 1)
              for i, (m, t) in enumerate([(3, 150), (6, 120)])]
     text = write("How did my 5k place change over the year?", [times] + goals, "history")
-    assert text == ("On 2026-03-07: Date: 2026-03-07; Time: 25:10; Place: 140 [c1]. "
-                    "On 2026-05-02: Date: 2026-05-02; Time: 24:31; Place: 118 [c1]. "
-                    "On 2026-08-15: Date: 2026-08-15; Time: 23:58; Place: 97 [c1].")
+    assert text == ("Date: 2026-03-07; Time: 25:10; Place: 140 [c1]. "
+                    "Date: 2026-05-02; Time: 24:31; Place: 118 [c1]. "
+                    "Date: 2026-08-15; Time: 23:58; Place: 97 [c1].")
 
 
 def test_counts_in_words_and_places_that_are_no_time():
