@@ -136,15 +136,8 @@ MONTH_WORD = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|ju
               r"aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
 MONTH_PATTERN = rf"(?<![a-z])({MONTH_WORD})(?![a-z])"
 DAY_WORD = r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?"
-NUMBER_WORDS = frozenset("one two three four five six seven eight nine ten eleven twelve "
-                         "dozen".split())      # counts people write in words
 MONTH_WORD_RE = re.compile(MONTH_PATTERN + r"\Z")
 ISO_MONTH_RE = re.compile(r"(?<!\d)(?:19|20)\d\d-(0[1-9]|1[0-2])(?:-\d\d)?(?!\d)")
-ORDINALS = dict(first=1, second=2, third=3, fourth=4, fifth=5, sixth=6, seventh=7,
-                eighth=8, ninth=9, tenth=10)
-_ORDINAL_OF = {str(n): w for w, n in ORDINALS.items()}
-# a numbered item: "Milestone: 2", "Week 3", "Round #4" (a key, or a capitalised word)
-ORDINAL_RE = re.compile(r"\b([^\W\d_]+:|[^\W\d_a-z][^\W\d_]*)\s+#?(10|[1-9])(?![\d.,:/-])")
 
 
 def month_term(word: str) -> str | None:
@@ -153,13 +146,10 @@ def month_term(word: str) -> str | None:
 
 
 def date_terms(text: str) -> set[str]:
-    """The months a text names in words or in ISO dates ("2026-07-12" -> "jul"), and the
-    ordinal of a numbered item ("Milestone: 2" -> "second"): the words a question uses
-    for what a note writes in digits."""
+    """The months a text names in words or in ISO dates ("2026-07-12" -> "jul"): the
+    words a question uses ("in July") for what a note writes in digits."""
     out = {m for w in TOKEN_RE.findall(text) if (m := month_term(w))}
     out.update(list(MONTHS)[int(m) - 1] for m in ISO_MONTH_RE.findall(text))
-    out.update(_ORDINAL_OF[n] for w, n in ORDINAL_RE.findall(text)
-               if w.rstrip(":").lower() not in STOPWORDS)
     return out
 
 
@@ -392,16 +382,16 @@ class BuiltinEmbedder:
 JUDGE_MODEL = "builtin-judge-v2"
 WRITER_MODEL = "builtin-writer-v2"
 # fitted by tools/fit_reader.py on questions/dev.jsonl (tests/test_fit_reader.py checks)
-READER_BIAS = -7.624        # logit of a unit that names nothing asked and holds no value
-W_TEXT = 3.47               # share of the asked terms the unit names in its own words
-W_HEADING = 1.171           # share named by its heading trail
-W_TITLE = 1.477             # share named by its note's path (title)
-W_COVER = 1.427             # share named by the unit, its heading and title together
-W_TYPE = 2.174              # it holds a value of the asked kind (a bare number: PARTIAL_CREDIT)
-W_NEAR = 1.309              # an asked term's weight share / tokens from it to such a value
-W_RANK = 0.809              # the passage's rerank rank: 1 / (1 + rank from 0)
-W_LATEST = -0.135           # its note is the latest version (not an older one or entry)
-ABSTAIN_LOGIT = -3.656      # evidence below this everywhere: the notes lack the answer
+READER_BIAS = -7.979        # logit of a unit that names nothing asked and holds no value
+W_TEXT = 3.457               # share of the asked terms the unit names in its own words
+W_HEADING = 1.13           # share named by its heading trail
+W_TITLE = 1.502             # share named by its note's path (title)
+W_COVER = 1.418             # share named by the unit, its heading and title together
+W_TYPE = 2.583              # it holds a value of the asked kind (a bare number: PARTIAL_CREDIT)
+W_NEAR = 1.128              # an asked term's weight share / tokens from it to such a value
+W_RANK = 0.891              # the passage's rerank rank: 1 / (1 + rank from 0)
+W_LATEST = -0.152           # its note is the latest version (not an older one or entry)
+ABSTAIN_LOGIT = -3.658      # evidence below this everywhere: the notes lack the answer
 # set by hand, with a reason
 PARTIAL_CREDIT = 0.6      # a related form ("changes"/"changed", "paying"/"pay") is most of a match
 IDF_FLOOR = 0.1           # the commonest asked word still counts a little
@@ -415,7 +405,6 @@ TIME_WORDS = frozenset("""current currently latest newest recent recently still 
 nowadays today anymore change changed changing evolve evolved history historically
 originally original previous previously earlier before tell please""".split())
 _MONTH, _DAY = MONTH_WORD, DAY_WORD
-_COUNT = rf"\b(?:{'|'.join(sorted(NUMBER_WORDS))})\b"
 LOCATIVE = ("at", "in", "on", "near", "by", "behind", "under", "inside", "outside", "from")
 # Kinds of value, as they stand in a unit.
 VALUE_RES = {
@@ -423,7 +412,7 @@ VALUE_RES = {
                         r"\d\s?(?:gbp|eur|usd|euros?|pounds?|p)\b", re.I),
     "measure": re.compile(r"\d\s?(?:g|kg|mg|ml|l|km|m|mi|miles?|grams?|litres?|kcal|bpm|"
                           r"acres?|ha|metres?|%)\b", re.I),
-    "number": re.compile(rf"\d|{_COUNT}", re.I),          # "4", "four runs a week"
+    "number": re.compile(r"\d"),
     "duration": re.compile(r"\d[\s-]?(?:sec|second|min|minute|hour|hr|h|day|week|month|"
                            r"year)s?\b|\b\d{1,2}:\d{2}\b", re.I),
     "clock": re.compile(r"\b\d{1,2}[:.]\d{2}(?::\d{2})?\b|\b\d{1,2}\s?(?:am|pm)\b", re.I),
@@ -431,13 +420,10 @@ VALUE_RES = {
     "date": re.compile(rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b\d{{1,2}}(?:st|nd|rd|th)? {_MONTH}\b|"
                        rf"\b{_MONTH} \d{{1,2}}\b|\b{_DAY}\b", re.I),
     # a place: what follows a locative preposition ("at pier 4", "in the shed")
-    # (not a time: "on Friday", "in March", "at 10:30" name no place)
-    "place": re.compile(rf"\b(?:{'|'.join(LOCATIVE)}) (?:the |my |a |our )?"
-                        rf"(?!\d|(?:{_DAY}|{_MONTH})\b)\w", re.I),
+    "place": re.compile(rf"\b(?:{'|'.join(LOCATIVE)}) (?:the |my |a |our )?\w", re.I),
     # a capitalised word inside a sentence: a name ("Physio: Hannah Reyes", "in Clun")
     "name": re.compile(rf"(?<=[\w:,;(\u2014-]\s)(?!(?i:{_DAY}|{_MONTH})\b)[A-Z][\w'\u2019-]+"),
 }
-CLOCK_RE = re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?\b|\b\d{1,2}\s?(?:am|pm)\b", re.I)  # not "3.50"
 # The kinds a question asks for, from its asking words, first cue of each kind.
 KIND_CUES = (
     (re.compile(r"\bhow much\b"), ("money", "measure", "percent")),
@@ -504,7 +490,7 @@ def split_units(text: str) -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=1 << 16)
 def evidence_terms(text: str) -> frozenset:
-    """Terms of a text, numbers canonical, with the months and ordinals it names."""
+    """Terms of a text, numbers canonical, with the months it names (date_terms)."""
     return frozenset([number_key(t) if t[0].isdigit() else t for t in terms(text)]
                      + list(date_terms(text)))
 
@@ -568,9 +554,6 @@ class Ask:
     parts: tuple = ()                # an Ask per part, for a question of several
     is_list: bool = False
     focus: tuple = ()                # the attribute asked about ("phone", "floor")
-    months: frozenset = frozenset()  # months the question names ("in July": {"jul"})
-    subject: tuple = ()              # its terms that ask for no kind ("flight", not "cost")
-    owners: frozenset = frozenset()  # names asked about by possessive ("Ana's ...": ana)
     owned: tuple = ()                # what of theirs is asked ("Ana's phone number": phone)
 
 
@@ -606,7 +589,7 @@ def question_parts(query: str) -> list[str]:
 
 
 # "Ana's phone number", "Hattie's surname": a name and the attribute of theirs asked
-POSSESSIVE_RE = re.compile(r"(?<=\s)([A-Z][\w-]*)'s\s+((?:[\w-]+\s*){1,3})")
+POSSESSIVE_RE = re.compile(r"(?<=\s)[A-Z][\w-]*'s\s+((?:[\w-]+\s*){1,3})")
 # "which airline", "who's my physio", "what's my blood type": the role or attribute asked
 FOCUS_RE = re.compile(r"\b(?:which|what|who|whose|whom)(?:'s)?\s+((?:[\w'-]+\s*){1,4})",
                       re.IGNORECASE)
@@ -629,27 +612,30 @@ def focus_terms(question: str, names=frozenset()) -> tuple:
         for w in words:
             if w in STOPWORDS or w in FOCUS_SKIP:
                 break
-            if any(rx.search(w) for rx, _ in KIND_CUES):
+            if _asks_kind(w):
                 continue
             out += [t for t in terms(w) if t not in names
                     and t not in TIME_WORDS and not t[0].isdigit()]
     return tuple(dict.fromkeys(out))
 
 
-def _possessive(q: str) -> dict:
-    """{owners: terms of the names asked about by possessive, owned: the attribute
-    terms asked of them: the words after "'s" up to a stopword, less kind and time
-    words}. Of one part of a question: "Gemma's phone and who runs her diary?" asks
-    the second part about no phone."""
-    owners, owned = set(), []
+def _asks_kind(word: str) -> bool:
+    """The word asks for a kind of value ("number", "cost", "time"), not a topic."""
+    return any(rx.search(word) for rx, _ in KIND_CUES)
+
+
+def _owned(q: str) -> tuple:
+    """The attribute terms a possessive asks of someone ("Ana's phone number": phone):
+    the words after "'s" up to a stopword, less kind and time words. Of one part of a
+    question: "Gemma's phone and who runs her diary?" asks the second part no phone."""
+    owned = []
     for m in POSSESSIVE_RE.finditer(q):
-        owners.update(terms(m.group(1)))
-        for w in m.group(2).split():
+        for w in m.group(1).split():
             if w.lower() in STOPWORDS:
                 break
-            if not any(rx.search(w.lower()) for rx, _ in KIND_CUES):
+            if not _asks_kind(w.lower()):
                 owned += [t for t in terms(w) if t not in TIME_WORDS]
-    return {"owners": frozenset(owners), "owned": tuple(dict.fromkeys(owned))}
+    return tuple(dict.fromkeys(owned))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -659,16 +645,13 @@ def analyse(question: str) -> Ask:
     q = question.replace("\u2019", "'")
     names = frozenset(t for w in re.findall(r"[^\W\d_][\w'-]*", q)[1:]
                       if w[0].isupper() and not month_term(w) for t in terms(w))
-    months = frozenset(m for i, w in enumerate(re.findall(r"[^\W\d_]+", q))
-                       if w[0].isupper() and (m := month_term(w)) and (i or m != "may"))
     pieces = question_parts(q)
     whole = _topic(q) + tuple(sorted(number_keys(q) - {""}))
-    subject = tuple(t for t in whole if not any(rx.search(t) for rx, _ in KIND_CUES))
     parts = tuple(Ask(whole, _kinds(p.lower()), names, focus=focus_terms(p, names),
-                      months=months, subject=subject, **_possessive(p)) for p in pieces)
+                      owned=_owned(p)) for p in pieces)
     return Ask(whole, _kinds(q.lower()), names, parts if len(parts) > 1 else (),
-               bool(LIST_RE.search(q.lower())), focus_terms(q, names), months, subject,
-               **(_possessive(q) if len(parts) < 2 else {}))
+               bool(LIST_RE.search(q.lower())), focus_terms(q, names),
+               _owned(q) if len(parts) < 2 else ())
 
 
 def holds(text: str, kinds) -> float:
@@ -678,20 +661,9 @@ def holds(text: str, kinds) -> float:
     digit = re.search(r"\d", text) is not None
     if not kinds:
         return float(digit or bool(VALUE_RES["name"].search(text) or KEY_RE.match(text)))
-    if any(VALUE_RES[k].search(text) for k in kinds
-           if digit or k in ("name", "date", "place", "number")):   # "number": "four"
+    if any(VALUE_RES[k].search(text) for k in kinds if digit or k in ("name", "date", "place")):
         return 1.0
-    return PARTIAL_CREDIT if digit and kinds - {"name", "place"} and _bare_number(
-        text, kinds) else 0.0
-
-
-def _bare_number(text: str, kinds) -> bool:
-    """A number outside the dates and clock times of the text, unless those are asked:
-    "departing 10:15 on 21 November" holds no amount of money."""
-    for k, rx in (("date", VALUE_RES["date"]), ("clock", CLOCK_RE)):
-        if k not in kinds:
-            text = rx.sub(" ", text)
-    return re.search(r"\d", text) is not None
+    return PARTIAL_CREDIT if digit and kinds - {"name", "place"} else 0.0
 
 
 def _value_at(toks: list[str], i: int, kinds) -> bool:
@@ -699,8 +671,6 @@ def _value_at(toks: list[str], i: int, kinds) -> bool:
     tok = toks[i]
     if tok[0].isdigit():
         return not kinds or bool(kinds - {"name", "place"})
-    if "number" in kinds and tok.lower() in NUMBER_WORDS:
-        return True
     if "place" in kinds and i and toks[i - 1].lower() in LOCATIVE:
         return True
     if tok[0].isupper():
@@ -794,7 +764,7 @@ class _Scorer:
         own, head, path = evidence_terms(unit), evidence_terms(heading), evidence_terms(title)
         return [self.share(own), self.share(head), self.share(path),
                 self.share(own | head | path), holds(unit, self.ask.kinds),
-                self.nearness(unit, own, head | path)]
+                self.nearness(unit, own, head)]
 
 
 def evidence(f) -> float:
@@ -938,7 +908,7 @@ class _Unit:
     ev: float             # evidence logit
     score: float          # evidence plus rank and status: the writer's order
     named: frozenset      # asked terms it names (itself or in its heading)
-    fits: bool = True     # it is about the subject asked, in a month asked (_fits)
+    fits: bool = True     # for "Ana's phone number": it or its heading names the phone
 
     @property
     def answers(self) -> bool:
@@ -946,34 +916,13 @@ class _Unit:
         return self.f[4] > 0 and self.f[5] > 0 and self.fits
 
 
-def _fits(ask: Ask, note: dict, unit: str, months: bool, owner_note: bool) -> bool:
-    """The unit, its heading or its note's path names a term of the question's subject
-    (when it has one: "£55 per session" is no answer to what the flight cost); for
-    "Ana's phone number", the unit or its heading names the attribute asked (phone),
-    and names Ana when a kept note is hers (`owner_note`: its path names her); and,
-    when the question names months and `months` is on, a month asked (the unit,
-    heading, path or note date): an answer "in July" comes from a line of July."""
-    own = evidence_terms(unit) | evidence_terms(note["section"])   # (each memoised)
-    tset = own | evidence_terms(note["path"])
-    if ask.subject and not any(_match(t, tset) for t in ask.subject):
-        return False
-    if not all(_match(t, own) for t in ask.owned):    # a field of theirs, not a title
-        return False
-    if owner_note and ask.owners.isdisjoint(tset):
-        return False
-    return not (months and ask.months) or not ask.months.isdisjoint(
-        tset | date_terms(note["date"]))
-
-
-def unit_rows(ask: Ask, notes: list[dict], months: bool = True) -> list[_Unit]:
+def unit_rows(ask: Ask, notes: list[dict]) -> list[_Unit]:
     """Every unit of every note, scored for `ask` (IDF over the notes, as the judge's
-    is over documents: a topic word every kept note shares still weighs); with
-    `months` off (history: every version answers), a month asked does not restrict."""
+    is over documents: a topic word every kept note shares still weighs)."""
     raw = [(note, i, u) for note in notes for i, u in enumerate(split_units(note["text"]))]
     docs = [evidence_terms(f"{n['text']} {n['section']} {n['path']}") for n in notes]
     w = weights_for(ask, docs)
     sc = _Scorer(ask, w, set().union(*docs) if docs else set())
-    owner_note = any(not ask.owners.isdisjoint(evidence_terms(n["path"])) for n in notes)
     out = []
     for note, i, u in raw:
         f = sc.features(u, note["section"], note["path"])
@@ -983,7 +932,7 @@ def unit_rows(ask: Ask, notes: list[dict], months: bool = True) -> list[_Unit]:
         own = evidence_terms(u) | evidence_terms(note["section"])
         out.append(_Unit(note, u, i, f, ev, ev + W_RANK * rank + W_LATEST * latest,
                          frozenset(t for t in w if _match(t, own)),
-                         _fits(ask, note, u, months, owner_note)))
+                         all(_match(t, own) for t in ask.owned)))   # a field, not a title
     return out
 
 
@@ -1036,8 +985,8 @@ def _older(w: _Unit, u: _Unit) -> bool:
 def _without_superseded(u: _Unit, units: list[_Unit], kinds) -> str:
     """Present mode: u's text cut before the first value (of the asked kinds, else a
     number or name) that only older notes (versions, entries, or notes dated before
-    u's) naming something asked state, when what stays still states a value and every
-    asked word the unit names: a present answer does not repeat a superseded value."""
+    u's) naming something asked state, when what stays still states a value: a
+    present answer does not repeat a superseded value."""
     kinds = kinds or frozenset({"number", "name"})
     older = set().union(*(_values(w, kinds) for w in units if _older(w, u) and w.named))
     newer = set().union(*(_values(w, kinds) for w in units
@@ -1051,10 +1000,7 @@ def _without_superseded(u: _Unit, units: list[_Unit], kinds) -> str:
             while words and words[-1].lower() in STOPWORDS:
                 words.pop()
             cut = u.text[:toks[len(words) - 1].end()] if words else ""
-            kept = evidence_terms(cut)      # the cut still names what the unit answers
-            asked = [t for t in u.named if _match(t, evidence_terms(u.text))]
-            return (cut if words and holds(cut, kinds) and all(_match(t, kept) for t in asked)
-                    else u.text)
+            return cut if words and holds(cut, kinds) else u.text
     return u.text
 
 
@@ -1118,7 +1064,7 @@ def _history(question: str, notes: list[dict]) -> list[str]:
     and state such a value no line states. Past MAX_SENTENCES: the oldest, the newest
     and the strongest between."""
     ask = analyse(question)
-    units = unit_rows(ask, notes, months=False)
+    units = unit_rows(ask, notes)
     docs: dict = {}
     for u in units:
         if u.answers:
@@ -1164,18 +1110,17 @@ def _history(question: str, notes: list[dict]) -> list[str]:
             for u in lines]
 
 
-def states_asked(question: str, notes: list[dict], mode: str = "any") -> bool:
+def states_asked(question: str, notes: list[dict]) -> bool:
     """Some unit of the notes holds a value of a kind asked (by the question or one of
     its parts) near an asked term: the writer abstains when none does (the gate,
     before it, has weighed the same evidence against ABSTAIN_LOGIT)."""
     ask = analyse(question)
-    return any(u.answers for a in (ask,) + ask.parts
-               for u in unit_rows(a, notes, months=mode != "history"))
+    return any(u.answers for a in (ask,) + ask.parts for u in unit_rows(a, notes))
 
 
 def extract_answer(question: str, mode: str, notes: list[dict]) -> str:
     """The cited extractive answer, or ABSTAIN_SENTENCE when no unit answers."""
-    if not question.strip() or not states_asked(question, notes, mode):
+    if not question.strip() or not states_asked(question, notes):
         return ABSTAIN_SENTENCE
     lines = _history(question, notes) if mode == "history" else _current(question, mode,
                                                                          notes)

@@ -9,8 +9,7 @@ Not: retrieval or answering; the harness acts on the decision.
 
 Time mode rules, first match wins:
   1. change words (changed, over time, used to, originally, history, from 500 to 550 ...)
-     or a "how did ..." question whose verb is a verb of change ("how did my goal shift
-     between March and June?") -> history;
+     -> history;
   2. present words (current, now, latest, still, these days, as of today ...) -> present;
   3. a date, a month, a past tense or an event lookup ("what did", "when was",
      "last week", "in April", "as of 2026-05") -> any;
@@ -47,13 +46,6 @@ HISTORY_STRONG_RE = re.compile(
     r"each version|every version|all versions|timeline|over the (?:weeks|months|years)|"
     r"(?:went|gone|go|moved|rose|fell|increased|decreased|dropped|jumped|grew) from|"
     r"from [\u00a3$\u20ac]?\d\S* to [\u00a3$\u20ac]?\d)\b")
-# "how did my goal shift between March and June?", "how did the rate move?": a question
-# whose verb is a verb of change, ending the question or before a span of time
-CHANGE_VERB = (r"(?:chang|evolv|shift|mov|grow|grew|develop|progress|build|built|rise|rose|"
-               r"fall|fell|drop|climb|increas|decreas|improv|worsen)\w*(?: up| down)?")
-HOW_CHANGED_RE = re.compile(
-    rf"\bhow (?:did|has|have|do|does) (?:[\w'-]+ ){{1,12}}?{CHANGE_VERB}"
-    r"(?: (?:over|between|from|during|since|across|through|in|this|last)\b[^?]*)?\s*\??$")
 HISTORY_WEAK_RE = re.compile(r"\b(?:change|before|previous(?:ly)?|earlier|trend|since when)\b")
 PRESENT_RE = re.compile(
     r"\b(?:current(?:ly)?|now|nowadays|latest|newest|still|these days|today|at the moment|"
@@ -68,7 +60,6 @@ PRESENT_QUESTION_RE = re.compile(  # past and event cues were ruled out before t
     r"is|are|does|do|has|have|can|should)\b")
 STRONG, WEAK, DEFAULT, LOW = 0.9, 0.7, 0.6, 0.5
 TIME_RULES = ((HISTORY_STRONG_RE, "history", STRONG, "change words"),   # first match wins
-              (HOW_CHANGED_RE, "history", STRONG, "a verb of change"),
               (PRESENT_RE, "present", STRONG, "present words"),
               (HISTORY_WEAK_RE, "history", WEAK, "weak change words"),
               (PAST_OR_EVENT_RE, "any", WEAK, "a date, past tense or event"),

