@@ -612,10 +612,15 @@ def _mark_families(recs: list[dict]) -> None:
             m["is_latest"] = m["date"] == top
 
 
+def _link_name(raw: str) -> str:
+    """A wikilink target, case and note extension dropped: "Ana.md" -> "ana"."""
+    return raw.strip().lower().removesuffix(".md").removesuffix(".txt")
+
+
 def _link_key(raw: str) -> str | None:
     """A wikilink target as _resolve_links looks it up (None: an embed of an image or
     another attachment, or empty)."""
-    key = raw.strip().lower().removesuffix(".md").removesuffix(".txt")
+    key = _link_name(raw)
     ext = os.path.splitext(key)[1]
     return None if not key or (ext and ext[1:].isalpha()) else key
 
@@ -635,8 +640,7 @@ def _resolve_links(recs: list[dict], changed: set | None = None) -> None:
             no_ext = p.rsplit(".", 1)[0].lower()
             hit |= {no_ext, no_ext.rsplit("/", 1)[-1]}
         todo = [r for r in recs if not r.get("_reused") or (hit and not hit.isdisjoint(
-            raw.strip().lower().removesuffix(".md").removesuffix(".txt")
-            for raw in r["wikilinks"]))]    # a superset of _link_key's: an embed too
+            map(_link_name, r["wikilinks"])))]    # a superset of _link_key's: embeds too
     wanted = ({k for r in todo for k in map(_link_key, r["wikilinks"])}
               if changed is not None else None)
     by_key = defaultdict(list)
