@@ -713,21 +713,27 @@ def _backlinks(index) -> dict[str, list[str]]:
     """Resolved link target -> notes linking to it (sorted), cached on the index."""
     back = index.cache.get("backlinks")
     if back is None:
-        found: dict[str, set] = {}
-        by_path = index.by_path
-        for f in index.files:
-            links = f.get("links")
-            if links:
-                here = f["path"]
-                for target in links:
-                    if target != here and target in by_path:
-                        s = found.get(target)
-                        if s is None:
-                            found[target] = {here}
-                        else:
-                            s.add(here)
-        back = index.cache["backlinks"] = _Sorted(found)
+        back = index.cache["backlinks"] = _Sorted(_linkers(index))
     return back
+
+
+def _linkers(index, want: set | None = None) -> dict[str, set]:
+    """Resolved link target -> the set of notes linking to it (not itself), for every
+    target or, with want, for those targets alone (notes linking to none are skipped)."""
+    found: dict[str, set] = {}
+    keep = index.by_path if want is None else {t for t in want if t in index.by_path}
+    for f in index.files:
+        links = f.get("links")
+        if links and (want is None or not keep.isdisjoint(links)):
+            here = f["path"]
+            for target in links:
+                if target != here and target in keep:
+                    s = found.get(target)
+                    if s is None:
+                        found[target] = {here}
+                    else:
+                        s.add(here)
+    return found
 
 
 class _Sorted(dict):
@@ -762,15 +768,8 @@ def _canonical(index, path: str) -> str | None:
 def _seed_backlinks(index, seeds: list[str]) -> dict[str, list[str]]:
     """seed -> notes linking to it (sorted), for a few seeds: one walk that skips every
     note linking to none of them (a third of the time of the whole map)."""
-    want, found, by_path = set(seeds), {s: set() for s in seeds}, index.by_path
-    for f in index.files:
-        links = f.get("links")
-        if links and not want.isdisjoint(links):
-            here = f["path"]
-            for target in links:
-                if target in want and target != here and target in by_path:
-                    found[target].add(here)
-    return {s: sorted(v) for s, v in found.items()}
+    found = _linkers(index, set(seeds))
+    return {s: sorted(found.get(s, ())) for s in seeds}
 
 
 def _neighbours(index, seeds: list[str]) -> list[tuple[str, str]]:
