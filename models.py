@@ -382,16 +382,16 @@ class BuiltinEmbedder:
 JUDGE_MODEL = "builtin-judge-v2"
 WRITER_MODEL = "builtin-writer-v2"
 # fitted by tools/fit_reader.py on questions/dev.jsonl (tests/test_fit_reader.py checks)
-READER_BIAS = -7.979        # logit of a unit that names nothing asked and holds no value
-W_TEXT = 3.457               # share of the asked terms the unit names in its own words
-W_HEADING = 1.13           # share named by its heading trail
-W_TITLE = 1.502             # share named by its note's path (title)
-W_COVER = 1.418             # share named by the unit, its heading and title together
-W_TYPE = 2.583              # it holds a value of the asked kind (a bare number: PARTIAL_CREDIT)
-W_NEAR = 1.128              # an asked term's weight share / tokens from it to such a value
-W_RANK = 0.891              # the passage's rerank rank: 1 / (1 + rank from 0)
-W_LATEST = -0.152           # its note is the latest version (not an older one or entry)
-ABSTAIN_LOGIT = -3.658      # evidence below this everywhere: the notes lack the answer
+READER_BIAS = -7.64        # logit of a unit that names nothing asked and holds no value
+W_TEXT = 3.484               # share of the asked terms the unit names in its own words
+W_HEADING = 1.119           # share named by its heading trail
+W_TITLE = 1.47             # share named by its note's path (title)
+W_COVER = 1.426             # share named by the unit, its heading and title together
+W_TYPE = 2.239              # it holds a value of the asked kind (a bare number: PARTIAL_CREDIT)
+W_NEAR = 1.027              # an asked term's weight share / tokens from it to such a value
+W_RANK = 0.898              # the passage's rerank rank: 1 / (1 + rank from 0)
+W_LATEST = -0.154           # its note is the latest version (not an older one or entry)
+ABSTAIN_LOGIT = -3.672      # evidence below this everywhere: the notes lack the answer
 # set by hand, with a reason
 PARTIAL_CREDIT = 0.6      # a related form ("changes"/"changed", "paying"/"pay") is most of a match
 IDF_FLOOR = 0.1           # the commonest asked word still counts a little
@@ -410,8 +410,9 @@ LOCATIVE = ("at", "in", "on", "near", "by", "behind", "under", "inside", "outsid
 VALUE_RES = {
     "money": re.compile(r"[\u00a3$\u20ac][^\d\n]{0,4}\d|"        # "£3", "(£): 340"
                         r"\d\s?(?:gbp|eur|usd|euros?|pounds?|p)\b", re.I),
-    "measure": re.compile(r"\d\s?(?:g|kg|mg|ml|l|km|m|mi|miles?|grams?|litres?|kcal|bpm|"
-                          r"acres?|ha|metres?|%)\b", re.I),
+    "measure": re.compile(r"\d\s?(?:g|kg|mg|\u00b5g|mcg|ml|l|mm|cm|km|m|mi|miles?|grams?|"
+                          r"litres?|kcal|bpm|acres?|ha|metres?|mmol|nmol|iu|%)\b|"
+                          r"\d\s?\u00b0", re.I),
     "number": re.compile(r"\d"),
     "duration": re.compile(r"\d[\s-]?(?:sec|second|min|minute|hour|hr|h|day|week|month|"
                            r"year)s?\b|\b\d{1,2}:\d{2}\b", re.I),
@@ -424,14 +425,20 @@ VALUE_RES = {
     # a capitalised word inside a sentence: a name ("Physio: Hannah Reyes", "in Clun")
     "name": re.compile(rf"(?<=[\w:,;(\u2014-]\s)(?!(?i:{_DAY}|{_MONTH})\b)[A-Z][\w'\u2019-]+"),
 }
+_WH = r"(?:what|which|who|whom|whose|when|where|why|how)"
+_AUX = r"(?:is|are|was|were|am|do|does|did|has|have|had|can|could|should|will|would)"
 # The kinds a question asks for, from its asking words, first cue of each kind.
 KIND_CUES = (
     (re.compile(r"\bhow much\b"), ("money", "measure", "percent")),
     (re.compile(r"\bhow many\b|\bnumber\b|\bhow often\b|\bhow old\b"), ("number",)),
     (re.compile(r"\bhow long\b"), ("duration", "measure")),
     (re.compile(r"\bhow (?:far|big|heavy|tall|wide)\b"), ("measure",)),
-    (re.compile(r"\b(?:price|cost|fee|rent|salary|wage|charge|paid|pay|paying|spend|spent|"
-                r"owe|budget)s?\b"), ("money",)),
+    (re.compile(r"\b(?:pric(?:es?|ed|ing)|costs?|costing|fees?|rents?|salar(?:y|ies)|wages?|"
+                r"charg(?:es?|ed|ing)|paid|pay(?:s|ing)?|spen(?:ds?|ding|t)|ow(?:es?|ed|ing)|"
+                r"budgets?)\b"), ("money",)),
+    # "how damp is", "how fast was": how + a word + a verb asks a degree of something
+    (re.compile(r"\bhow (?!(?:much|many|long|often|old|far|big|heavy|tall|wide|come)\b)"
+                rf"(?!{_AUX}\b)[a-z]+ {_AUX}\b"), ("measure", "percent")),
     (re.compile(r"\bper ?cent|percentage\b"), ("percent",)),
     (re.compile(r"\bwhen\b|\bwhat (?:date|day)\b|\bwhich (?:date|day|night|week|month)\b|"
                 r"\bdeadline\b|\bdue\b"), ("date",)),
@@ -442,15 +449,18 @@ KIND_CUES = (
 # words that ask for a kind of value rather than name the topic
 HOW_RE = re.compile(r"\bhow (?:much|many|long|often|old|far|big|heavy|tall|wide)\b|"
                     r"\b(?:what|which) (?:time|date|dates|day|name)\b|\bthe \w*name of\b")
+# a yes/no question: it opens with a verb ("Is the trip still on the 13th?")
+YES_NO_RE = re.compile(rf"^\s*{_AUX}\b", re.I)
+ORDINAL_RE = re.compile(r"\b(\d+)(?:st|nd|rd|th)\b", re.I)   # "13th": the number 13
 LIST_RE = re.compile(r"\b(?:list|all|what are|which are|what were|which were)\b")
-_WH = r"(?:what|which|who|whom|whose|when|where|why|how)"
-_AUX = r"(?:is|are|was|were|am|do|does|did|has|have|had|can|could|should|will|would)"
 # A question of several parts: split at sentence marks, dashes, and "and" or a comma
 # before a wh-word; a piece asking nothing is context of the part after it.
 PART_SPLIT_RE = re.compile(rf"[.?!;]+\s+|\s[\u2014\u2013-]+\s|,?\s+and\s+(?={_WH}\b)|"
                            rf",\s+(?={_WH}\b)", re.IGNORECASE)
 ASKING_RE = re.compile(rf"^(?:[\w-]+\s+){{0,2}}(?:{_WH}|{_AUX})\b", re.IGNORECASE)
 KEY_RE = re.compile(r"^([^:;,.]{1,40}):\s*\S")   # "Status: paid": the key of a key: value line
+# a table row as ingest writes it: "Rank: 1; Area: Campo de Ourique; Floor: 1."
+TABLE_ROW_RE = re.compile(r"^[^:;]{1,40}:[^;]*(?:;\s*[^:;]{1,40}:[^;]*)+$")
 BULLET_RE = re.compile(r"^\s*(?:[-*+>\u2022]|\d+[.)])\s+")   # a bullet, number or quote mark
 EMPHASIS_RE = re.compile(r"\*\*|__|`")
 WIKILINK_RE = re.compile(r"\[\[([^\]|]+)(?:\|([^\]]+))?\]\]")
@@ -559,12 +569,16 @@ class Ask:
 
 def _kinds(q: str) -> frozenset:
     q = TIME_PHRASE_RE.sub(" ", q)                     # "over time" asks for no time
-    return frozenset(k for rx, ks in KIND_CUES if rx.search(q) for k in ks)
+    out = {k for rx, ks in KIND_CUES if rx.search(q) for k in ks}
+    if YES_NO_RE.match(q):      # "is the rent still £900?" asks about an amount
+        out |= {k for k in ("money", "percent", "measure", "clock") if VALUE_RES[k].search(q)}
+        out |= {"date"} if DAY_DIGITS_RE.search(q) else set()
+    return frozenset(out)
 
 
 def _topic(q: str) -> tuple:
     q = HOW_RE.sub(" ", TIME_PHRASE_RE.sub(" ", q.lower()))
-    out = [month_term(t) or t for t in terms(q)
+    out = [month_term(t) or t for t in terms(ORDINAL_RE.sub(r"\1", q))
            if t not in TIME_WORDS and not t[0].isdigit()]
     return tuple(dict.fromkeys(out))
 
@@ -654,20 +668,58 @@ def analyse(question: str) -> Ask:
                _owned(q) if len(parts) < 2 else ())
 
 
+SPECIFIC_KINDS = ("money", "percent", "measure", "duration", "clock", "date")
+# Digits that tell when, not how much: a day of the month ("Monday 23 March", "the
+# 16th", "March 2026") or a clock time ("5pm", "09:40"). They are no amount, count or
+# measure: a question asking one of those is not answered by a date.
+DAY_DIGITS_RE = re.compile(VALUE_RES["date"].pattern + rf"|\b\d{{1,2}}(?:st|nd|rd|th)\b|"
+                           rf"\b{_MONTH},? \d{{4}}\b", re.I)
+CLOCK_DIGITS_RE = re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?\b|\b\d{1,2}\s?(?:am|pm)\b", re.I)
+
+
+def _when_spans(text: str, kinds) -> list[tuple[int, int]]:
+    """Spans of the dates and clock times in text that the kinds do not ask for (a
+    date is asked by "date", a clock time by "clock" or "duration": "24:12" run time)."""
+    out = []
+    if kinds and "date" not in kinds:
+        out += [m.span() for m in DAY_DIGITS_RE.finditer(text)]
+    if kinds and not kinds & {"clock", "duration"}:
+        out += [m.span() for m in CLOCK_DIGITS_RE.finditer(text)]
+    return out
+
+
+def value_tokens(text: str, kinds) -> tuple[list[str], set[int]]:
+    """The tokens of a text and the indices of those that are values of the kinds
+    (no kind asked: numbers and names inside it; digits of an unasked date or clock
+    time are none)."""
+    ms = list(TOKEN_RE.finditer(text))
+    toks = [m.group() for m in ms]
+    spans = _when_spans(text, kinds)
+    return toks, {i for i, m in enumerate(ms) if _value_at(toks, i, kinds)
+                  and not (m.group()[0].isdigit() and any(a <= m.start() < b for a, b in spans))}
+
+
 def holds(text: str, kinds) -> float:
     """1 when the text holds a value of one of the kinds (no kind asked: any specific,
     a number, a name inside the sentence or a "key: value"); PARTIAL_CREDIT for a bare
-    number when a kind of number was asked ("The rent is 1200" for money); else 0."""
-    digit = re.search(r"\d", text) is not None
+    number when a kind of number was asked ("The rent is 1200" for money); else 0.
+    Digits of a date or clock time not asked for are no number here."""
+    spans = _when_spans(text, kinds)
+    amounts = text
+    for a, b in sorted(spans, reverse=True):
+        amounts = amounts[:a] + " " * (b - a) + amounts[b:]
+    digit = re.search(r"\d", amounts) is not None
     if not kinds:
         return float(digit or bool(VALUE_RES["name"].search(text) or KEY_RE.match(text)))
-    if any(VALUE_RES[k].search(text) for k in kinds if digit or k in ("name", "date", "place")):
+    if any(VALUE_RES[k].search(text if k in ("name", "date", "place", "clock") else amounts)
+           for k in kinds if digit or k in ("name", "date", "place", "clock")):
         return 1.0
     return PARTIAL_CREDIT if digit and kinds - {"name", "place"} else 0.0
 
 
 def _value_at(toks: list[str], i: int, kinds) -> bool:
-    """Token i is a value of one of the kinds (no kind: a number or a name)."""
+    """Token i is a value of one of the kinds (no kind: a number or a name); the
+    callers drop digits of unasked dates and clock times (value_tokens)."""
     tok = toks[i]
     if tok[0].isdigit():
         return not kinds or bool(kinds - {"name", "place"})
@@ -744,19 +796,19 @@ class _Scorer:
 
     def nearness(self, text: str, tset, head=frozenset()) -> float:
         """max over asked words a and values v of the asked kind in the text:
-        (a's share of the asked weight) / (tokens from a to v); 0 if none. The
-        heading's asked words stand just before the text (a heading labels its lines
-        as a table header labels its cells)."""
+        (a's share of the asked weight) / (tokens from a to v); 0 if none. The asked
+        words of its label stand just before the text: the heading, which labels its
+        lines as a table header labels its cells, or in a note of bare bullets without
+        one, the title (label_terms)."""
         credit = self.credits(tset)
         top = max(self.credits(head).values(), default=0.0) if head else 0.0
         if not credit and not top:
             return 0.0
-        toks = TOKEN_RE.findall(text)
+        toks, valued = value_tokens(text, self.ask.kinds)
         at = [(i, c) for i, tok in enumerate(toks) if not tok[0].isdigit()
               and (c := credit.get(_stem(tok.lower()), 0.0)) > 0] + ([(-1, top)] if top else [])
         asked = {i for i, _ in at}          # an asked word is no value of itself
-        vals = [i for i in range(len(toks)) if i not in asked
-                and _value_at(toks, i, self.ask.kinds)]
+        vals = sorted(valued - asked)
         return max((c / abs(i - j) for i, c in at for j in vals), default=0.0)
 
     def features(self, unit: str, heading: str, title: str) -> list[float]:
@@ -764,7 +816,7 @@ class _Scorer:
         own, head, path = evidence_terms(unit), evidence_terms(heading), evidence_terms(title)
         return [self.share(own), self.share(head), self.share(path),
                 self.share(own | head | path), holds(unit, self.ask.kinds),
-                self.nearness(unit, own, head)]
+                self.nearness(unit, own, head if heading.strip() else path)]
 
 
 def evidence(f) -> float:
@@ -907,13 +959,18 @@ class _Unit:
     f: list               # the five evidence features
     ev: float             # evidence logit
     score: float          # evidence plus rank and status: the writer's order
-    named: frozenset      # asked terms it names (itself or in its heading)
+    named: frozenset      # asked terms it names (itself or in its label_terms)
     fits: bool = True     # for "Ana's phone number": it or its heading names the phone
 
     @property
     def answers(self) -> bool:
         """It holds a value of the asked kind near an asked term, and fits the question."""
         return self.f[4] > 0 and self.f[5] > 0 and self.fits
+
+
+def label_terms(note: dict) -> frozenset:
+    """The terms of what labels a note's lines: its heading trail, else its title."""
+    return evidence_terms(note["section"] if note["section"].strip() else note["path"])
 
 
 def unit_rows(ask: Ask, notes: list[dict]) -> list[_Unit]:
@@ -931,7 +988,7 @@ def unit_rows(ask: Ask, notes: list[dict]) -> list[_Unit]:
         latest = float(note["status"] == STATUS_LATEST)
         own = evidence_terms(u) | evidence_terms(note["section"])
         out.append(_Unit(note, u, i, f, ev, ev + W_RANK * rank + W_LATEST * latest,
-                         frozenset(t for t in w if _match(t, own)),
+                         frozenset(t for t in w if _match(t, own | label_terms(note))),
                          all(_match(t, own) for t in ask.owned)))   # a field, not a title
     return out
 
@@ -942,9 +999,8 @@ def _best(units: list[_Unit]) -> _Unit:
 
 def _values(u: _Unit, kinds) -> set[str]:
     """The values of the asked kinds a unit states (numbers canonical, names lowercased)."""
-    toks = TOKEN_RE.findall(u.text)
-    return {number_key(t) if t[0].isdigit() else t.lower() for i, t in enumerate(toks)
-            if _value_at(toks, i, kinds)}
+    toks, valued = value_tokens(u.text, kinds)
+    return {number_key(toks[i]) if toks[i][0].isdigit() else toks[i].lower() for i in valued}
 
 
 def values(text: str) -> set[str]:
@@ -961,19 +1017,23 @@ def _document(note: dict) -> str:
 
 def _newest(lead: _Unit, units: list[_Unit], ask: Ask) -> tuple[_Unit, _Unit | None]:
     """Present mode: units of other documents that answer, name every asked term the
-    lead names and state other values of the asked kind (no kind asked: numbers): the
-    newest dated one wins (undated never does). (The answer's unit, the one it replaces or None.)"""
-    kinds = ask.kinds or frozenset({"number"})       # no kind asked: numbers only
+    lead names and state values of the asked kind (no kind asked: a kind of value the
+    lead states, "20 mm" is no date; else numbers and dates): the
+    best of the newest dated note wins (undated never does), unless it states no value
+    the lead does not: a later note that only repeats the lead confirms it. (The
+    answer's unit, the one it replaces or None.)"""
+    kinds = ask.kinds or frozenset(k for k in SPECIFIC_KINDS if VALUE_RES[k].search(
+        lead.text)) or frozenset({"number", "date"})     # no kind asked: the lead's own
     mine = _values(lead, kinds)
     rivals = [u for u in units if u.answers and holds(u.text, kinds)
               and not INSTRUCTION_RE.search(u.text)     # no newer statement, an injection
               and _document(u.note) != _document(lead.note) and lead.named <= u.named
-              and _values(u, kinds) and not _values(u, kinds) <= mine]
+              and _values(u, kinds)]
     dated = [u for u in rivals + [lead] if u.note["date"] != UNDATED]
     if not dated:
         return lead, None
-    win = max(dated, key=lambda u: (u.note["date"], u is lead, u.score))
-    return (lead, None) if win is lead else (win, lead)
+    win = max(dated, key=lambda u: (u.note["date"], u is lead, u.score, -u.at))
+    return (lead, None) if win is lead or _values(win, kinds) <= mine else (win, lead)
 
 
 def _older(w: _Unit, u: _Unit) -> bool:
@@ -986,16 +1046,20 @@ def _without_superseded(u: _Unit, units: list[_Unit], kinds) -> str:
     """Present mode: u's text cut before the first value (of the asked kinds, else a
     number or name) that only older notes (versions, entries, or notes dated before
     u's) naming something asked state, when what stays still states a value: a
-    present answer does not repeat a superseded value."""
-    kinds = kinds or frozenset({"number", "name"})
+    present answer does not repeat a superseded value ("now X instead of Y"). A table
+    row is never cut: its cells are fields of one record, each stated as it is now."""
+    if TABLE_ROW_RE.match(u.text):
+        return u.text
+    kinds = kinds or frozenset({"number", "name", "date"})
     older = set().union(*(_values(w, kinds) for w in units if _older(w, u) and w.named))
     newer = set().union(*(_values(w, kinds) for w in units
                           if not _older(w, u) and w.note is not u.note))
     stale = older - newer - set(terms(u.note["section"]))
     toks = list(TOKEN_RE.finditer(u.text))
+    valued = value_tokens(u.text, kinds)[1]
     for i, m in enumerate(toks):
         key = number_key(m.group()) if m.group()[0].isdigit() else m.group().lower()
-        if i and key in stale and _value_at([t.group() for t in toks], i, kinds):
+        if i and key in stale and i in valued:
             words = [t.group() for t in toks[:i]]
             while words and words[-1].lower() in STOPWORDS:
                 words.pop()
@@ -1078,13 +1142,16 @@ def _history(question: str, notes: list[dict]) -> list[str]:
     for u in units:
         if _document(u.note) == doc and u.named:
             versions.setdefault((_when(u), u.note["path"]), []).append(u)
-    counts: dict = {}        # the "key:" most versions state: the line that changed;
-    top: dict = {}           # of keys as common, the one whose line answers best
+    counts: dict = {}        # the "key:" whose value most versions change: the line
+    said: dict = {}          # that changed (a key stating one value in every version
+    top: dict = {}           # did not); of keys as common, the one answering best
     for us in versions.values():
         for k in {_key(u) for u in us if u.answers and _key(u)}:
             counts[k] = counts.get(k, 0) + 1
+            said.setdefault(k, set()).add(frozenset().union(
+                *(_values(u, ask.kinds) for u in us if _key(u) == k)))
             top[k] = max(top.get(k, -np.inf), max(u.score for u in us if _key(u) == k))
-    common = max(counts, key=lambda k: (counts[k], top[k], k)) if counts else ""
+    common = max(counts, key=lambda k: (len(said[k]), counts[k], top[k], k)) if counts else ""
     lines, seen = [], set()
     for key in sorted(versions):
         best = max(versions[key], key=lambda u: (u.answers, bool(common) and _key(u) == common,

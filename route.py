@@ -40,10 +40,17 @@ LIVE_DATA_RE = re.compile(
 NOTES_CUE_RE = re.compile(
     r"\b(?:notes?|plan|budget|meeting|project|handover|doc|file|vault|assum\w*|"
     r"we (?:agreed|decided|used|assumed|said)|did (?:i|we)|my notes)\b")
+# a verb of change after "did", "has" or "have" with a thing as its subject: "how did
+# the quote change", "has the price moved", "how many times has the date shifted" (not
+# "where did I move", a person moving)
+CHANGE_VERB = (r"(?:chang|shift|mov|ris|rose|fall|fell|grow|grew|drop|increas|decreas|"
+               r"evolv|var(?:y|i)|develop)(?:e|es|ed|ing|s|n|ped|pped)?")
 HISTORY_STRONG_RE = re.compile(
     r"\b(?:chang(?:ed|es|ing)|over time|used to|originally|original|history|"
     r"historically|evolv(?:e|ed|es|ing)|progression|progress|how (?:has|have)|"
-    r"each version|every version|all versions|timeline|over the (?:weeks|months|years)|"
+    rf"(?:did|has|have)\s+(?!(?:i|we|you|he|she|they)\s)(?:[\w'-]+\s+){{1,6}}?{CHANGE_VERB}|"
+    r"each version|every version|all versions|timeline|"
+    r"over the (?:\w+ )?(?:weeks?|months?|years?)|"
     r"(?:went|gone|go|moved|rose|fell|increased|decreased|dropped|jumped|grew) from|"
     r"from [\u00a3$\u20ac]?\d\S* to [\u00a3$\u20ac]?\d)\b")
 HISTORY_WEAK_RE = re.compile(r"\b(?:change|before|previous(?:ly)?|earlier|trend|since when)\b")

@@ -362,3 +362,85 @@ def test_history_line_is_the_key_most_versions_state():
     assert text == ("On 2026-04-01: Retainer: £2,400 a month [c2]. "
                     "On 2026-09-01: Retainer: £3,100 a month [c1].")
     assert models.analyse("How did the retainer change over time?").kinds == frozenset()
+
+
+# ---------------------------------------------------------------- round four
+# (each a kind of note or question met on a vault no rule was written for)
+
+def test_the_digits_of_a_date_or_clock_time_are_no_amount_or_count():
+    call = "roof start now Monday 23 March instead; scaffold goes up Sat 21st"
+    assert models.holds(call, frozenset({"money"})) == 0.0
+    assert models.holds(call, frozenset({"number"})) == 0.0
+    assert models.holds("rang at 5pm, back at 09:40", frozenset({"number"})) == 0.0
+    assert models.holds(call, frozenset({"date"})) == 1.0         # asked for, it counts
+    assert models.holds("Rent: 1200", frozenset({"money"})) == models.PARTIAL_CREDIT
+    assert models.holds("Run: 24:12 for 5 km", frozenset({"duration"})) == 1.0
+    gary = cand(30, "house/call with Gary.md", f"{call}\nprice the same.", heading="call "
+                "with Gary about the roof")
+    person = cand(31, "people/Gary Lister.md", "roofer, Lister & Sons\nphone: 07700 900412",
+                  date="undated", heading="Gary Lister")
+    assert write("What's Gary's number?", [gary, person], "any") == (
+        "phone: 07700 900412 [c2].")
+
+
+def test_verb_forms_of_a_price_word_and_how_with_an_adjective_ask_for_kinds():
+    assert models.analyse("What's Sparkright charging for the rewire?").kinds == {"money"}
+    assert models.analyse("How much is the roof costing me?").kinds >= {"money"}
+    assert models.analyse("how damp is the cellar now").kinds == {"measure", "percent"}
+    assert models.analyse("How is the cellar?").kinds == frozenset()
+    assert models.analyse("How do I get there?").kinds == frozenset()
+    for text in ("20 mm", "31 µg/L", "21°C", "1,000 IU"):
+        assert models.VALUE_RES["measure"].search(text), text
+
+
+def test_a_yes_no_question_naming_a_value_asks_for_its_kind():
+    a = models.analyse("Is the Eden Camp trip still on the 13th?")
+    assert a.kinds == {"date"} and "th" not in a.terms and "13" in a.terms
+    assert models.analyse("Is the rent still £900?").kinds == {"money"}
+    assert models.analyse("What is on the 13th?").kinds == frozenset()   # a wh-question
+
+
+BUDGET = cand(32, "house/budget.md", "item: rewire; budget (£): 5,000; actual (£): 5,900",
+              date="undated", heading="House budget")
+
+
+def test_a_newer_note_that_only_repeats_the_leads_value_confirms_it():
+    quote = cand(33, "house/electrics quote 2026-04-02.md",
+                 "full rewire, chasing and making good: £4,750\ntotal rewire: £5,900",
+                 date="2026-04-02", heading="Electrics quote")
+    text = write("What is the rewire costing?", [BUDGET, quote], "present")
+    assert text.startswith("item: rewire; budget (£): 5,000; actual (£): 5,900 [c1]")
+    assert "4,750" not in text
+
+
+def test_no_kind_asked_a_newer_value_of_another_kind_replaces_nothing():
+    plan = cand(34, "house/kitchen plan.md", "worktop: quartz composite, 20 mm, white",
+                date="2026-08-01", heading="Kitchen plan")
+    email = cand(35, "house/email from Priya - kitchen.md",
+                 "28 September, units first, worktops fitted the week after",
+                 date="2026-09-02")
+    assert write("What worktop are we having in the kitchen?", [plan, email],
+                 "present") == "worktop: quartz composite, 20 mm, white [c1]."
+
+
+def test_a_table_row_is_never_cut_in_present_mode():
+    old = cand(36, "move/flats 2026-07.md", "Rank: 2; Area: Ourique; Floor: 1",
+               date="2026-07-20", latest=False, family="move/flats",
+               superseded_by="move/flats 2026-08.md")
+    new = cand(37, "move/flats 2026-08.md", "Rank: 1; Area: Ourique; Floor: 1; Lift: no",
+               date="2026-08-30", family="move/flats", heading="Flats")
+    text = write("What floor is my flat on?", [new, old], "present")
+    assert text == "Rank: 1; Area: Ourique; Floor: 1; Lift: no [c1]."
+
+
+def test_history_of_bare_versions_reads_the_line_whose_value_changed():
+    def version(i, name, total, date, latest=False):
+        return cand(i, f"house/roof quote {name}.md", f"Roof quote: Lister & Sons\n"
+                    f"membrane: included\nscaffold: £900\ntotal: £{total}", date=date,
+                    family="house/roof quote", latest=latest,
+                    superseded_by=None if latest else "house/roof quote final.md")
+    notes = [version(38, "final", "7,050", "2026-02-14", True),
+             version(39, "v1", "6,800", "2026-01-12"), version(40, "v2", "7,250", "2026-01-30")]
+    text = write("How did the roof quote change?", notes, "history")
+    assert text == ("On 2026-01-12: total: £6,800 [c2]. On 2026-01-30: total: £7,250 [c3]. "
+                    "On 2026-02-14: total: £7,050 [c1].")

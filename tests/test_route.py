@@ -24,6 +24,11 @@ CASES = [  # message, intent, time mode
     ("How has the box price evolved?", "notes", "history"),       # general cue words
     ("What was the hen count previously?", "notes", "history"),
     ("How did my long runs build up over the block?", "notes", "any"),  # no time cue
+    ("How did the roof quote change from the first to the final one?", "notes", "history"),
+    ("Has the rewire price moved since Dom quoted?", "notes", "history"),  # verb of change
+    ("How many times has the fitting date shifted?", "notes", "history"),
+    ("Where did I move to after Leeds?", "notes", "any"),         # a person moving
+    ("Track the cellar readings over the year", "notes", "history"),
     ("What did we decide on the Halden call?", "notes", "any"),   # event lookup
     ("When was the Lisbon race?", "notes", "any"),
     ("What was the budget in April 2026?", "notes", "any"),
@@ -58,7 +63,7 @@ def test_default_present_is_less_confident_than_explicit():
 
 def test_why_names_the_rule_and_the_cue_it_matched():
     assert route("What is Maren's current day rate?")["why"] == "present words 'current'"
-    assert route("Has the rate changed?")["why"] == "change words 'changed'"
+    assert route("Has the rate changed?")["why"] == "change words 'has the rate changed'"
     assert route("What is Maren's day rate?")["why"] == "a plain question (default) 'what'"
     assert route("Summarise the kit list")["why"] == "no time cue"
 
