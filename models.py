@@ -382,16 +382,16 @@ class BuiltinEmbedder:
 JUDGE_MODEL = "builtin-judge-v2"
 WRITER_MODEL = "builtin-writer-v2"
 # fitted by tools/fit_reader.py on questions/dev.jsonl (tests/test_fit_reader.py checks)
-READER_BIAS = -7.64        # logit of a unit that names nothing asked and holds no value
-W_TEXT = 3.484               # share of the asked terms the unit names in its own words
-W_HEADING = 1.119           # share named by its heading trail
-W_TITLE = 1.47             # share named by its note's path (title)
-W_COVER = 1.426             # share named by the unit, its heading and title together
-W_TYPE = 2.239              # it holds a value of the asked kind (a bare number: PARTIAL_CREDIT)
-W_NEAR = 1.027              # an asked term's weight share / tokens from it to such a value
-W_RANK = 0.898              # the passage's rerank rank: 1 / (1 + rank from 0)
-W_LATEST = -0.154           # its note is the latest version (not an older one or entry)
-ABSTAIN_LOGIT = -3.672      # evidence below this everywhere: the notes lack the answer
+READER_BIAS = -7.651        # logit of a unit that names nothing asked and holds no value
+W_TEXT = 3.492               # share of the asked terms the unit names in its own words
+W_HEADING = 1.125           # share named by its heading trail
+W_TITLE = 1.474             # share named by its note's path (title)
+W_COVER = 1.435             # share named by the unit, its heading and title together
+W_TYPE = 2.234              # it holds a value of the asked kind (a bare number: PARTIAL_CREDIT)
+W_NEAR = 1.034              # an asked term's weight share / tokens from it to such a value
+W_RANK = 0.887              # the passage's rerank rank: 1 / (1 + rank from 0)
+W_LATEST = -0.144           # its note is the latest version (not an older one or entry)
+ABSTAIN_LOGIT = -3.682      # evidence below this everywhere: the notes lack the answer
 # set by hand, with a reason
 PARTIAL_CREDIT = 0.6      # a related form ("changes"/"changed", "paying"/"pay") is most of a match
 IDF_FLOOR = 0.1           # the commonest asked word still counts a little
