@@ -382,16 +382,16 @@ class BuiltinEmbedder:
 JUDGE_MODEL = "builtin-judge-v2"
 WRITER_MODEL = "builtin-writer-v2"
 # fitted by tools/fit_reader.py on questions/dev.jsonl (tests/test_fit_reader.py checks)
-READER_BIAS = -7.651        # logit of a unit that names nothing asked and holds no value
-W_TEXT = 3.492               # share of the asked terms the unit names in its own words
-W_HEADING = 1.125           # share named by its heading trail
+READER_BIAS = -7.629        # logit of a unit that names nothing asked and holds no value
+W_TEXT = 3.475               # share of the asked terms the unit names in its own words
+W_HEADING = 1.115           # share named by its heading trail
 W_TITLE = 1.474             # share named by its note's path (title)
-W_COVER = 1.435             # share named by the unit, its heading and title together
-W_TYPE = 2.234              # it holds a value of the asked kind (a bare number: PARTIAL_CREDIT)
-W_NEAR = 1.034              # an asked term's weight share / tokens from it to such a value
-W_RANK = 0.887              # the passage's rerank rank: 1 / (1 + rank from 0)
+W_COVER = 1.423             # share named by the unit, its heading and title together
+W_TYPE = 2.244              # it holds a value of the asked kind (a bare number: PARTIAL_CREDIT)
+W_NEAR = 0.972              # an asked term's weight share / tokens from it to such a value
+W_RANK = 0.883              # the passage's rerank rank: 1 / (1 + rank from 0)
 W_LATEST = -0.144           # its note is the latest version (not an older one or entry)
-ABSTAIN_LOGIT = -3.682      # evidence below this everywhere: the notes lack the answer
+ABSTAIN_LOGIT = -3.684      # evidence below this everywhere: the notes lack the answer
 # set by hand, with a reason
 PARTIAL_CREDIT = 0.6      # a related form ("changes"/"changed", "paying"/"pay") is most of a match
 IDF_FLOOR = 0.1           # the commonest asked word still counts a little
@@ -419,7 +419,7 @@ VALUE_RES = {
     "clock": re.compile(r"\b\d{1,2}[:.]\d{2}(?::\d{2})?\b|\b\d{1,2}\s?(?:am|pm)\b", re.I),
     "percent": re.compile(r"\d\s?%|\bper ?cent\b", re.I),
     "date": re.compile(rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b\d{{1,2}}(?:st|nd|rd|th)? {_MONTH}\b|"
-                       rf"\b{_MONTH} \d{{1,2}}\b|\b{_DAY}\b", re.I),
+                       rf"\b{_MONTH} \d{{1,2}}\b|\b{_DAY}\b|\bthe \d{{1,2}}(?:st|nd|rd|th)\b", re.I),
     # a place: what follows a locative preposition ("at pier 4", "in the shed")
     "place": re.compile(rf"\b(?:{'|'.join(LOCATIVE)}) (?:the |my |a |our )?\w", re.I),
     # a capitalised word inside a sentence: a name ("Physio: Hannah Reyes", "in Clun")
@@ -440,14 +440,14 @@ KIND_CUES = (
     (re.compile(r"\bhow (?!(?:much|many|long|often|old|far|big|heavy|tall|wide|come)\b)"
                 rf"(?!{_AUX}\b)[a-z]+ {_AUX}\b"), ("measure", "percent")),
     (re.compile(r"\bper ?cent|percentage\b"), ("percent",)),
-    (re.compile(r"\bwhen\b|\bwhat (?:date|day)\b|\bwhich (?:date|day|night|week|month)\b|"
+    (re.compile(r"\bwhen\b|\bdates?\b|\bwhat day\b|\bwhich (?:day|night|week|month)\b|"
                 r"\bdeadline\b|\bdue\b"), ("date",)),
     (re.compile(r"\btime\b"), ("clock", "duration")),
     (re.compile(r"\bwho(?:m|se)?\b|name\b|\bwhich\b"), ("name",)),  # which one: a name
     (re.compile(r"\bwhere\b"), ("place",)),
 )
 # words that ask for a kind of value rather than name the topic
-HOW_RE = re.compile(r"\bhow (?:much|many|long|often|old|far|big|heavy|tall|wide)\b|"
+HOW_RE = re.compile(r"\bhow many times\b|\bhow (?:much|many|long|often|old|far|big|heavy|tall|wide)\b|"
                     r"\b(?:what|which) (?:time|date|dates|day|name)\b|\bthe \w*name of\b")
 # a yes/no question: it opens with a verb ("Is the trip still on the 13th?")
 YES_NO_RE = re.compile(rf"^\s*{_AUX}\b", re.I)
@@ -483,18 +483,65 @@ def plain(text: str) -> str:
     return EMPHASIS_RE.sub("", WIKILINK_RE.sub(lambda m: m.group(2) or m.group(1), text))
 
 
+# A line that goes on with the sentence of the line before (a hard-wrapped paragraph or
+# list item): the line before ends inside a clause (a lowercase word, a comma or colon) and
+# this one opens in lowercase or a digit and is no bullet or "key: value" field, and the
+# line before is no field either unless it stops where no sentence can (_unfinished: a
+# field line is whole, "best time: after 5pm" / "would use again"); or it is indented
+# under a list item ("1. Eden Camp: the mocks ... and the\n   13 November").
+CONTINUES_RE = re.compile(r"[a-z,:]$")
+OPENS_LOW_RE = re.compile(r"^[a-z0-9(]")
+
+
+def _unfinished(line: str) -> bool:
+    """The line stops where no sentence can: on a comma, a colon or a function word
+    ("... moves to the")."""
+    words = line.rsplit(None, 1)
+    return line.endswith((",", ":")) or bool(words) and words[-1].lower() in STOPWORDS
+
+
+def _logical_lines(text: str) -> list[str]:
+    """The lines of a text with wrapped sentences joined (CONTINUES_RE)."""
+    out: list[str] = []
+    item = False                       # the line before is (part of) a list item
+    for raw in text.splitlines():
+        line = raw.strip()
+        bullet = bool(BULLET_RE.match(raw))
+        if out and line and not bullet and not line.startswith(("#", "|")) and (
+                (item and raw[:1].isspace()) or (
+                    CONTINUES_RE.search(out[-1]) and OPENS_LOW_RE.match(line)
+                    and not KEY_RE.match(line) and (_unfinished(out[-1])
+                                                    or not KEY_RE.match(out[-1])))):
+            out[-1] += " " + line
+            continue
+        out.append(line)
+        item = bullet or (item and bool(line))
+    return out
+
+
 @functools.lru_cache(maxsize=1 << 14)
 def split_units(text: str) -> tuple[str, ...]:
     """Sentences and table rows of a chunk, as plain text; headings and rules dropped."""
+    return tuple(u for u, _ in _units_with_keys(text))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _units_with_keys(text: str) -> tuple[tuple[str, str], ...]:
+    """(unit, the key its line opens with) per unit: in "Eden Camp: the mocks moved. The
+    trip is now on the 27th." the second sentence is about Eden Camp too ("" when the
+    unit is its line's first sentence, or the line has no "key:")."""
     out = []
-    for line in text.splitlines():
-        line = line.strip()
+    for line in _logical_lines(text):
         if not line or line.startswith(("#", "|---", "---")):
             continue
-        for s in sentences(plain(BULLET_RE.sub("", line))):
+        key = ""
+        for i, s in enumerate(sentences(plain(BULLET_RE.sub("", line)))):
             s = " ".join(s.split())
+            if i == 0:
+                m = KEY_RE.match(s)
+                key = m.group(1) if m else ""
             if len(tokenize(s)) >= 2:
-                out.append(s)
+                out.append((s, key if i else ""))
     return tuple(out)
 
 
@@ -669,6 +716,7 @@ def analyse(question: str) -> Ask:
 
 
 SPECIFIC_KINDS = ("money", "percent", "measure", "duration", "clock", "date")
+NUMERIC_KINDS = frozenset({"money", "measure", "number", "duration", "clock", "percent"})
 # Digits that tell when, not how much: a day of the month ("Monday 23 March", "the
 # 16th", "March 2026") or a clock time ("5pm", "09:40"). They are no amount, count or
 # measure: a question asking one of those is not answered by a date.
@@ -695,6 +743,10 @@ def value_tokens(text: str, kinds) -> tuple[list[str], set[int]]:
     ms = list(TOKEN_RE.finditer(text))
     toks = [m.group() for m in ms]
     spans = _when_spans(text, kinds)
+    if kinds and not kinds & NUMERIC_KINDS:       # a date asked: "Year 10" is no date
+        dates = [m.span() for m in DAY_DIGITS_RE.finditer(text)] if "date" in kinds else []
+        spans = [(0, len(text))] if not dates else [
+            (a, b) for a, b in zip([0] + [e for _, e in dates], [s for s, _ in dates] + [len(text)])]
     return toks, {i for i, m in enumerate(ms) if _value_at(toks, i, kinds)
                   and not (m.group()[0].isdigit() and any(a <= m.start() < b for a, b in spans))}
 
@@ -714,7 +766,7 @@ def holds(text: str, kinds) -> float:
     if any(VALUE_RES[k].search(text if k in ("name", "date", "place", "clock") else amounts)
            for k in kinds if digit or k in ("name", "date", "place", "clock")):
         return 1.0
-    return PARTIAL_CREDIT if digit and kinds - {"name", "place"} else 0.0
+    return PARTIAL_CREDIT if digit and kinds & NUMERIC_KINDS else 0.0
 
 
 def _value_at(toks: list[str], i: int, kinds) -> bool:
@@ -725,9 +777,9 @@ def _value_at(toks: list[str], i: int, kinds) -> bool:
         return not kinds or bool(kinds - {"name", "place"})
     if "place" in kinds and i and toks[i - 1].lower() in LOCATIVE:
         return True
-    if tok[0].isupper():
-        return i > 0 and (not kinds or bool(kinds & {"name", "place"}))
-    return "date" in kinds and bool(month_term(tok) or re.fullmatch(_DAY, tok.lower()))
+    if "date" in kinds and (month_term(tok) or re.fullmatch(_DAY, tok.lower())):
+        return True                     # "Friday", "November" as well as "november"
+    return tok[0].isupper() and i > 0 and (not kinds or bool(kinds & {"name", "place"}))
 
 
 def weights_for(ask: Ask, docs, idf=None) -> dict[str, float]:
@@ -976,19 +1028,21 @@ def label_terms(note: dict) -> frozenset:
 def unit_rows(ask: Ask, notes: list[dict]) -> list[_Unit]:
     """Every unit of every note, scored for `ask` (IDF over the notes, as the judge's
     is over documents: a topic word every kept note shares still weighs)."""
-    raw = [(note, i, u) for note in notes for i, u in enumerate(split_units(note["text"]))]
+    raw = [(note, i, u, key) for note in notes
+           for i, (u, key) in enumerate(_units_with_keys(note["text"]))]
     docs = [evidence_terms(f"{n['text']} {n['section']} {n['path']}") for n in notes]
     w = weights_for(ask, docs)
     sc = _Scorer(ask, w, set().union(*docs) if docs else set())
     out = []
-    for note, i, u in raw:
+    for note, i, u, key in raw:
         f = sc.features(u, note["section"], note["path"])
         ev = evidence(f)
         rank = 1.0 / (1 + note["order"])
         latest = float(note["status"] == STATUS_LATEST)
         own = evidence_terms(u) | evidence_terms(note["section"])
         out.append(_Unit(note, u, i, f, ev, ev + W_RANK * rank + W_LATEST * latest,
-                         frozenset(t for t in w if _match(t, own | label_terms(note))),
+                         frozenset(t for t in w if _match(t, own | label_terms(note)
+                                                          | evidence_terms(key))),
                          all(_match(t, own) for t in ask.owned)))   # a field, not a title
     return out
 
@@ -1027,13 +1081,19 @@ def _newest(lead: _Unit, units: list[_Unit], ask: Ask) -> tuple[_Unit, _Unit | N
     mine = _values(lead, kinds)
     rivals = [u for u in units if u.answers and holds(u.text, kinds)
               and not INSTRUCTION_RE.search(u.text)     # no newer statement, an injection
-              and _document(u.note) != _document(lead.note) and lead.named <= u.named
+              and _document(u.note) != _document(lead.note) and _words(lead.named) <= u.named
               and _values(u, kinds)]
     dated = [u for u in rivals + [lead] if u.note["date"] != UNDATED]
     if not dated:
         return lead, None
     win = max(dated, key=lambda u: (u.note["date"], u is lead, u.score, -u.at))
     return (lead, None) if win is lead or _values(win, kinds) <= mine else (win, lead)
+
+
+def _words(named: frozenset) -> frozenset:
+    """The asked words of a set of asked terms, without the question's own numbers (a
+    newer "now the 27th" need not repeat the "13th" asked about)."""
+    return frozenset(t for t in named if not t[0].isdigit())
 
 
 def _older(w: _Unit, u: _Unit) -> bool:
@@ -1160,7 +1220,7 @@ def _history(question: str, notes: list[dict]) -> list[str]:
         seen |= _values(best, ask.kinds)
     others: dict = {}
     for u in units:
-        if (_document(u.note) != doc and u.answers and lead.named <= u.named
+        if (_document(u.note) != doc and u.answers and _words(lead.named) <= u.named
                 and ask.kinds and holds(u.text, ask.kinds) == 1.0
                 and u.note["date"] != UNDATED and _values(u, ask.kinds) - seen):
             key = (u.note["path"], u.note["date"])

@@ -444,3 +444,40 @@ def test_history_of_bare_versions_reads_the_line_whose_value_changed():
     text = write("How did the roof quote change?", notes, "history")
     assert text == ("On 2026-01-12: total: £6,800 [c2]. On 2026-01-30: total: £7,250 [c3]. "
                     "On 2026-02-14: total: £7,050 [c1].")
+
+
+def test_hard_wrapped_sentences_and_indented_list_items_are_one_unit():
+    wrapped = ("The wet patch and the cellar wall come from a bridged damp course:\n"
+               "the path was laid higher than the old slate course, so rain\n"
+               "soaks straight past it.\n"
+               "1. Eden Camp: the mocks moved into the week of 9 November and the\n"
+               "   13 November date clashes. The trip is now Friday 27 November.\n")
+    assert models.split_units(wrapped) == (
+        "The wet patch and the cellar wall come from a bridged damp course: the path was "
+        "laid higher than the old slate course, so rain soaks straight past it.",
+        "Eden Camp: the mocks moved into the week of 9 November and the 13 November date "
+        "clashes.", "The trip is now Friday 27 November.")
+    terse = "roofer, Lister & Sons\nphone: 07700 900412\nbest time: after 5pm\nwould use again"
+    assert len(models.split_units(terse)) == 4        # a field per line stays a field
+
+
+def test_a_newer_note_answers_a_yes_no_question_about_a_date_it_changed():
+    trip = cand(41, "school/Eden Camp trip.md", "Year 10 trip to Eden Camp\n"
+                "Friday 13 November, leaving at 8.15.", date="2026-09-15")
+    meeting = cand(42, "meetings/2026-10-08 dept meeting.md",
+                   "1. Eden Camp: the mocks moved and the 13 November date clashes with\n"
+                   "   the rota. Alan rang the museum: the trip is now Friday 27 November.",
+                   date="2026-10-08", heading="Department meeting")
+    text = write("Is the Eden Camp trip still on the 13th?", [trip, meeting], "present")
+    assert text.startswith("Alan rang the museum: the trip is now Friday 27 November [c2]; "
+                           "this replaces the statement in Eden Camp trip")
+    assert models.holds("Year 10 trip to Eden Camp", frozenset({"date"})) == 0.0
+    toks, valued = models.value_tokens("Year 10 trip on Friday 13 November", {"date"})
+    assert [toks[i] for i in sorted(valued)] == ["Friday", "13", "November"]
+
+
+def test_how_many_times_asks_a_count_and_the_noun_date_asks_a_date():
+    a = models.analyse("How many times has the fitting date moved?")
+    assert "time" not in a.terms and "times" not in a.terms
+    assert models.analyse("What date did the roof job start?").kinds == {"date"}
+    assert models.VALUE_RES["date"].search("scaffolder can't do the 16th")
