@@ -452,7 +452,8 @@ HOW_RE = re.compile(r"\bhow many times\b|\bhow (?:much|many|long|often|old|far|b
 # a yes/no question: it opens with a verb ("Is the trip still on the 13th?")
 YES_NO_RE = re.compile(rf"^\s*{_AUX}\b", re.I)
 ORDINAL_RE = re.compile(r"\b(\d+)(?:st|nd|rd|th)\b", re.I)   # "13th": the number 13
-LIST_RE = re.compile(r"\b(?:list|all|what are|which are|what were|which were)\b")
+# a list question; "what are we paying" asks about an action, not for a list of things
+LIST_RE = re.compile(r"\b(?:list|all|(?:what|which) (?:are|were)(?! (?:we|you|they|i)\b))\b")
 # A question of several parts: split at sentence marks, dashes, and "and" or a comma
 # before a wh-word; a piece asking nothing is context of the part after it.
 PART_SPLIT_RE = re.compile(rf"[.?!;]+\s+|\s[\u2014\u2013-]+\s|,?\s+and\s+(?={_WH}\b)|"
@@ -486,10 +487,11 @@ def plain(text: str) -> str:
 # A line that goes on with the sentence of the line before (a hard-wrapped paragraph or
 # list item): the line before ends inside a clause (a lowercase word, a comma or colon) and
 # this one opens in lowercase or a digit and is no bullet or "key: value" field, and the
-# line before is no field either unless it stops where no sentence can (_unfinished: a
-# field line is whole, "best time: after 5pm" / "would use again"); or it is indented
-# under a list item ("1. Eden Camp: the mocks ... and the\n   13 November").
+# line before stops where no sentence can (_unfinished) or is as long as a wrapped line
+# and no field (a short or field line is whole: "settled on £1,240 from 1 Nov" / "i
+# repaint the front"); or it is indented under a list item ("1. Eden Camp: the mocks ... and the\n   13 November").
 CONTINUES_RE = re.compile(r"[a-z,:]$")
+WRAP_MIN = 60     # editors wrap at 72-80 columns: a shorter line ended where its writer did
 OPENS_LOW_RE = re.compile(r"^[a-z0-9(]")
 
 
@@ -510,8 +512,8 @@ def _logical_lines(text: str) -> list[str]:
         if out and line and not bullet and not line.startswith(("#", "|")) and (
                 (item and raw[:1].isspace()) or (
                     CONTINUES_RE.search(out[-1]) and OPENS_LOW_RE.match(line)
-                    and not KEY_RE.match(line) and (_unfinished(out[-1])
-                                                    or not KEY_RE.match(out[-1])))):
+                    and not KEY_RE.match(line) and (_unfinished(out[-1]) or (
+                        len(out[-1]) >= WRAP_MIN and not KEY_RE.match(out[-1]))))):
             out[-1] += " " + line
             continue
         out.append(line)
@@ -650,7 +652,10 @@ def question_parts(query: str) -> list[str]:
 
 
 # "Ana's phone number", "Hattie's surname": a name and the attribute of theirs asked
-POSSESSIVE_RE = re.compile(r"(?<=\s)[A-Z][\w-]*'s\s+((?:[\w-]+\s*){1,3})")
+# (typed in lower case too: "callum's email"; not a wh-word or pronoun with "is")
+POSSESSIVE_RE = re.compile(r"(?<![\w'-])(?!(?:what|who|where|when|how|why|which|that|there|it|"
+                           r"he|she|let|here)'s)[^\W\d_][\w-]*'s\s+((?:[\w-]+\s*){1,3})",
+                           re.I)
 # "which airline", "who's my physio", "what's my blood type": the role or attribute asked
 FOCUS_RE = re.compile(r"\b(?:which|what|who|whose|whom)(?:'s)?\s+((?:[\w'-]+\s*){1,4})",
                       re.IGNORECASE)
@@ -699,11 +704,15 @@ def _owned(q: str) -> tuple:
     return tuple(dict.fromkeys(owned))
 
 
+# "whats", "whos", "wheres": a wh-word and "is" typed without the apostrophe
+BARE_CONTRACTION_RE = re.compile(r"\b(what|who|where|when|how|that|there)s\b", re.I)
+
+
 @functools.lru_cache(maxsize=4096)
 def analyse(question: str) -> Ask:
     """The Ask of a question. Each part asks for its own kinds of value about the
     question's whole topic (a part's own words are often only "their phone number")."""
-    q = question.replace("\u2019", "'")
+    q = BARE_CONTRACTION_RE.sub(r"\1's", question.replace("\u2019", "'"))
     names = frozenset(t for w in re.findall(r"[^\W\d_][\w'-]*", q)[1:]
                       if w[0].isupper() and not month_term(w) for t in terms(w))
     pieces = question_parts(q)
@@ -1070,12 +1079,13 @@ def _document(note: dict) -> str:
 
 
 def _newest(lead: _Unit, units: list[_Unit], ask: Ask) -> tuple[_Unit, _Unit | None]:
-    """Present mode: units of other documents that answer, name every asked term the
-    lead names and state values of the asked kind (no kind asked: a kind of value the
-    lead states, "20 mm" is no date; else numbers and dates): the
-    best of the newest dated note wins (undated never does), unless it states no value
-    the lead does not: a later note that only repeats the lead confirms it. (The
-    answer's unit, the one it replaces or None.)"""
+    """Present mode: units of other documents that answer, name every asked word the
+    lead names and state values of the asked kind (none asked: a kind the lead states,
+    "20 mm" is no date; else numbers and dates). The newest dated note wins (undated
+    never does) with its unit worded most like the lead (a newer statement of a fact
+    repeats its other words: "rent £1,150 pcm" -> "settled on £1,240 pcm"), then the
+    best; unless that unit states no value the lead does not: a later note that only
+    repeats the lead confirms it. (The answer's unit, the one it replaces or None.)"""
     kinds = ask.kinds or frozenset(k for k in SPECIFIC_KINDS if VALUE_RES[k].search(
         lead.text)) or frozenset({"number", "date"})     # no kind asked: the lead's own
     mine = _values(lead, kinds)
@@ -1086,7 +1096,10 @@ def _newest(lead: _Unit, units: list[_Unit], ask: Ask) -> tuple[_Unit, _Unit | N
     dated = [u for u in rivals + [lead] if u.note["date"] != UNDATED]
     if not dated:
         return lead, None
-    win = max(dated, key=lambda u: (u.note["date"], u is lead, u.score, -u.at))
+    said = {t for t in evidence_terms(lead.text) if not t[0].isdigit()} - set(ask.terms)
+    win = max(dated, key=lambda u: (u.note["date"], u is lead,     # of the newest note:
+                                    len(said & evidence_terms(u.text)),   # worded like
+                                    u.score, -u.at))                      # the lead
     return (lead, None) if win is lead or _values(win, kinds) <= mine else (win, lead)
 
 
@@ -1137,6 +1150,16 @@ def _cite(u: _Unit, replaced: _Unit | None = None, text: str | None = None) -> s
     return out + "."
 
 
+def _latest_row(best: _Unit, units: list[_Unit]) -> _Unit:
+    """Present mode: a row or line that opens with its own date stands for that day;
+    the answering one of its note with the latest date is the current one ("my latest
+    parkrun", "my weight now")."""
+    if not ROW_DATE_RE.match(best.text):
+        return best
+    rows = [u for u in units if u.note is best.note and u.answers and ROW_DATE_RE.match(u.text)]
+    return max(rows + [best], key=lambda u: (_when(u), u.score))
+
+
 def _current(question: str, mode: str, notes: list[dict]) -> list[str]:
     """present / any: the best unit of each part asked, in order (present: the newest
     statement of it); a list question: every answering line of the best unit's note."""
@@ -1147,6 +1170,7 @@ def _current(question: str, mode: str, notes: list[dict]) -> list[str]:
         best, old = _best([u for u in units if u.answers] or units), None
         if mode == "present":
             best, old = _newest(best, units, part)
+            best = _latest_row(best, units)
         said = set().union(*(values(v.text) for v, _ in picked))
         if picked and values(best.text) <= said:         # each part a value of its own
             rest = [u for u in units if u.answers and not values(u.text) <= said]

@@ -49,6 +49,8 @@ HISTORY_STRONG_RE = re.compile(
     r"\b(?:chang(?:ed|es|ing)|over time|used to|originally|original|history|"
     r"historically|evolv(?:e|ed|es|ing)|progression|progress|how (?:has|have)|"
     rf"(?:did|has|have)\s+(?!(?:i|we|you|he|she|they)\s)(?:[\w'-]+\s+){{1,6}}?{CHANGE_VERB}|"
+    rf"(?<!\bi )(?<!\bwe )(?<!\byou )(?<!\bhe )(?<!\bshe )(?<!\bthey )"
+    rf"(?:has|have)\s+{CHANGE_VERB}|"
     r"each version|every version|all versions|timeline|"
     r"over the (?:\w+ )?(?:weeks?|months?|years?)|"
     r"(?:went|gone|go|moved|rose|fell|increased|decreased|dropped|jumped|grew) from|"

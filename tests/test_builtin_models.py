@@ -481,3 +481,36 @@ def test_how_many_times_asks_a_count_and_the_noun_date_asks_a_date():
     assert "time" not in a.terms and "times" not in a.terms
     assert models.analyse("What date did the roof job start?").kinds == {"date"}
     assert models.VALUE_RES["date"].search("scaffolder can't do the 16th")
+
+
+def test_questions_typed_in_lower_case_without_apostrophes_are_read_alike():
+    a = models.analyse("whats our account number at northgear")
+    assert "what" not in a.terms and a.kinds == {"number"}
+    assert models.analyse("whos the contact at halden").kinds == {"name"}
+    assert models.analyse("what's callum's email address?").owned == ("email", "address")
+    assert models.analyse("Fiona's phone number please").owned == ("phone",)
+    assert models.analyse("where's the band playing?").owned == ()
+    assert not models.analyse("what are we paying graham in rent these days?").is_list
+    assert models.analyse("What are the crops in the tunnel?").is_list
+
+
+def test_the_newer_statement_worded_like_the_lead_wins_within_its_note():
+    graham = cand(43, "people/Graham Baird.md", "landlord\nrent £1,150 pcm, standing order "
+                  "on the 1st", date="undated", heading="Graham Baird")
+    review = cand(44, "meetings/2026-10-14 rent review - Graham.md",
+                  "he opened at £1,300.\nsettled on £1,240 pcm from 1 Nov\n"
+                  "i repaint the shop front myself, he pays for the paint up to £150",
+                  date="2026-10-14")
+    text = write("what are we paying graham in rent these days?", [graham, review],
+                 "present")
+    assert text.startswith("settled on £1,240 pcm from 1 Nov [c2]; this replaces")
+
+
+def test_present_mode_reads_the_latest_dated_row_of_a_table():
+    times = cand(45, "training/parkrun times.md",
+                 "Date: 2026-04-04; Time: 24:12; Position: 143\n"
+                 "Date: 2026-09-26; Time: 22:31; Position: 87\n"
+                 "Date: 2026-05-16; Time: 23:40; Position: 121", heading="Parkrun times")
+    assert write("What was my parkrun time?", [times], "present") == (
+        "Date: 2026-09-26; Time: 22:31; Position: 87 [c1].")
+    assert write("What was my parkrun time?", [times], "any").startswith("Date: 2026-04-04")

@@ -28,6 +28,8 @@ CASES = [  # message, intent, time mode
     ("Has the rewire price moved since Dom quoted?", "notes", "history"),  # verb of change
     ("How many times has the fitting date shifted?", "notes", "history"),
     ("Where did I move to after Leeds?", "notes", "any"),         # a person moving
+    ("how the e-bike service price has moved in 2026", "notes", "history"),
+    ("I have moved the bike to the shed", "notes", "any"),
     ("Track the cellar readings over the year", "notes", "history"),
     ("What did we decide on the Halden call?", "notes", "any"),   # event lookup
     ("When was the Lisbon race?", "notes", "any"),

@@ -1,6 +1,7 @@
 """Fit the builtin reader (models.py) on the dev split; print its fitted constants.
 
     python tools/fit_reader.py [--vault sample-vault] [--questions questions/dev.jsonl ...]
+    (a question file over another vault: questions/dev4.jsonl=third-vault)
 
 Step 1, the weights. Each question is routed and retrieved as the harness does (hybrid,
 k=20, version.apply) and its candidates become the writer's notes in retrieval order
@@ -130,20 +131,38 @@ def pick(points, n_answerable: int, n_refuse: int, max_answered=None) -> float:
     return float(round(points[run[len(run) // 2]][0], 3))
 
 
+def _sets(vault, questions) -> dict:
+    """{vault: [question file, ...]}: a file given as FILE=VAULT is over that vault,
+    any other over `vault`."""
+    files = [questions] if isinstance(questions, (str, Path)) else list(questions)
+    out: dict = {}
+    for f in map(str, files):
+        name, _, own = f.partition("=")
+        out.setdefault(own or str(vault), []).append(name)
+    return out
+
+
 def fit(vault=ROOT / "sample-vault", questions=ROOT / "questions" / "dev.jsonl",
         verbose=False, max_answered=None) -> dict:
     """{constant name: value} for models.py, fitted on `questions` (one question file
-    or several, pooled) over `vault`."""
-    files = [questions] if isinstance(questions, (str, Path)) else list(questions)
-    qs = [q for f in files for q in evaluate.load_questions(f)]
+    or several, pooled; "FILE=VAULT" for a file over another vault) over `vault`."""
+    sets = _sets(vault, questions)
+    shipped = [models.READER_BIAS] + [getattr(models, n) for n in WEIGHT_NAMES]
     with tempfile.TemporaryDirectory() as tmp:
-        idx, be = harness.load(index=tmp, vault=vault, backend="builtin")
-        X, y = rows(idx, qs)
+        loaded, X, y, qs = [], [], [], []
+        for i, (v, files) in enumerate(sets.items()):
+            idx, be = harness.load(index=str(Path(tmp) / str(i)), vault=v, backend="builtin")
+            vqs = [q for f in files for q in evaluate.load_questions(f)]
+            Xv, yv = rows(idx, vqs)
+            loaded.append((idx, be, vqs))
+            X.append(Xv)
+            y.append(yv)
+            qs += vqs
+        X, y = np.vstack(X), np.concatenate(y)
         w = np.round(logistic(X, y), 3)
-        shipped = [models.READER_BIAS] + [getattr(models, n) for n in WEIGHT_NAMES]
         set_weights(w)
         try:
-            stats = statistics(idx, be, qs)
+            stats = [st for idx, be, vqs in loaded for st in statistics(idx, be, vqs)]
         finally:
             set_weights(shipped)       # the fit leaves models.py's constants as they were
     points = curve(stats)
@@ -154,16 +173,16 @@ def fit(vault=ROOT / "sample-vault", questions=ROOT / "questions" / "dev.jsonl",
         print("# threshold  false_abstentions  answered_refusals")
         for th, fa, wa in points:
             print(f"# {th:9.3f}  {fa:2d}/{n_ans}  {wa:2d}/{len(qs) - n_ans}")
-    out = {"READER_BIAS": float(w[0]), **{k: float(v) for k, v in zip(WEIGHT_NAMES, w[1:])},
-           "ABSTAIN_LOGIT": t}
-    return out
+    return {"READER_BIAS": float(w[0]), **{k: float(v) for k, v in zip(WEIGHT_NAMES, w[1:])},
+            "ABSTAIN_LOGIT": t}
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--vault", default=str(ROOT / "sample-vault"))
     p.add_argument("--questions", nargs="+", default=[str(ROOT / "questions" / "dev.jsonl")],
-                   help="tuning question files over the vault, pooled (never a frozen split)")
+                   help="tuning question files, pooled (never a frozen split); FILE=VAULT "
+                        "for a file over another vault than --vault")
     p.add_argument("--max-answered-refusals", type=int, default=None,
                    help="pick the threshold with the fewest false abstentions among those "
                         "answering at most this many refusals (default: balanced error)")
