@@ -145,10 +145,21 @@ def month_term(word: str) -> str | None:
     return word.lower()[:3] if MONTH_WORD_RE.match(word.lower()) else None
 
 
+# Weekdays as people write them, named by their first three letters ("Thurs" -> "thu")
+DAY_TERM_RE = re.compile(r"(?:mon|tue|tues|wed|weds|thu|thur|thurs|fri|sat|sun)\Z|"
+                         r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?\Z")
+
+
+def day_term(word: str) -> str | None:
+    """The weekday a word names, as its first three letters: "thursdays" -> "thu"."""
+    return word.lower()[:3] if DAY_TERM_RE.match(word.lower()) else None
+
+
 def date_terms(text: str) -> set[str]:
-    """The months a text names in words or in ISO dates ("2026-07-12" -> "jul"): the
-    words a question uses ("in July") for what a note writes in digits."""
-    out = {m for w in TOKEN_RE.findall(text) if (m := month_term(w))}
+    """The months and weekdays a text names in words, and the months of its ISO dates
+    ("2026-07-12" -> "jul"): the words a question uses ("in July", "on Thursdays") for
+    what a note writes in digits or short ("thu")."""
+    out = {m for w in TOKEN_RE.findall(text) if (m := month_term(w) or day_term(w))}
     out.update(list(MONTHS)[int(m) - 1] for m in ISO_MONTH_RE.findall(text))
     return out
 
@@ -160,7 +171,11 @@ def numbers(text: str) -> list[str]:
 
 ABBREV_GUARD = (r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!Mrs\.)(?<!\bSt\.)(?<!\bvs\.)"
                 r"(?<!e\.g\.)(?<!i\.e\.)")   # no sentence break after these
-SENTENCE_RE = re.compile(ABBREV_GUARD + r"(?<=[.!?])\s+|\n+")
+# a short lowercase word and a period before a code of letters and digits is an
+# abbreviation: "policy no. CGB-448213", "ref. AB12" (not "me. 45 min")
+SHORT_ABBREV = (r"(?:(?<!\b[a-z]\.)(?<!\b[a-z]{2}\.)(?<!\b[a-z]{3}\.)|"
+                r"(?!\s+(?=\S*\d)(?=\S*[^\W\d_])))")     # next word: a digit and a letter
+SENTENCE_RE = re.compile(ABBREV_GUARD + SHORT_ABBREV + r"(?<=[.!?])\s+|\n+")
 
 
 INSTRUCTION_RE = re.compile(  # text in a note that addresses the assistant, not the reader
@@ -627,7 +642,7 @@ def _kinds(q: str) -> frozenset:
 
 def _topic(q: str) -> tuple:
     q = HOW_RE.sub(" ", TIME_PHRASE_RE.sub(" ", q.lower()))
-    out = [month_term(t) or t for t in terms(ORDINAL_RE.sub(r"\1", q))
+    out = [month_term(t) or day_term(t) or t for t in terms(ORDINAL_RE.sub(r"\1", q))
            if t not in TIME_WORDS and not t[0].isdigit()]
     return tuple(dict.fromkeys(out))
 

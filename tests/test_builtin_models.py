@@ -514,3 +514,22 @@ def test_present_mode_reads_the_latest_dated_row_of_a_table():
     assert write("What was my parkrun time?", [times], "present") == (
         "Date: 2026-09-26; Time: 22:31; Position: 87 [c1].")
     assert write("What was my parkrun time?", [times], "any").startswith("Date: 2026-04-04")
+
+
+def test_weekdays_are_named_alike_in_full_and_short():
+    assert models.analyse("what time do we close on thursdays").terms == ("close", "thu")
+    assert "thu" in models.evidence_terms("day: thu; hours: 9am-7pm")
+    assert "thu" in models.evidence_terms("late Thursdays from 10 Sept")
+    hours = cand(46, "shop/opening hours.md", "day: mon-wed; hours: 9am-5.30pm\n"
+                 "day: thu; hours: 9am-7pm\nday: sat; hours: 10am-4pm")
+    assert write("what time do we close on thursdays", [hours], "any") == (
+        "day: thu; hours: 9am-7pm [c1].")
+
+
+def test_an_abbreviation_before_a_code_ends_no_sentence():
+    assert models.sentences("Cycleguard, policy no. CGB-448213. Premium is £612.") == [
+        "Cycleguard, policy no. CGB-448213.", "Premium is £612."]
+    assert models.sentences("With: Gemma, me. 45 min, video") == ["With: Gemma, me.",
+                                                                  "45 min, video"]
+    assert models.sentences("total [c2]. 2026-05-09: 18 km [c1].") == [
+        "total [c2].", "2026-05-09: 18 km [c1]."]
