@@ -402,11 +402,11 @@ W_TEXT = 3.475               # share of the asked terms the unit names in its ow
 W_HEADING = 1.115           # share named by its heading trail
 W_TITLE = 1.474             # share named by its note's path (title)
 W_COVER = 1.423             # share named by the unit, its heading and title together
-W_TYPE = 2.244              # it holds a value of the asked kind (a bare number: PARTIAL_CREDIT)
+W_TYPE = 2.243              # it holds a value of the asked kind (a bare number: PARTIAL_CREDIT)
 W_NEAR = 0.972              # an asked term's weight share / tokens from it to such a value
 W_RANK = 0.883              # the passage's rerank rank: 1 / (1 + rank from 0)
 W_LATEST = -0.144           # its note is the latest version (not an older one or entry)
-ABSTAIN_LOGIT = -3.684      # evidence below this everywhere: the notes lack the answer
+ABSTAIN_LOGIT = -3.685      # evidence below this everywhere: the notes lack the answer
 # set by hand, with a reason
 PARTIAL_CREDIT = 0.6      # a related form ("changes"/"changed", "paying"/"pay") is most of a match
 IDF_FLOOR = 0.1           # the commonest asked word still counts a little
@@ -434,14 +434,20 @@ VALUE_RES = {
     "clock": re.compile(r"\b\d{1,2}[:.]\d{2}(?::\d{2})?\b|\b\d{1,2}\s?(?:am|pm)\b", re.I),
     "percent": re.compile(r"\d\s?%|\bper ?cent\b", re.I),
     "date": re.compile(rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b\d{{1,2}}(?:st|nd|rd|th)? {_MONTH}\b|"
-                       rf"\b{_MONTH} \d{{1,2}}\b|\b{_DAY}\b|\bthe \d{{1,2}}(?:st|nd|rd|th)\b", re.I),
+                       rf"\b{_MONTH} \d{{1,2}}\b|\b{_MONTH},? \d{{4}}\b|\b{_DAY}\b|"
+                       rf"\bthe \d{{1,2}}(?:st|nd|rd|th)\b", re.I),
     # a place: what follows a locative preposition ("at pier 4", "in the shed")
     "place": re.compile(rf"\b(?:{'|'.join(LOCATIVE)}) (?:the |my |a |our )?\w", re.I),
+    # a way to reach someone: an email address or a phone number ("0113 496 0390")
+    "contact": re.compile(r"[\w.+-]+@[\w-]+\.\w[\w.]*|(?<![\w.])\+?\d[\d ()-]{6,}\d(?![\w.])"),
     # a capitalised word inside a sentence: a name ("Physio: Hannah Reyes", "in Clun")
     "name": re.compile(rf"(?<=[\w:,;(\u2014-]\s)(?!(?i:{_DAY}|{_MONTH})\b)[A-Z][\w'\u2019-]+"),
 }
 _WH = r"(?:what|which|who|whom|whose|when|where|why|how)"
 _AUX = r"(?:is|are|was|were|am|do|does|did|has|have|had|can|could|should|will|would)"
+# "how do I reach her", "how can we get hold of him": asks for a phone number or email
+HOW_REACH = (r"\bhow (?:do|can|could|should|would) (?:i|we) (?:reach|contact|get hold of|"
+             r"get in touch with|ring|call|phone|email|text)\b")
 # The kinds a question asks for, from its asking words, first cue of each kind.
 KIND_CUES = (
     (re.compile(r"\bhow much\b"), ("money", "measure", "percent")),
@@ -460,9 +466,10 @@ KIND_CUES = (
     (re.compile(r"\btime\b"), ("clock", "duration")),
     (re.compile(r"\bwho(?:m|se)?\b|name\b|\bwhich\b"), ("name",)),  # which one: a name
     (re.compile(r"\bwhere\b"), ("place",)),
+    (re.compile(HOW_REACH), ("contact",)),
 )
 # words that ask for a kind of value rather than name the topic
-HOW_RE = re.compile(r"\bhow many times\b|\bhow (?:much|many|long|often|old|far|big|heavy|tall|wide)\b|"
+HOW_RE = re.compile(HOW_REACH + r"|\bhow many times\b|\bhow (?:much|many|long|often|old|far|big|heavy|tall|wide)\b|"
                     r"\b(?:what|which) (?:time|date|dates|day|name)\b|\bthe \w*name of\b")
 # a yes/no question: it opens with a verb ("Is the trip still on the 13th?")
 YES_NO_RE = re.compile(rf"^\s*{_AUX}\b", re.I)
@@ -741,11 +748,11 @@ def analyse(question: str) -> Ask:
 
 SPECIFIC_KINDS = ("money", "percent", "measure", "duration", "clock", "date")
 NUMERIC_KINDS = frozenset({"money", "measure", "number", "duration", "clock", "percent"})
+WORD_KINDS = ("name", "date", "place", "clock", "contact")   # read in the whole text
 # Digits that tell when, not how much: a day of the month ("Monday 23 March", "the
 # 16th", "March 2026") or a clock time ("5pm", "09:40"). They are no amount, count or
 # measure: a question asking one of those is not answered by a date.
-DAY_DIGITS_RE = re.compile(VALUE_RES["date"].pattern + rf"|\b\d{{1,2}}(?:st|nd|rd|th)\b|"
-                           rf"\b{_MONTH},? \d{{4}}\b", re.I)
+DAY_DIGITS_RE = re.compile(VALUE_RES["date"].pattern + r"|\b\d{1,2}(?:st|nd|rd|th)\b", re.I)
 CLOCK_DIGITS_RE = re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?\b|\b\d{1,2}\s?(?:am|pm)\b", re.I)
 
 
@@ -766,6 +773,11 @@ def value_tokens(text: str, kinds) -> tuple[list[str], set[int]]:
     time are none)."""
     ms = list(TOKEN_RE.finditer(text))
     toks = [m.group() for m in ms]
+    if "contact" in kinds:          # the words of an email address are a value too
+        mails = [m.span() for m in VALUE_RES["contact"].finditer(text) if "@" in m.group()]
+        inside = {i for i, m in enumerate(ms) if any(a <= m.start() < b for a, b in mails)}
+        toks_v = value_tokens(text, kinds - {"contact"} | {"number"})[1]
+        return toks, inside | toks_v
     spans = _when_spans(text, kinds)
     if kinds and not kinds & NUMERIC_KINDS:       # a date asked: "Year 10" is no date
         dates = [m.span() for m in DAY_DIGITS_RE.finditer(text)] if "date" in kinds else []
@@ -787,8 +799,8 @@ def holds(text: str, kinds) -> float:
     digit = re.search(r"\d", amounts) is not None
     if not kinds:
         return float(digit or bool(VALUE_RES["name"].search(text) or KEY_RE.match(text)))
-    if any(VALUE_RES[k].search(text if k in ("name", "date", "place", "clock") else amounts)
-           for k in kinds if digit or k in ("name", "date", "place", "clock")):
+    if any(VALUE_RES[k].search(text if k in WORD_KINDS else amounts)
+           for k in kinds if digit or k in WORD_KINDS):
         return 1.0
     return PARTIAL_CREDIT if digit and kinds & NUMERIC_KINDS else 0.0
 

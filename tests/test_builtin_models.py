@@ -533,3 +533,12 @@ def test_an_abbreviation_before_a_code_ends_no_sentence():
                                                                   "45 min, video"]
     assert models.sentences("total [c2]. 2026-05-09: 18 km [c1].") == [
         "total [c2].", "2026-05-09: 18 km [c1]."]
+
+
+def test_how_do_i_reach_her_asks_for_a_phone_number_or_email():
+    a = models.analyse("Who's our council contact and how do I reach her?")
+    assert a.parts[1].kinds == {"contact"} and "reach" not in a.terms
+    assert models.holds("eilidh.grant@edinburgh.gov.uk", frozenset({"contact"})) == 1.0
+    assert models.holds("ph 0131 496 0712", frozenset({"contact"})) == 1.0
+    assert models.holds("Need the kitchen cleared by Sunday 27th", {"contact"}) == 0.0
+    assert models.VALUE_RES["date"].search("MOT next due Sept 2027")
