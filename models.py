@@ -397,16 +397,16 @@ class BuiltinEmbedder:
 JUDGE_MODEL = "builtin-judge-v2"
 WRITER_MODEL = "builtin-writer-v2"
 # fitted by tools/fit_reader.py on questions/dev.jsonl (tests/test_fit_reader.py checks)
-READER_BIAS = -7.629        # logit of a unit that names nothing asked and holds no value
-W_TEXT = 3.475               # share of the asked terms the unit names in its own words
-W_HEADING = 1.115           # share named by its heading trail
-W_TITLE = 1.474             # share named by its note's path (title)
-W_COVER = 1.423             # share named by the unit, its heading and title together
-W_TYPE = 2.243              # it holds a value of the asked kind (a bare number: PARTIAL_CREDIT)
-W_NEAR = 0.972              # an asked term's weight share / tokens from it to such a value
-W_RANK = 0.883              # the passage's rerank rank: 1 / (1 + rank from 0)
-W_LATEST = -0.144           # its note is the latest version (not an older one or entry)
-ABSTAIN_LOGIT = -3.685      # evidence below this everywhere: the notes lack the answer
+READER_BIAS = -7.645        # logit of a unit that names nothing asked and holds no value
+W_TEXT = 3.482               # share of the asked terms the unit names in its own words
+W_HEADING = 1.105           # share named by its heading trail
+W_TITLE = 1.481             # share named by its note's path (title)
+W_COVER = 1.434             # share named by the unit, its heading and title together
+W_TYPE = 2.259              # it holds a value of the asked kind (a bare number: PARTIAL_CREDIT)
+W_NEAR = 0.955              # an asked term's weight share / tokens from it to such a value
+W_RANK = 0.884              # the passage's rerank rank: 1 / (1 + rank from 0)
+W_LATEST = -0.137           # its note is the latest version (not an older one or entry)
+ABSTAIN_LOGIT = -3.684      # evidence below this everywhere: the notes lack the answer
 # set by hand, with a reason
 PARTIAL_CREDIT = 0.6      # a related form ("changes"/"changed", "paying"/"pay") is most of a match
 IDF_FLOOR = 0.1           # the commonest asked word still counts a little
@@ -435,7 +435,7 @@ VALUE_RES = {
     "percent": re.compile(r"\d\s?%|\bper ?cent\b", re.I),
     "date": re.compile(rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b\d{{1,2}}(?:st|nd|rd|th)? {_MONTH}\b|"
                        rf"\b{_MONTH} \d{{1,2}}\b|\b{_MONTH},? \d{{4}}\b|\b{_DAY}\b|"
-                       rf"\bthe \d{{1,2}}(?:st|nd|rd|th)\b", re.I),
+                       r"(?<![\d,.-])(?:19|20)\d\d(?![\d,.-])", re.I),       # a year
     # a place: what follows a locative preposition ("at pier 4", "in the shed")
     "place": re.compile(rf"\b(?:{'|'.join(LOCATIVE)}) (?:the |my |a |our )?\w", re.I),
     # a way to reach someone: an email address or a phone number ("0113 496 0390")
