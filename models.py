@@ -145,21 +145,10 @@ def month_term(word: str) -> str | None:
     return word.lower()[:3] if MONTH_WORD_RE.match(word.lower()) else None
 
 
-# Weekdays as people write them, named by their first three letters ("Thurs" -> "thu")
-DAY_TERM_RE = re.compile(r"(?:mon|tue|tues|wed|weds|thu|thur|thurs|fri|sat|sun)\Z|"
-                         r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?\Z")
-
-
-def day_term(word: str) -> str | None:
-    """The weekday a word names, as its first three letters: "thursdays" -> "thu"."""
-    return word.lower()[:3] if DAY_TERM_RE.match(word.lower()) else None
-
-
 def date_terms(text: str) -> set[str]:
-    """The months and weekdays a text names in words, and the months of its ISO dates
-    ("2026-07-12" -> "jul"): the words a question uses ("in July", "on Thursdays") for
-    what a note writes in digits or short ("thu")."""
-    out = {m for w in TOKEN_RE.findall(text) if (m := month_term(w) or day_term(w))}
+    """The months a text names in words or in ISO dates ("2026-07-12" -> "jul"): the
+    words a question uses ("in July") for what a note writes in digits."""
+    out = {m for w in TOKEN_RE.findall(text) if (m := month_term(w))}
     out.update(list(MONTHS)[int(m) - 1] for m in ISO_MONTH_RE.findall(text))
     return out
 
@@ -397,16 +386,16 @@ class BuiltinEmbedder:
 JUDGE_MODEL = "builtin-judge-v2"
 WRITER_MODEL = "builtin-writer-v2"
 # fitted by tools/fit_reader.py on questions/dev.jsonl (tests/test_fit_reader.py checks)
-READER_BIAS = -7.645        # logit of a unit that names nothing asked and holds no value
-W_TEXT = 3.482               # share of the asked terms the unit names in its own words
-W_HEADING = 1.105           # share named by its heading trail
-W_TITLE = 1.481             # share named by its note's path (title)
-W_COVER = 1.434             # share named by the unit, its heading and title together
-W_TYPE = 2.259              # it holds a value of the asked kind (a bare number: PARTIAL_CREDIT)
-W_NEAR = 0.955              # an asked term's weight share / tokens from it to such a value
-W_RANK = 0.884              # the passage's rerank rank: 1 / (1 + rank from 0)
-W_LATEST = -0.137           # its note is the latest version (not an older one or entry)
-ABSTAIN_LOGIT = -3.684      # evidence below this everywhere: the notes lack the answer
+READER_BIAS = -7.64        # logit of a unit that names nothing asked and holds no value
+W_TEXT = 3.493               # share of the asked terms the unit names in its own words
+W_HEADING = 1.114           # share named by its heading trail
+W_TITLE = 1.48             # share named by its note's path (title)
+W_COVER = 1.45             # share named by the unit, its heading and title together
+W_TYPE = 2.23              # it holds a value of the asked kind (a bare number: PARTIAL_CREDIT)
+W_NEAR = 0.97              # an asked term's weight share / tokens from it to such a value
+W_RANK = 0.887              # the passage's rerank rank: 1 / (1 + rank from 0)
+W_LATEST = -0.142           # its note is the latest version (not an older one or entry)
+ABSTAIN_LOGIT = -3.681      # evidence below this everywhere: the notes lack the answer
 # set by hand, with a reason
 PARTIAL_CREDIT = 0.6      # a related form ("changes"/"changed", "paying"/"pay") is most of a match
 IDF_FLOOR = 0.1           # the commonest asked word still counts a little
@@ -434,56 +423,39 @@ VALUE_RES = {
     "clock": re.compile(r"\b\d{1,2}[:.]\d{2}(?::\d{2})?\b|\b\d{1,2}\s?(?:am|pm)\b", re.I),
     "percent": re.compile(r"\d\s?%|\bper ?cent\b", re.I),
     "date": re.compile(rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b\d{{1,2}}(?:st|nd|rd|th)? {_MONTH}\b|"
-                       rf"\b{_MONTH} \d{{1,2}}\b|\b{_MONTH},? \d{{4}}\b|\b{_DAY}\b|"
-                       r"(?<![\d,.-])(?:19|20)\d\d(?![\d,.-])", re.I),       # a year
+                       rf"\b{_MONTH} \d{{1,2}}\b|\b{_DAY}\b", re.I),
     # a place: what follows a locative preposition ("at pier 4", "in the shed")
     "place": re.compile(rf"\b(?:{'|'.join(LOCATIVE)}) (?:the |my |a |our )?\w", re.I),
-    # a way to reach someone: an email address or a phone number ("0113 496 0390")
-    "contact": re.compile(r"[\w.+-]+@[\w-]+\.\w[\w.]*|(?<![\w.])\+?\d[\d ()-]{6,}\d(?![\w.])"),
     # a capitalised word inside a sentence: a name ("Physio: Hannah Reyes", "in Clun")
     "name": re.compile(rf"(?<=[\w:,;(\u2014-]\s)(?!(?i:{_DAY}|{_MONTH})\b)[A-Z][\w'\u2019-]+"),
 }
 _WH = r"(?:what|which|who|whom|whose|when|where|why|how)"
 _AUX = r"(?:is|are|was|were|am|do|does|did|has|have|had|can|could|should|will|would)"
-# "how do I reach her", "how can we get hold of him": asks for a phone number or email
-HOW_REACH = (r"\bhow (?:do|can|could|should|would) (?:i|we) (?:reach|contact|get hold of|"
-             r"get in touch with|ring|call|phone|email|text)\b")
 # The kinds a question asks for, from its asking words, first cue of each kind.
 KIND_CUES = (
     (re.compile(r"\bhow much\b"), ("money", "measure", "percent")),
     (re.compile(r"\bhow many\b|\bnumber\b|\bhow often\b|\bhow old\b"), ("number",)),
     (re.compile(r"\bhow long\b"), ("duration", "measure")),
     (re.compile(r"\bhow (?:far|big|heavy|tall|wide)\b"), ("measure",)),
-    (re.compile(r"\b(?:pric(?:es?|ed|ing)|costs?|costing|fees?|rents?|salar(?:y|ies)|wages?|"
-                r"charg(?:es?|ed|ing)|paid|pay(?:s|ing)?|spen(?:ds?|ding|t)|ow(?:es?|ed|ing)|"
-                r"budgets?)\b"), ("money",)),
-    # "how damp is", "how fast was": how + a word + a verb asks a degree of something
-    (re.compile(r"\bhow (?!(?:much|many|long|often|old|far|big|heavy|tall|wide|come)\b)"
-                rf"(?!{_AUX}\b)[a-z]+ {_AUX}\b"), ("measure", "percent")),
+    (re.compile(r"\b(?:price|cost|fee|rent|salary|wage|charge|paid|pay|paying|spend|spent|"
+                r"owe|budget)s?\b"), ("money",)),
     (re.compile(r"\bper ?cent|percentage\b"), ("percent",)),
-    (re.compile(r"\bwhen\b|\bdates?\b|\bwhat day\b|\bwhich (?:day|night|week|month)\b|"
+    (re.compile(r"\bwhen\b|\bwhat (?:date|day)\b|\bwhich (?:date|day|night|week|month)\b|"
                 r"\bdeadline\b|\bdue\b"), ("date",)),
     (re.compile(r"\btime\b"), ("clock", "duration")),
     (re.compile(r"\bwho(?:m|se)?\b|name\b|\bwhich\b"), ("name",)),  # which one: a name
     (re.compile(r"\bwhere\b"), ("place",)),
-    (re.compile(HOW_REACH), ("contact",)),
 )
 # words that ask for a kind of value rather than name the topic
-HOW_RE = re.compile(HOW_REACH + r"|\bhow many times\b|\bhow (?:much|many|long|often|old|far|big|heavy|tall|wide)\b|"
+HOW_RE = re.compile(r"\bhow (?:much|many|long|often|old|far|big|heavy|tall|wide)\b|"
                     r"\b(?:what|which) (?:time|date|dates|day|name)\b|\bthe \w*name of\b")
-# a yes/no question: it opens with a verb ("Is the trip still on the 13th?")
-YES_NO_RE = re.compile(rf"^\s*{_AUX}\b", re.I)
-ORDINAL_RE = re.compile(r"\b(\d+)(?:st|nd|rd|th)\b", re.I)   # "13th": the number 13
-# a list question; "what are we paying" asks about an action, not for a list of things
-LIST_RE = re.compile(r"\b(?:list|all|(?:what|which) (?:are|were)(?! (?:we|you|they|i)\b))\b")
+LIST_RE = re.compile(r"\b(?:list|all|what are|which are|what were|which were)\b")
 # A question of several parts: split at sentence marks, dashes, and "and" or a comma
 # before a wh-word; a piece asking nothing is context of the part after it.
 PART_SPLIT_RE = re.compile(rf"[.?!;]+\s+|\s[\u2014\u2013-]+\s|,?\s+and\s+(?={_WH}\b)|"
                            rf",\s+(?={_WH}\b)", re.IGNORECASE)
 ASKING_RE = re.compile(rf"^(?:[\w-]+\s+){{0,2}}(?:{_WH}|{_AUX})\b", re.IGNORECASE)
 KEY_RE = re.compile(r"^([^:;,.]{1,40}):\s*\S")   # "Status: paid": the key of a key: value line
-# a table row as ingest writes it: "Rank: 1; Area: Campo de Ourique; Floor: 1."
-TABLE_ROW_RE = re.compile(r"^[^:;]{1,40}:[^;]*(?:;\s*[^:;]{1,40}:[^;]*)+$")
 BULLET_RE = re.compile(r"^\s*(?:[-*+>\u2022]|\d+[.)])\s+")   # a bullet, number or quote mark
 EMPHASIS_RE = re.compile(r"\*\*|__|`")
 WIKILINK_RE = re.compile(r"\[\[([^\]|]+)(?:\|([^\]]+))?\]\]")
@@ -546,26 +518,14 @@ def _logical_lines(text: str) -> list[str]:
 @functools.lru_cache(maxsize=1 << 14)
 def split_units(text: str) -> tuple[str, ...]:
     """Sentences and table rows of a chunk, as plain text; headings and rules dropped."""
-    return tuple(u for u, _ in _units_with_keys(text))
-
-
-@functools.lru_cache(maxsize=1 << 14)
-def _units_with_keys(text: str) -> tuple[tuple[str, str], ...]:
-    """(unit, the key its line opens with) per unit: in "Eden Camp: the mocks moved. The
-    trip is now on the 27th." the second sentence is about Eden Camp too ("" when the
-    unit is its line's first sentence, or the line has no "key:")."""
     out = []
     for line in _logical_lines(text):
         if not line or line.startswith(("#", "|---", "---")):
             continue
-        key = ""
-        for i, s in enumerate(sentences(plain(BULLET_RE.sub("", line)))):
+        for s in sentences(plain(BULLET_RE.sub("", line))):
             s = " ".join(s.split())
-            if i == 0:
-                m = KEY_RE.match(s)
-                key = m.group(1) if m else ""
             if len(tokenize(s)) >= 2:
-                out.append((s, key if i else ""))
+                out.append(s)
     return tuple(out)
 
 
@@ -640,16 +600,12 @@ class Ask:
 
 def _kinds(q: str) -> frozenset:
     q = TIME_PHRASE_RE.sub(" ", q)                     # "over time" asks for no time
-    out = {k for rx, ks in KIND_CUES if rx.search(q) for k in ks}
-    if YES_NO_RE.match(q):      # "is the rent still £900?" asks about an amount
-        out |= {k for k in ("money", "percent", "measure", "clock") if VALUE_RES[k].search(q)}
-        out |= {"date"} if DAY_DIGITS_RE.search(q) else set()
-    return frozenset(out)
+    return frozenset(k for rx, ks in KIND_CUES if rx.search(q) for k in ks)
 
 
 def _topic(q: str) -> tuple:
     q = HOW_RE.sub(" ", TIME_PHRASE_RE.sub(" ", q.lower()))
-    out = [month_term(t) or day_term(t) or t for t in terms(ORDINAL_RE.sub(r"\1", q))
+    out = [month_term(t) or t for t in terms(q)
            if t not in TIME_WORDS and not t[0].isdigit()]
     return tuple(dict.fromkeys(out))
 
@@ -726,15 +682,11 @@ def _owned(q: str) -> tuple:
     return tuple(dict.fromkeys(owned))
 
 
-# "whats", "whos", "wheres": a wh-word and "is" typed without the apostrophe
-BARE_CONTRACTION_RE = re.compile(r"\b(what|who|where|when|how|that|there)s\b", re.I)
-
-
 @functools.lru_cache(maxsize=4096)
 def analyse(question: str) -> Ask:
     """The Ask of a question. Each part asks for its own kinds of value about the
     question's whole topic (a part's own words are often only "their phone number")."""
-    q = BARE_CONTRACTION_RE.sub(r"\1's", question.replace("\u2019", "'"))
+    q = question.replace("\u2019", "'")
     names = frozenset(t for w in re.findall(r"[^\W\d_][\w'-]*", q)[1:]
                       if w[0].isupper() and not month_term(w) for t in terms(w))
     pieces = question_parts(q)
@@ -748,7 +700,7 @@ def analyse(question: str) -> Ask:
 
 SPECIFIC_KINDS = ("money", "percent", "measure", "duration", "clock", "date")
 NUMERIC_KINDS = frozenset({"money", "measure", "number", "duration", "clock", "percent"})
-WORD_KINDS = ("name", "date", "place", "clock", "contact")   # read in the whole text
+WORD_KINDS = ("name", "date", "place", "clock")   # read in the whole text, digits or not
 # Digits that tell when, not how much: a day of the month ("Monday 23 March", "the
 # 16th", "March 2026") or a clock time ("5pm", "09:40"). They are no amount, count or
 # measure: a question asking one of those is not answered by a date.
@@ -773,11 +725,6 @@ def value_tokens(text: str, kinds) -> tuple[list[str], set[int]]:
     time are none)."""
     ms = list(TOKEN_RE.finditer(text))
     toks = [m.group() for m in ms]
-    if "contact" in kinds:          # the words of an email address are a value too
-        mails = [m.span() for m in VALUE_RES["contact"].finditer(text) if "@" in m.group()]
-        inside = {i for i, m in enumerate(ms) if any(a <= m.start() < b for a, b in mails)}
-        toks_v = value_tokens(text, kinds - {"contact"} | {"number"})[1]
-        return toks, inside | toks_v
     spans = _when_spans(text, kinds)
     if kinds and not kinds & NUMERIC_KINDS:       # a date asked: "Year 10" is no date
         dates = [m.span() for m in DAY_DIGITS_RE.finditer(text)] if "date" in kinds else []
@@ -1064,21 +1011,19 @@ def label_terms(note: dict) -> frozenset:
 def unit_rows(ask: Ask, notes: list[dict]) -> list[_Unit]:
     """Every unit of every note, scored for `ask` (IDF over the notes, as the judge's
     is over documents: a topic word every kept note shares still weighs)."""
-    raw = [(note, i, u, key) for note in notes
-           for i, (u, key) in enumerate(_units_with_keys(note["text"]))]
+    raw = [(note, i, u) for note in notes for i, u in enumerate(split_units(note["text"]))]
     docs = [evidence_terms(f"{n['text']} {n['section']} {n['path']}") for n in notes]
     w = weights_for(ask, docs)
     sc = _Scorer(ask, w, set().union(*docs) if docs else set())
     out = []
-    for note, i, u, key in raw:
+    for note, i, u in raw:
         f = sc.features(u, note["section"], note["path"])
         ev = evidence(f)
         rank = 1.0 / (1 + note["order"])
         latest = float(note["status"] == STATUS_LATEST)
         own = evidence_terms(u) | evidence_terms(note["section"])
         out.append(_Unit(note, u, i, f, ev, ev + W_RANK * rank + W_LATEST * latest,
-                         frozenset(t for t in w if _match(t, own | label_terms(note)
-                                                          | evidence_terms(key))),
+                         frozenset(t for t in w if _match(t, own | label_terms(note))),
                          all(_match(t, own) for t in ask.owned)))   # a field, not a title
     return out
 
@@ -1106,34 +1051,22 @@ def _document(note: dict) -> str:
 
 
 def _newest(lead: _Unit, units: list[_Unit], ask: Ask) -> tuple[_Unit, _Unit | None]:
-    """Present mode: units of other documents that answer, name every asked word the
-    lead names and state values of the asked kind (none asked: a kind the lead states,
-    "20 mm" is no date; else numbers and dates). The newest dated note wins (undated
-    never does) with its unit worded most like the lead (a newer statement of a fact
-    repeats its other words: "rent £1,150 pcm" -> "settled on £1,240 pcm"), then the
-    best; unless that unit states no value the lead does not: a later note that only
-    repeats the lead confirms it. (The answer's unit, the one it replaces or None.)"""
+    """Present mode: units of other documents that answer, name every asked term the
+    lead names and state other values of the asked kind (no kind asked: a kind of value
+    the lead states, "20 mm" is no date; else numbers and dates): the newest dated one
+    wins (undated never does). (The answer's unit, the one it replaces or None.)"""
     kinds = ask.kinds or frozenset(k for k in SPECIFIC_KINDS if VALUE_RES[k].search(
         lead.text)) or frozenset({"number", "date"})     # no kind asked: the lead's own
     mine = _values(lead, kinds)
     rivals = [u for u in units if u.answers and holds(u.text, kinds)
               and not INSTRUCTION_RE.search(u.text)     # no newer statement, an injection
-              and _document(u.note) != _document(lead.note) and _words(lead.named) <= u.named
-              and _values(u, kinds)]
+              and _document(u.note) != _document(lead.note) and lead.named <= u.named
+              and _values(u, kinds) and not _values(u, kinds) <= mine]
     dated = [u for u in rivals + [lead] if u.note["date"] != UNDATED]
     if not dated:
         return lead, None
-    said = {t for t in evidence_terms(lead.text) if not t[0].isdigit()} - set(ask.terms)
-    win = max(dated, key=lambda u: (u.note["date"], u is lead,     # of the newest note:
-                                    len(said & evidence_terms(u.text)),   # worded like
-                                    u.score, -u.at))                      # the lead
-    return (lead, None) if win is lead or _values(win, kinds) <= mine else (win, lead)
-
-
-def _words(named: frozenset) -> frozenset:
-    """The asked words of a set of asked terms, without the question's own numbers (a
-    newer "now the 27th" need not repeat the "13th" asked about)."""
-    return frozenset(t for t in named if not t[0].isdigit())
+    win = max(dated, key=lambda u: (u.note["date"], u is lead, u.score))
+    return (lead, None) if win is lead else (win, lead)
 
 
 def _older(w: _Unit, u: _Unit) -> bool:
@@ -1146,10 +1079,7 @@ def _without_superseded(u: _Unit, units: list[_Unit], kinds) -> str:
     """Present mode: u's text cut before the first value (of the asked kinds, else a
     number or name) that only older notes (versions, entries, or notes dated before
     u's) naming something asked state, when what stays still states a value: a
-    present answer does not repeat a superseded value ("now X instead of Y"). A table
-    row is never cut: its cells are fields of one record, each stated as it is now."""
-    if TABLE_ROW_RE.match(u.text):
-        return u.text
+    present answer does not repeat a superseded value ("now X instead of Y")."""
     kinds = kinds or frozenset({"number", "name", "date"})
     older = set().union(*(_values(w, kinds) for w in units if _older(w, u) and w.named))
     newer = set().union(*(_values(w, kinds) for w in units
@@ -1177,16 +1107,6 @@ def _cite(u: _Unit, replaced: _Unit | None = None, text: str | None = None) -> s
     return out + "."
 
 
-def _latest_row(best: _Unit, units: list[_Unit]) -> _Unit:
-    """Present mode: a row or line that opens with its own date stands for that day;
-    the answering one of its note with the latest date is the current one ("my latest
-    parkrun", "my weight now")."""
-    if not ROW_DATE_RE.match(best.text):
-        return best
-    rows = [u for u in units if u.note is best.note and u.answers and ROW_DATE_RE.match(u.text)]
-    return max(rows + [best], key=lambda u: (_when(u), u.score))
-
-
 def _current(question: str, mode: str, notes: list[dict]) -> list[str]:
     """present / any: the best unit of each part asked, in order (present: the newest
     statement of it); a list question: every answering line of the best unit's note."""
@@ -1197,7 +1117,6 @@ def _current(question: str, mode: str, notes: list[dict]) -> list[str]:
         best, old = _best([u for u in units if u.answers] or units), None
         if mode == "present":
             best, old = _newest(best, units, part)
-            best = _latest_row(best, units)
         said = set().union(*(values(v.text) for v, _ in picked))
         if picked and values(best.text) <= said:         # each part a value of its own
             rest = [u for u in units if u.answers and not values(u.text) <= said]
@@ -1253,16 +1172,13 @@ def _history(question: str, notes: list[dict]) -> list[str]:
     for u in units:
         if _document(u.note) == doc and u.named:
             versions.setdefault((_when(u), u.note["path"]), []).append(u)
-    counts: dict = {}        # the "key:" whose value most versions change: the line
-    said: dict = {}          # that changed (a key stating one value in every version
-    top: dict = {}           # did not); of keys as common, the one answering best
+    counts: dict = {}        # the "key:" most versions state: the line that changed;
+    top: dict = {}           # of keys as common, the one whose line answers best
     for us in versions.values():
         for k in {_key(u) for u in us if u.answers and _key(u)}:
             counts[k] = counts.get(k, 0) + 1
-            said.setdefault(k, set()).add(frozenset().union(
-                *(_values(u, ask.kinds) for u in us if _key(u) == k)))
             top[k] = max(top.get(k, -np.inf), max(u.score for u in us if _key(u) == k))
-    common = max(counts, key=lambda k: (len(said[k]), counts[k], top[k], k)) if counts else ""
+    common = max(counts, key=lambda k: (counts[k], top[k], k)) if counts else ""
     lines, seen = [], set()
     for key in sorted(versions):
         best = max(versions[key], key=lambda u: (u.answers, bool(common) and _key(u) == common,
@@ -1271,7 +1187,7 @@ def _history(question: str, notes: list[dict]) -> list[str]:
         seen |= _values(best, ask.kinds)
     others: dict = {}
     for u in units:
-        if (_document(u.note) != doc and u.answers and _words(lead.named) <= u.named
+        if (_document(u.note) != doc and u.answers and lead.named <= u.named
                 and ask.kinds and holds(u.text, ask.kinds) == 1.0
                 and u.note["date"] != UNDATED and _values(u, ask.kinds) - seen):
             key = (u.note["path"], u.note["date"])
