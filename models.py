@@ -719,10 +719,15 @@ def _when_spans(text: str, kinds) -> list[tuple[int, int]]:
     return out
 
 
-def value_tokens(text: str, kinds) -> tuple[list[str], set[int]]:
+def value_tokens(text: str, kinds) -> tuple[tuple[str, ...], frozenset]:
     """The tokens of a text and the indices of those that are values of the kinds
     (no kind asked: numbers and names inside it; digits of an unasked date or clock
     time are none)."""
+    return _value_tokens(text, frozenset(kinds))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _value_tokens(text: str, kinds: frozenset) -> tuple[tuple[str, ...], frozenset]:
     ms = list(TOKEN_RE.finditer(text))
     toks = [m.group() for m in ms]
     spans = _when_spans(text, kinds)
@@ -730,8 +735,8 @@ def value_tokens(text: str, kinds) -> tuple[list[str], set[int]]:
         dates = [m.span() for m in DAY_DIGITS_RE.finditer(text)] if "date" in kinds else []
         spans = [(0, len(text))] if not dates else [
             (a, b) for a, b in zip([0] + [e for _, e in dates], [s for s, _ in dates] + [len(text)])]
-    return toks, {i for i, m in enumerate(ms) if _value_at(toks, i, kinds)
-                  and not (m.group()[0].isdigit() and any(a <= m.start() < b for a, b in spans))}
+    return tuple(toks), frozenset(i for i, m in enumerate(ms) if _value_at(toks, i, kinds) and not (
+        m.group()[0].isdigit() and any(a <= m.start() < b for a, b in spans)))
 
 
 def holds(text: str, kinds) -> float:

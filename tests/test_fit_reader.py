@@ -46,3 +46,12 @@ def test_models_constants_are_the_fit_on_dev():
     for name, value in got.items():
         assert shipped[name] == pytest.approx(value, abs=2e-3), name
         assert getattr(models, name) == shipped[name], f"fit() left {name} changed"
+
+
+def test_question_files_name_their_vault_or_take_the_default():
+    sets = fit_reader._sets("sample-vault", ["questions/dev.jsonl",
+                                             "questions/dev4.jsonl=third-vault",
+                                             "questions/dev2.jsonl"])
+    assert sets == {"sample-vault": ["questions/dev.jsonl", "questions/dev2.jsonl"],
+                    "third-vault": ["questions/dev4.jsonl"]}
+    assert fit_reader._sets("v", "q.jsonl") == {"v": ["q.jsonl"]}
