@@ -429,8 +429,6 @@ VALUE_RES = {
     # a capitalised word inside a sentence: a name ("Physio: Hannah Reyes", "in Clun")
     "name": re.compile(rf"(?<=[\w:,;(\u2014-]\s)(?!(?i:{_DAY}|{_MONTH})\b)[A-Z][\w'\u2019-]+"),
 }
-_WH = r"(?:what|which|who|whom|whose|when|where|why|how)"
-_AUX = r"(?:is|are|was|were|am|do|does|did|has|have|had|can|could|should|will|would)"
 # The kinds a question asks for, from its asking words, first cue of each kind.
 KIND_CUES = (
     (re.compile(r"\bhow much\b"), ("money", "measure", "percent")),
@@ -450,6 +448,8 @@ KIND_CUES = (
 HOW_RE = re.compile(r"\bhow (?:much|many|long|often|old|far|big|heavy|tall|wide)\b|"
                     r"\b(?:what|which) (?:time|date|dates|day|name)\b|\bthe \w*name of\b")
 LIST_RE = re.compile(r"\b(?:list|all|what are|which are|what were|which were)\b")
+_WH = r"(?:what|which|who|whom|whose|when|where|why|how)"
+_AUX = r"(?:is|are|was|were|am|do|does|did|has|have|had|can|could|should|will|would)"
 # A question of several parts: split at sentence marks, dashes, and "and" or a comma
 # before a wh-word; a piece asking nothing is context of the part after it.
 PART_SPLIT_RE = re.compile(rf"[.?!;]+\s+|\s[\u2014\u2013-]+\s|,?\s+and\s+(?={_WH}\b)|"
@@ -478,12 +478,13 @@ def plain(text: str) -> str:
     return EMPHASIS_RE.sub("", WIKILINK_RE.sub(lambda m: m.group(2) or m.group(1), text))
 
 
-# A line that goes on with the sentence of the line before (a hard-wrapped paragraph or
-# list item): the line before ends inside a clause (a lowercase word, a comma or colon) and
-# this one opens in lowercase or a digit and is no bullet or "key: value" field, and the
-# line before stops where no sentence can (_unfinished) or is as long as a wrapped line
-# and no field (a short or field line is whole: "settled on £1,240 from 1 Nov" / "i
-# repaint the front"); or it is indented under a list item ("1. Eden Camp: the mocks ... and the\n   13 November").
+# A line goes on with the sentence of the line before (a hard-wrapped paragraph or list
+# item) when it is indented under a list item ("1. Eden Camp: the mocks moved and the" /
+# "   13 November date clashes"), or when the line before ends inside a clause (a
+# lowercase word, a comma or a colon), this one opens in lowercase or a digit and is no
+# bullet or "key: value" field, and the line before stops where no sentence can
+# (_unfinished) or is as long as a wrapped line and no field. A short line or a field is
+# whole: "settled on £1,240 from 1 Nov" / "i repaint the front".
 CONTINUES_RE = re.compile(r"[a-z,:]$")
 WRAP_MIN = 60     # editors wrap at 72-80 columns: a shorter line ended where its writer did
 OPENS_LOW_RE = re.compile(r"^[a-z0-9(]")
@@ -702,7 +703,7 @@ SPECIFIC_KINDS = ("money", "percent", "measure", "duration", "clock", "date")
 NUMERIC_KINDS = frozenset({"money", "measure", "number", "duration", "clock", "percent"})
 WORD_KINDS = ("name", "date", "place", "clock")   # read in the whole text, digits or not
 # Digits that tell when, not how much: a day of the month ("Monday 23 March", "the
-# 16th", "March 2026") or a clock time ("5pm", "09:40"). They are no amount, count or
+# 16th") or a clock time ("5pm", "09:40"). They are no amount, count or
 # measure: a question asking one of those is not answered by a date.
 DAY_DIGITS_RE = re.compile(VALUE_RES["date"].pattern + r"|\b\d{1,2}(?:st|nd|rd|th)\b", re.I)
 CLOCK_DIGITS_RE = re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?\b|\b\d{1,2}\s?(?:am|pm)\b", re.I)
@@ -733,10 +734,11 @@ def _value_tokens(text: str, kinds: frozenset) -> tuple[tuple[str, ...], frozens
     spans = _when_spans(text, kinds)
     if kinds and not kinds & NUMERIC_KINDS:       # a date asked: "Year 10" is no date
         dates = [m.span() for m in DAY_DIGITS_RE.finditer(text)] if "date" in kinds else []
-        spans = [(0, len(text))] if not dates else [
-            (a, b) for a, b in zip([0] + [e for _, e in dates], [s for s, _ in dates] + [len(text)])]
-    return tuple(toks), frozenset(i for i, m in enumerate(ms) if _value_at(toks, i, kinds) and not (
-        m.group()[0].isdigit() and any(a <= m.start() < b for a, b in spans)))
+        starts, ends = [0] + [e for _, e in dates], [b for b, _ in dates] + [len(text)]
+        spans = list(zip(starts, ends))           # every digit outside a date
+    return tuple(toks), frozenset(
+        i for i, m in enumerate(ms) if _value_at(toks, i, kinds) and not (
+            m.group()[0].isdigit() and any(a <= m.start() < b for a, b in spans)))
 
 
 def holds(text: str, kinds) -> float:

@@ -8,8 +8,9 @@ Out: {"intent": "notes"|"small_talk"|"live_data", "time_mode": "present"|"histor
 Not: retrieval or answering; the harness acts on the decision.
 
 Time mode rules, first match wins:
-  1. change words (changed, over time, used to, originally, history, from 500 to 550 ...)
-     -> history;
+  1. change words (changed, over time, used to, originally, history, from 500 to 550,
+     a verb of change after "did"/"has"/"have" with a thing as subject: "how did the
+     quote change", "has the price moved" ...) -> history;
   2. present words (current, now, latest, still, these days, as of today ...) -> present;
   3. a date, a month, a past tense or an event lookup ("what did", "when was",
      "last week", "in April", "as of 2026-05") -> any;
