@@ -140,6 +140,7 @@ MONTH_WORD_RE = re.compile(MONTH_PATTERN + r"\Z")
 ISO_MONTH_RE = re.compile(r"(?<!\d)(?:19|20)\d\d-(0[1-9]|1[0-2])(?:-\d\d)?(?!\d)")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def month_term(word: str) -> str | None:
     """The month a word names, as its first three letters: "Sept" -> "sep"; else None."""
     return word.lower()[:3] if MONTH_WORD_RE.match(word.lower()) else None
@@ -164,7 +165,7 @@ ABBREV_GUARD = (r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!Mrs\.)(?<!\bSt\.)(?<!\bvs
 # abbreviation: "policy no. CGB-448213", "ref. AB12" (not "me. 45 min")
 SHORT_ABBREV = (r"(?:(?<!\b[a-z]\.)(?<!\b[a-z]{2}\.)(?<!\b[a-z]{3}\.)|"
                 r"(?!\s+(?=\S*\d)(?=\S*[^\W\d_])))")     # next word: a digit and a letter
-SENTENCE_RE = re.compile(ABBREV_GUARD + SHORT_ABBREV + r"(?<=[.!?])\s+|\n+")
+SENTENCE_RE = re.compile(r"(?<=[.!?])" + ABBREV_GUARD + SHORT_ABBREV + r"\s+|\n+")
 
 
 INSTRUCTION_RE = re.compile(  # text in a note that addresses the assistant, not the reader
