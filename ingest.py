@@ -625,6 +625,13 @@ def _link_key(raw: str) -> str | None:
     return None if not key or (ext and ext[1:].isalpha()) else key
 
 
+def _path_keys(path: str) -> tuple[str, str]:
+    """The names a wikilink finds a note by: its path and its stem, lower case, without
+    the extension ("people/Ana.md" -> "people/ana", "ana")."""
+    no_ext = path.rsplit(".", 1)[0].lower()
+    return no_ext, no_ext.rsplit("/", 1)[-1]
+
+
 def _resolve_links(recs: list[dict], changed: set | None = None) -> None:
     """Wikilink targets -> vault-relative paths by stem or path (case-insensitive).
     changed: the paths that appeared, went or changed duplicate status since the last
@@ -635,22 +642,16 @@ def _resolve_links(recs: list[dict], changed: set | None = None) -> None:
     if changed is None:
         todo = recs
     else:
-        hit = set()
-        for p in changed:
-            no_ext = p.rsplit(".", 1)[0].lower()
-            hit |= {no_ext, no_ext.rsplit("/", 1)[-1]}
+        hit = {k for p in changed for k in _path_keys(p)}
         todo = [r for r in recs if not r.get("_reused") or (hit and not hit.isdisjoint(
             map(_link_name, r["wikilinks"])))]    # a superset of _link_key's: embeds too
     wanted = ({k for r in todo for k in map(_link_key, r["wikilinks"])}
               if changed is not None else None)
     by_key = defaultdict(list)
     for r in recs:
-        no_ext = r["path"].rsplit(".", 1)[0].lower()
-        stem = no_ext.rsplit("/", 1)[-1]
-        if wanted is None or no_ext in wanted:
-            by_key[no_ext].append(r)
-        if wanted is None or stem in wanted:
-            by_key[stem].append(r)
+        for key in _path_keys(r["path"]):
+            if wanted is None or key in wanted:
+                by_key[key].append(r)
     for r in todo:
         links, folder = [], r["path"].rpartition("/")[0]
         for raw in r["wikilinks"]:

@@ -707,6 +707,7 @@ WORD_KINDS = ("name", "date", "place", "clock")   # read in the whole text, digi
 # 16th") or a clock time ("5pm", "09:40"). They are no amount, count or
 # measure: a question asking one of those is not answered by a date.
 DAY_DIGITS_RE = re.compile(VALUE_RES["date"].pattern + r"|\b\d{1,2}(?:st|nd|rd|th)\b", re.I)
+# (VALUE_RES["clock"] less "5.50": blanked digits there would unmake the price "£5.50")
 CLOCK_DIGITS_RE = re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?\b|\b\d{1,2}\s?(?:am|pm)\b", re.I)
 
 
@@ -732,11 +733,12 @@ def value_tokens(text: str, kinds) -> tuple[tuple[str, ...], frozenset]:
 def _value_tokens(text: str, kinds: frozenset) -> tuple[tuple[str, ...], frozenset]:
     ms = list(TOKEN_RE.finditer(text))
     toks = [m.group() for m in ms]
-    spans = _when_spans(text, kinds)
     if kinds and not kinds & NUMERIC_KINDS:       # a date asked: "Year 10" is no date
         dates = [m.span() for m in DAY_DIGITS_RE.finditer(text)] if "date" in kinds else []
         starts, ends = [0] + [e for _, e in dates], [b for b, _ in dates] + [len(text)]
         spans = list(zip(starts, ends))           # every digit outside a date
+    else:
+        spans = _when_spans(text, kinds)
     return tuple(toks), frozenset(
         i for i, m in enumerate(ms) if _value_at(toks, i, kinds) and not (
             m.group()[0].isdigit() and any(a <= m.start() < b for a, b in spans)))
@@ -859,7 +861,7 @@ class _Scorer:
         own, head, path = evidence_terms(unit), evidence_terms(heading), evidence_terms(title)
         return [self.share(own), self.share(head), self.share(path),
                 self.share(own | head | path), holds(unit, self.ask.kinds),
-                self.nearness(unit, own, head if heading.strip() else path)]
+                self.nearness(unit, own, evidence_terms(label(heading, title)))]
 
 
 def evidence(f) -> float:
@@ -1011,9 +1013,14 @@ class _Unit:
         return self.f[4] > 0 and self.f[5] > 0 and self.fits
 
 
+def label(heading: str, title: str) -> str:
+    """What labels a line: its heading trail, else (a note without headings) its title."""
+    return heading if heading.strip() else title
+
+
 def label_terms(note: dict) -> frozenset:
-    """The terms of what labels a note's lines: its heading trail, else its title."""
-    return evidence_terms(note["section"] if note["section"].strip() else note["path"])
+    """The terms of what labels a note's lines (label)."""
+    return evidence_terms(label(note["section"], note["path"]))
 
 
 def unit_rows(ask: Ask, notes: list[dict]) -> list[_Unit]:

@@ -503,8 +503,9 @@ def _meta(index) -> dict:
             col = np.cumsum(np.r_[False, file_of[1:] != file_of[:-1]]) if len(
                 file_of) else np.zeros(0, dtype=np.int64)
             private = np.array([bool(f.get("private")) for f in files], dtype=bool)[file_of]
-            meta = {"paths": names, "col": col, "private": private,
-                    "ids": chunk_ids_by_path(index)}
+            ids = index.cache.get("retrieve_ids") or _runs_by_path(names, first, len(file_of))
+            index.cache["retrieve_ids"] = ids
+            meta = {"paths": names, "col": col, "private": private, "ids": ids}
         else:
             paths: dict[str, int] = {}
             col = np.array([paths.setdefault(c["path"], len(paths)) for c in index.chunks],
@@ -554,6 +555,11 @@ class _Runs(dict):
         return [(p, self[p]) for p in self]
 
 
+def _runs_by_path(names: list, first: np.ndarray, n: int) -> "_Runs":
+    """path -> its chunk ids, each note's chunks one run from its first id (_file_runs)."""
+    return _Runs(dict(zip(names, zip(first.tolist(), np.r_[first[1:], n].tolist()))))
+
+
 def chunk_ids_by_path(index) -> dict[str, np.ndarray]:
     """Vault-relative path -> its chunk ids (ascending), cached on the index (without
     the rest of _meta, which a question without filters never needs)."""
@@ -563,9 +569,7 @@ def chunk_ids_by_path(index) -> dict[str, np.ndarray]:
         if by_file is None:
             ids = _meta(index)["ids"]
         else:
-            names, first = _file_runs(*by_file)
-            ends = np.r_[first[1:], len(by_file[0])].tolist()
-            ids = _Runs(dict(zip(names, zip(first.tolist(), ends))))
+            ids = _runs_by_path(*_file_runs(*by_file), len(by_file[0]))
         index.cache["retrieve_ids"] = ids
     return ids
 
