@@ -387,16 +387,16 @@ class BuiltinEmbedder:
 JUDGE_MODEL = "builtin-judge-v2"
 WRITER_MODEL = "builtin-writer-v2"
 # fitted by tools/fit_reader.py on questions/dev.jsonl (tests/test_fit_reader.py checks)
-READER_BIAS = -7.64        # logit of a unit that names nothing asked and holds no value
+READER_BIAS = -7.641        # logit of a unit that names nothing asked and holds no value
 W_TEXT = 3.493               # share of the asked terms the unit names in its own words
-W_HEADING = 1.114           # share named by its heading trail
-W_TITLE = 1.48             # share named by its note's path (title)
+W_HEADING = 1.113           # share named by its heading trail
+W_TITLE = 1.481             # share named by its note's path (title)
 W_COVER = 1.45             # share named by the unit, its heading and title together
-W_TYPE = 2.23              # it holds a value of the asked kind (a bare number: PARTIAL_CREDIT)
-W_NEAR = 0.97              # an asked term's weight share / tokens from it to such a value
-W_RANK = 0.887              # the passage's rerank rank: 1 / (1 + rank from 0)
-W_LATEST = -0.142           # its note is the latest version (not an older one or entry)
-ABSTAIN_LOGIT = -3.681      # evidence below this everywhere: the notes lack the answer
+W_TYPE = 2.234              # it holds a value of the asked kind (a bare number: PARTIAL_CREDIT)
+W_NEAR = 0.967              # an asked term's weight share / tokens from it to such a value
+W_RANK = 0.889              # the passage's rerank rank: 1 / (1 + rank from 0)
+W_LATEST = -0.144           # its note is the latest version (not an older one or entry)
+ABSTAIN_LOGIT = -3.679      # evidence below this everywhere: the notes lack the answer
 # set by hand, with a reason
 PARTIAL_CREDIT = 0.6      # a related form ("changes"/"changed", "paying"/"pay") is most of a match
 IDF_FLOOR = 0.1           # the commonest asked word still counts a little
@@ -415,9 +415,8 @@ LOCATIVE = ("at", "in", "on", "near", "by", "behind", "under", "inside", "outsid
 VALUE_RES = {
     "money": re.compile(r"[\u00a3$\u20ac][^\d\n]{0,4}\d|"        # "£3", "(£): 340"
                         r"\d\s?(?:gbp|eur|usd|euros?|pounds?|p)\b", re.I),
-    "measure": re.compile(r"\d\s?(?:g|kg|mg|\u00b5g|mcg|ml|l|mm|cm|km|m|mi|miles?|grams?|"
-                          r"litres?|kcal|bpm|acres?|ha|metres?|mmol|nmol|iu|%)\b|"
-                          r"\d\s?\u00b0", re.I),
+    "measure": re.compile(r"\d\s?(?:g|kg|mg|ml|l|mm|cm|km|m|mi|miles?|grams?|litres?|kcal|"
+                          r"bpm|acres?|ha|metres?|%)\b", re.I),
     "number": re.compile(r"\d"),
     "duration": re.compile(r"\d[\s-]?(?:sec|second|min|minute|hour|hr|h|day|week|month|"
                            r"year)s?\b|\b\d{1,2}:\d{2}\b", re.I),
