@@ -415,8 +415,8 @@ LOCATIVE = ("at", "in", "on", "near", "by", "behind", "under", "inside", "outsid
 VALUE_RES = {
     "money": re.compile(r"[\u00a3$\u20ac][^\d\n]{0,4}\d|"        # "£3", "(£): 340"
                         r"\d\s?(?:gbp|eur|usd|euros?|pounds?|p)\b", re.I),
-    "measure": re.compile(r"\d\s?(?:g|kg|mg|ml|l|mm|cm|km|m|mi|miles?|grams?|litres?|kcal|"
-                          r"bpm|acres?|ha|metres?|%)\b", re.I),
+    "measure": re.compile(r"\d\s?(?:g|kg|mg|ml|l|km|m|mi|miles?|grams?|litres?|kcal|bpm|"
+                          r"acres?|ha|metres?|%)\b", re.I),
     "number": re.compile(r"\d"),
     "duration": re.compile(r"\d[\s-]?(?:sec|second|min|minute|hour|hr|h|day|week|month|"
                            r"year)s?\b|\b\d{1,2}:\d{2}\b", re.I),
@@ -699,7 +699,6 @@ def analyse(question: str) -> Ask:
                _owned(q) if len(parts) < 2 else ())
 
 
-SPECIFIC_KINDS = ("money", "percent", "measure", "duration", "clock", "date")
 NUMERIC_KINDS = frozenset({"money", "measure", "number", "duration", "clock", "percent"})
 WORD_KINDS = ("name", "date", "place", "clock")   # read in the whole text, digits or not
 # Digits that tell when, not how much: a day of the month ("Monday 23 March", "the
@@ -1066,11 +1065,10 @@ def _document(note: dict) -> str:
 
 def _newest(lead: _Unit, units: list[_Unit], ask: Ask) -> tuple[_Unit, _Unit | None]:
     """Present mode: units of other documents that answer, name every asked term the
-    lead names and state other values of the asked kind (no kind asked: a kind of value
-    the lead states, "20 mm" is no date; else numbers and dates): the newest dated one
-    wins (undated never does). (The answer's unit, the one it replaces or None.)"""
-    kinds = ask.kinds or frozenset(k for k in SPECIFIC_KINDS if VALUE_RES[k].search(
-        lead.text)) or frozenset({"number", "date"})     # no kind asked: the lead's own
+    lead names and state other values of the asked kind (no kind asked: numbers and
+    dates): the newest dated one wins (undated never does). (The answer's unit, the one
+    it replaces or None.)"""
+    kinds = ask.kinds or frozenset({"number", "date"})
     mine = _values(lead, kinds)
     rivals = [u for u in units if u.answers and holds(u.text, kinds)
               and not INSTRUCTION_RE.search(u.text)     # no newer statement, an injection

@@ -383,21 +383,6 @@ def test_the_digits_of_a_date_or_clock_time_are_no_amount_or_count():
         "phone: 07700 900412 [c2].")
 
 
-def test_millimetres_and_centimetres_are_measures_beside_metres():
-    for text in ("20 mm", "45 cm", "3 m", "5 km"):
-        assert models.VALUE_RES["measure"].search(text), text
-
-
-def test_no_kind_asked_a_newer_value_of_another_kind_replaces_nothing():
-    plan = cand(34, "house/kitchen plan.md", "worktop: quartz composite, 20 mm, white",
-                date="2026-08-01", heading="Kitchen plan")
-    email = cand(35, "house/email from Priya - kitchen.md",
-                 "28 September, units first, worktops fitted the week after",
-                 date="2026-09-02")
-    assert write("What worktop are we having in the kitchen?", [plan, email],
-                 "present") == "worktop: quartz composite, 20 mm, white [c1]."
-
-
 def test_history_of_versions_without_headings_reads_their_lines_under_the_title():
     def version(i, name, total, date, latest=False):   # no heading: the title labels
         return cand(i, f"house/roof quote {name}.md", f"Lister & Sons, back pitch\n"
