@@ -1065,10 +1065,13 @@ def _document(note: dict) -> str:
 
 def _newest(lead: _Unit, units: list[_Unit], ask: Ask) -> tuple[_Unit, _Unit | None]:
     """Present mode: units of other documents that answer, name every asked term the
-    lead names and state other values of the asked kind (no kind asked: numbers and
-    dates): the newest dated one wins (undated never does). (The answer's unit, the one
-    it replaces or None.)"""
-    kinds = ask.kinds or frozenset({"number", "date"})
+    lead names and state other values of the asked kind: the newest dated one wins
+    (undated never does). A question asking no kind of value ("what worktop are we
+    having?") has no value a newer line could replace: a date or sum in a later note is
+    no newer worktop. (The answer's unit, the one it replaces or None.)"""
+    kinds = ask.kinds
+    if not kinds:
+        return lead, None
     mine = _values(lead, kinds)
     rivals = [u for u in units if u.answers and holds(u.text, kinds)
               and not INSTRUCTION_RE.search(u.text)     # no newer statement, an injection
