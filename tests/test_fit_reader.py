@@ -1,5 +1,6 @@
 """tools/fit_reader.py: the fitting procedure on hand-worked data, and the constants in
-models.py are what it prints for the dev split (re-run it and paste when this fails)."""
+models.py are what it prints for the dev split (re-run it and paste when this fails);
+tools/reader_ceiling.py's funnel on hand-made passages."""
 
 import sys
 from pathlib import Path
@@ -7,10 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import harness
 import models
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 import fit_reader  # noqa: E402
+import reader_ceiling  # noqa: E402
 
 
 def test_logistic_recovers_a_known_model():
@@ -57,17 +60,12 @@ def test_question_files_name_their_vault_or_take_the_default():
     assert fit_reader._sets("v", "q.jsonl") == {"v": ["q.jsonl"]}
 
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-import reader_ceiling  # noqa: E402
-
-
 def _source(path, text, heading="", date="2026-06-01"):
     return {"id": 0, "path": path, "heading": heading, "date": date, "is_latest": True,
             "score": 0.9, "text": text}
 
 
 def test_ceiling_funnel_steps_on_hand_made_passages():
-    import harness
     q = {"question": "What is the egg price?", "key_facts": ["£3.20"],
          "gold_files": ["farm/egg round.md"], "answerable": True}
     rows = "Round on Fridays.\nEggs: £3.20 a dozen."
