@@ -1,0 +1,35 @@
+"""The shipped question sets: each is valid against its vault (evaluate.py --check), and
+the frozen splits are byte for byte what was first scored, with the README naming the
+same sha256 (edit a frozen split and this fails; a new split must be added here)."""
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+import evaluate
+
+ROOT = Path(__file__).resolve().parent.parent
+VAULT_OF = {"dev": "sample-vault", "dev2": "sample-vault", "dev3": "sample-vault",
+            "test": "sample-vault", "second": "second-vault", "dev4": "third-vault",
+            "dev5": "fourth-vault", "dev6": "fifth-vault", "sixth": "sixth-vault"}
+FROZEN = {"test": "f92686da287c8172393ba5603dcca0b3be5cdc16f6bc5fb25314de18bca0e42c",
+          "second": "7b0d42d52fd6965643c6558de6ec72bd7bb81c9d8528b3d9d067e6af8cfbb80b",
+          "sixth": "32b302d66ea4b099da75bd8d0e6140c8a611dfbb210a66e2bf490b2f080c9a52"}
+
+
+def test_every_shipped_set_is_listed():
+    assert {p.stem for p in (ROOT / "questions").glob("*.jsonl")} == set(VAULT_OF)
+
+
+@pytest.mark.parametrize("split", sorted(VAULT_OF))
+def test_shipped_set_passes_check_against_its_vault(split):
+    path = ROOT / "questions" / f"{split}.jsonl"
+    assert evaluate.check_questions(path, ROOT / VAULT_OF[split]) == []
+
+
+@pytest.mark.parametrize("split", sorted(FROZEN))
+def test_frozen_split_is_unchanged_and_its_hash_is_in_the_readme(split):
+    digest = hashlib.sha256((ROOT / "questions" / f"{split}.jsonl").read_bytes()).hexdigest()
+    assert digest == FROZEN[split]
+    assert FROZEN[split] in (ROOT / "README.md").read_text(encoding="utf-8")
