@@ -248,9 +248,6 @@ def test_a_question_asking_no_kind_of_value_keeps_its_best_line_in_present_mode(
                  "the week after.", date="2026-09-10", heading="Kitchen fitting")
     text = write("What worktop are we having in the kitchen?", [plan, later], "present")
     assert text == "Worktop: quartz composite, 20 mm [c1]."
-    # a kind asked, the same two kinds of note: the newer dated value still wins
-    assert "[c2]; this replaces" in write("What is the egg price?", [PRICES, MEETING],
-                                         "present")
 
 
 def test_a_planted_instruction_never_wins_the_newer_fact_rule():

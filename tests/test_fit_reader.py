@@ -1,6 +1,5 @@
 """tools/fit_reader.py: the fitting procedure on hand-worked data, and the constants in
-models.py are what it prints for the dev split (re-run it and paste when this fails);
-tools/reader_ceiling.py's funnel on hand-made passages."""
+models.py are what it prints for the dev split (re-run it and paste when this fails)."""
 
 import sys
 from pathlib import Path
@@ -8,12 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import harness
 import models
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 import fit_reader  # noqa: E402
-import reader_ceiling  # noqa: E402
 
 
 def test_logistic_recovers_a_known_model():
@@ -58,27 +55,3 @@ def test_question_files_name_their_vault_or_take_the_default():
     assert sets == {"sample-vault": ["questions/dev.jsonl", "questions/dev2.jsonl"],
                     "third-vault": ["questions/dev4.jsonl"]}
     assert fit_reader._sets("v", "q.jsonl") == {"v": ["q.jsonl"]}
-
-
-def _source(path, text, heading="", date="2026-06-01"):
-    return {"id": 0, "path": path, "heading": heading, "date": date, "is_latest": True,
-            "score": 0.9, "text": text}
-
-
-def test_ceiling_funnel_steps_on_hand_made_passages():
-    q = {"question": "What is the egg price?", "key_facts": ["£3.20"],
-         "gold_files": ["farm/egg round.md"], "answerable": True}
-    rows = "Round on Fridays.\nEggs: £3.20 a dozen."
-    a = harness.Answer(question=q["question"], sources=[_source("farm/egg round.md", rows)])
-    assert reader_ceiling.funnel(q, a) == dict.fromkeys(reader_ceiling.STEPS, True)
-    # the fact in a line that shares no word with the question, under a heading that
-    # does not either: an extractive answer exists, term overlap cannot see it
-    hidden = _source("farm/notes.md", "Hens: nine.\nA dozen goes for £3.20 at the gate.",
-                     heading="Sales")
-    a = harness.Answer(question=q["question"], sources=[hidden])
-    got = reader_ceiling.funnel(dict(q, gold_files=["farm/notes.md"]), a)
-    assert got["kept"] and got["in unit"] and not got["named"] and not got["first"]
-    # a gold note not kept, and nothing kept at all
-    assert not reader_ceiling.funnel(q, harness.Answer(question=q["question"],
-                                                       sources=[hidden]))["kept"]
-    assert not any(reader_ceiling.funnel(q, harness.Answer(question=q["question"])).values())

@@ -1,18 +1,19 @@
-"""How far a line-picking reader can get on a question set: the funnel from retrieval to
-the builtin reader's first pick, over the answerable questions (full variant, builtin).
+"""Where the builtin reader loses answerable questions: counts per pipeline step.
 
     python tools/reader_ceiling.py --vault sample-vault --questions questions/dev.jsonl
 
-For each answerable question the kept passages (harness.ask up to the gate, write=False)
-are split into the reader's units (models.unit_rows) and five questions are asked:
-  kept     a gold note is among the kept passages
-  in unit  every key fact is in some unit of them (an extractive answer exists)
-  named    ... in units that name an asked term in their words, heading or title
-           (what term overlap can see: the rest differ from the question in every word)
-  answers  ... in units that also hold a value of the asked kind near an asked term
-           (models._Unit.answers: the units the writer may pick)
-  first    the unit the writer leads with (the best answering unit of the whole
-           question, models._best; none answers: it abstains) holds a key fact
+Each answerable question is asked as evaluate.py's full variant asks it (harness.ask,
+builtin backend), and six steps are counted, each needing the one before:
+  kept      a gold note is among the kept passages
+  gate      the gate passed them to the writer
+  in unit   every key fact stands in some unit of the writer's notes (models.unit_rows
+            over the notes of its prompt, models.parse_prompt): an extractive answer exists
+  named     ... in units that name an asked term (in their words, heading or title)
+  answers   ... in units that also answer (a value of the asked kind near an asked term)
+  lead      the answer's first sentence holds a key fact
+Of the questions that reach "answers" and miss "lead", the last line says how many were
+led with a sentence citing a note where no answering unit holds a key fact (another
+note) rather than with another line of a note that holds one.
 Counts only: the frozen splits may be passed, no question or answer is printed.
 """
 
@@ -26,17 +27,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import evaluate  # noqa: E402
+import generate  # noqa: E402
 import harness  # noqa: E402
 import models  # noqa: E402
 
-STEPS = ("kept", "in unit", "named", "answers", "first")
+STEPS = ("kept", "gate", "in unit", "named", "answers", "lead")
 
 
-def _notes(a) -> list[dict]:
-    """The kept passages as the writer's notes (models.parse_prompt's fields)."""
-    return [{"id": f"c{i}", "path": s["path"], "section": s["heading"], "date": s["date"],
-             "status": models.STATUS_LATEST if s["is_latest"] else models.STATUS_OLDER,
-             "order": i - 1, "text": s["text"]} for i, s in enumerate(a.sources, 1)]
+def _holds(u, facts) -> bool:
+    return any(evaluate.has_fact(u.text, f) for f in facts)
 
 
 def _covered(facts, units) -> bool:
@@ -44,18 +43,41 @@ def _covered(facts, units) -> bool:
 
 
 def funnel(q: dict, a) -> dict:
-    """{step: bool} for one answerable question and its harness.Answer."""
-    notes = _notes(a)
-    units = models.unit_rows(models.analyse(q["question"]), notes) if notes else []
+    """{step: bool} for one answerable question and its harness.Answer, and under
+    "other note" whether a missed lead cites only notes whose answering units hold no
+    key fact (None when the lead is not a miss of that kind)."""
     facts = q["key_facts"]
-    answering = [u for u in units if u.answers]    # none: the writer abstains
-    best = models._best(answering) if answering else None
-    return {"kept": bool(set(q["gold_files"]) & {s["path"] for s in a.sources}),
-            "in unit": _covered(facts, units),
-            "named": _covered(facts, [u for u in units if u.f[3] > 0]),
-            "answers": _covered(facts, [u for u in units if u.f[3] > 0 and u.answers]),
-            "first": best is not None and any(evaluate.has_fact(best.text, f)
-                                              for f in facts)}
+    got = dict.fromkeys(STEPS, False) | {"other note": None}
+    got["kept"] = bool(set(q["gold_files"]) & {s["path"] for s in a.sources})
+    user = next((m["content"] for m in reversed(a.messages) if m["role"] == "user"), "")
+    got["gate"] = got["kept"] and bool(user)
+    if not got["gate"]:
+        return got
+    question, _, notes = models.parse_prompt(user)
+    units = models.unit_rows(models.analyse(question), notes)
+    named = [u for u in units if u.named]
+    answering = [u for u in named if u.answers]
+    got["in unit"] = _covered(facts, units)
+    got["named"] = got["in unit"] and _covered(facts, named)
+    got["answers"] = got["named"] and _covered(facts, answering)
+    pairs = [] if a.abstained else generate.parse_citations(a.answer)
+    got["lead"] = got["answers"] and bool(pairs) and any(
+        evaluate.has_fact(pairs[0][0], f) for f in facts)
+    if got["answers"] and not got["lead"]:
+        right = {u.note["id"] for u in answering if _holds(u, facts)}
+        got["other note"] = bool(pairs) and not set(pairs[0][1]) & right
+    return got
+
+
+def _totals(vault: str, questions: list[dict]) -> dict:
+    totals = dict.fromkeys(STEPS, 0) | {"other note": 0}
+    with tempfile.TemporaryDirectory() as tmp:
+        idx, be = harness.load(index=str(Path(tmp) / "idx"), vault=vault, backend="builtin")
+        for q in questions:
+            got = funnel(q, harness.ask(q["question"], index=idx, backend=be))
+            for k, v in got.items():
+                totals[k] += bool(v)
+    return totals
 
 
 def main(argv=None) -> int:
@@ -63,17 +85,18 @@ def main(argv=None) -> int:
     p.add_argument("--vault", required=True)
     p.add_argument("--questions", required=True)
     args = p.parse_args(argv)
+    if not Path(args.vault).is_dir():
+        p.error(f"--vault {args.vault} is not a folder")
+    if not Path(args.questions).is_file():
+        p.error(f"--questions {args.questions} is not a file")
     qs = [q for q in evaluate.load_questions(args.questions) if q["answerable"]]
-    totals = dict.fromkeys(STEPS, 0)
-    with tempfile.TemporaryDirectory() as tmp:
-        idx, be = harness.load(index=str(Path(tmp) / "idx"), vault=args.vault,
-                               backend="builtin")
-        for q in qs:
-            got = funnel(q, harness.ask(q["question"], index=idx, backend=be, write=False))
-            for k in STEPS:
-                totals[k] += got[k]
+    totals = _totals(args.vault, qs)
+    n = max(len(qs), 1)
     print(f"{Path(args.questions).stem}: {len(qs)} answerable  " + "  ".join(
-        f"{k} {v}/{len(qs)} ({100 * v / max(len(qs), 1):.0f}%)" for k, v in totals.items()))
+        f"{k} {totals[k]}/{len(qs)} ({100 * totals[k] / n:.0f}%)" for k in STEPS))
+    missed = totals["answers"] - totals["lead"]
+    print(f"  led wrong though a unit answers: {missed}; from another note: "
+          f"{totals['other note']}")
     return 0
 
 
