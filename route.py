@@ -45,7 +45,7 @@ NOTES_CUE_RE = re.compile(
 # the quote change", "has the price moved", "how many times has the date shifted" (not
 # "where did I move", a person moving)
 CHANGE_VERB = (r"(?:chang|shift|mov|ris|rose|fall|fell|grow|grew|drop|increas|decreas|"
-               r"evolv|var(?:y|i)|develop)(?:e|es|ed|ing|s|n|ped|pped)?")
+               r"evolv|var(?:y|i)|develop)(?:e|es|ed|ing|s|n|ped)?")   # "dropped": drop+ped
 HISTORY_STRONG_RE = re.compile(
     r"\b(?:chang(?:ed|es|ing)|over time|used to|originally|original|history|"
     r"historically|evolv(?:e|ed|es|ing)|progression|progress|how (?:has|have)|"

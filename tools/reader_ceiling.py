@@ -8,7 +8,8 @@ builtin backend), and six steps are counted, each needing the one before:
   gate      the gate passed them to the writer
   in unit   every key fact stands in some unit of the writer's notes (models.unit_rows
             over the notes of its prompt, models.parse_prompt): an extractive answer exists
-  named     ... in units that name an asked term (in their words, heading or title)
+  named     ... in units that name an asked term (in their words or heading, or in a
+            note without headings its title: models._Unit.named)
   answers   ... in units that also answer (a value of the asked kind near an asked term)
   lead      the answer's first sentence holds a key fact
 Of the questions that reach "answers" and miss "lead", the last line says how many were
