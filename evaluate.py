@@ -28,6 +28,7 @@ from pathlib import Path
 
 import ingest
 import models
+import textkit
 
 FORMAT = 1
 FIELDS = {"id": str, "question": str, "category": str, "time_mode": str, "answer": str,
@@ -224,10 +225,10 @@ def numbers_cited(a: dict) -> bool:
              if isinstance(s, dict)}
     for sentence, ids in generate.parse_citations(a.get("answer") or ""):
         _, body = generate.split_date(sentence)
-        have = set().union(*(models.number_keys(
+        have = set().union(*(textkit.number_keys(
             f"{s.get('text', '')} {s.get('heading', '')} {s['path']} {s.get('date', '')}")
             for s in (by_id[i] for i in ids if i in by_id)))
-        if not models.number_keys(body) <= have:
+        if not textkit.number_keys(body) <= have:
             return False
     return True
 

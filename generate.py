@@ -1,7 +1,7 @@
 """generate: numbered, dated notes -> a cited answer from the writer model.
 
 In:  the question, the kept candidates (numbered c1..c5 in the order given), the time
-     mode, and a writer from models.py (builtin extractive, or Ollama).
+     mode, and a writer (extract.BuiltinWriter, or models.Ollama).
 Out: Draft(text, citations, input_tokens, output_tokens, abstained, messages).
 Not: choosing or filtering the notes (rerank, version) or checking the answer (verify).
 
@@ -10,8 +10,8 @@ citation-only pieces, abstain variants); a sentence uncited or citing notes with
 numbers or names is re-cited to the one other note that states it (recite), and the
 Draft says so in `repairs`.
 
-The prompt format is defined by constants in models.py, because the builtin writer
-parses it back (models.parse_prompt). The user message reads:
+The prompt format is defined by constants in extract.py, because the builtin writer
+parses it back (extract.parse_prompt). The user message reads:
 
     Notes:
 
@@ -34,10 +34,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-import models
+import textkit
+import reader
+import extract
 
-ABSTAIN = models.ABSTAIN_SENTENCE
-MAX_SENTENCES = models.MAX_SENTENCES
+ABSTAIN = extract.ABSTAIN_SENTENCE
+MAX_SENTENCES = extract.MAX_SENTENCES
 PROMPT_HEAD = "You answer questions using only the numbered notes in the user message."
 PROMPT_RULES = [
     "Use only facts stated in the notes. Never add outside knowledge.",
@@ -77,7 +79,7 @@ def system_prompt(form: str | None = None) -> str:
         rules = [r.replace("[c2]", "[2]").replace("[c1][c3]", "[1][3]") for r in rules]
     if form == "rules-last":
         return PROMPT_HEAD
-    return "\n".join([PROMPT_HEAD, models.PROMPT_RULES_HEAD] + [f"- {r}" for r in rules])
+    return "\n".join([PROMPT_HEAD, extract.PROMPT_RULES_HEAD] + [f"- {r}" for r in rules])
 
 
 SYSTEM_PROMPT = system_prompt("plain")
@@ -126,7 +128,7 @@ ABSTAIN_RE = re.compile(
 # "On 2026-04-03:" (history lines), "As of 2026-04-03," or "Undated:" before a sentence
 DATE_PREFIX_RE = re.compile(r"^(?:(?:on|as of)\s+(\d{4}-\d{2}-\d{2})|(undated))\s*[:,]\s*",
                             re.IGNORECASE)
-NAME_RE = models.VALUE_RES["name"]   # a capitalised word inside a sentence (no month, day)
+NAME_RE = reader.VALUE_RES["name"]   # a capitalised word inside a sentence (no month, day)
 REPAIR_WORD_SHARE = 0.5    # a sentence with numbers or names: half its other words there too
 REPAIR_MIN_WORDS = 2       # a sentence of only words needs every one, and at least this many
 
@@ -146,13 +148,13 @@ class Draft:
 def _note_status(c) -> str:
     """latest / older version[, superseded by X] / older entry, as the prompt shows it."""
     if c.superseded_by:
-        kind = models.STATUS_OLDER_ENTRY if c.path in c.superseded_by else models.STATUS_OLDER
-        return f"{kind}{models.SUPERSEDED_MARK}{c.superseded_by}"
+        kind = extract.STATUS_OLDER_ENTRY if c.path in c.superseded_by else extract.STATUS_OLDER
+        return f"{kind}{extract.SUPERSEDED_MARK}{c.superseded_by}"
     if not c.is_latest:
-        return models.STATUS_OLDER
+        return extract.STATUS_OLDER
     if c.chunk.get("entry_latest") is False:
-        return models.STATUS_OLDER_ENTRY
-    return models.STATUS_LATEST
+        return extract.STATUS_OLDER_ENTRY
+    return extract.STATUS_LATEST
 
 
 def build_messages(question: str, notes: list, time_mode: str,
@@ -163,26 +165,26 @@ def build_messages(question: str, notes: list, time_mode: str,
     `form` is one of PROMPT_FORMS (default PROMPT_FORM)."""
     form = form or PROMPT_FORM
     system = system_prompt(form)
-    tail = [f"{models.PROMPT_MODE} {time_mode}",
-            f"{models.PROMPT_QUESTION} {' '.join(question.split())}"]
+    tail = [f"{extract.PROMPT_MODE} {time_mode}",
+            f"{extract.PROMPT_QUESTION} {' '.join(question.split())}"]
     if form == "rules-last":
-        tail = [models.PROMPT_RULES_HEAD] + [f"- {r}" for r in PROMPT_RULES] + [""] + tail
+        tail = [extract.PROMPT_RULES_HEAD] + [f"- {r}" for r in PROMPT_RULES] + [""] + tail
     blocks = []
     for i, c in enumerate(notes[:3] if form == "top3" else notes, 1):
-        header = models.NOTE_HEADER.format(
+        header = extract.NOTE_HEADER.format(
             id=f"{i}" if form == "numbered" else f"c{i}", path=c.path,
-            section=c.chunk.get("heading") or "-", date=c.date or models.UNDATED,
+            section=c.chunk.get("heading") or "-", date=c.date or extract.UNDATED,
             status=_note_status(c))
         blocks.append([header, c.chunk.get("text", "").strip(), ""])
 
     def size():
         return len(system) + sum(len(x) + 1 for b in blocks for x in b) + sum(
-            len(x) + 1 for x in tail) + len(models.PROMPT_NOTES) + 2
+            len(x) + 1 for x in tail) + len(extract.PROMPT_NOTES) + 2
     while budget and len(blocks) > 1 and size() > budget:
         blocks.pop()
     if budget and size() > budget:
         blocks[0][1] = blocks[0][1][:max(0, len(blocks[0][1]) - (size() - budget))]
-    lines = [models.PROMPT_NOTES, ""] + [x for b in blocks for x in b] + tail
+    lines = [extract.PROMPT_NOTES, ""] + [x for b in blocks for x in b] + tail
     return [{"role": "system", "content": system},
             {"role": "user", "content": "\n".join(lines)}]
 
@@ -223,7 +225,7 @@ def _id_list(group: str) -> str:
 def normalise_citations(text: str) -> str:
     """Every citation form rewritten as [c1][c2]; think blocks, emphasis and wikilink
     brackets dropped; "as stated in note" around a citation dropped."""
-    text = models.plain(_strip_think(text or ""))
+    text = textkit.plain(_strip_think(text or ""))
     text = BRACKET_CITE_RE.sub(lambda m: _id_list(m.group(1)), text)
     text = PAREN_CITE_RE.sub(lambda m: _id_list(m.group(1)), text)
     text = NOTE_CITE_RE.sub(lambda m: _id_list(m.group(1)), text)
@@ -236,7 +238,7 @@ def _only_citing(sentence: str) -> bool:
     """Nothing but where-it-came-from words ("Notes:", "This is stated in note.")."""
     words = re.findall(r"[^\W\d_]+|\d+", sentence.lower())
     return not words or (bool(CITE_WORDS.intersection(words))
-                         and all(w in CITE_WORDS or w in models.STOPWORDS for w in words))
+                         and all(w in CITE_WORDS or w in textkit.STOPWORDS for w in words))
 
 
 def parse_citations(text: str) -> list[tuple[str, list[str]]]:
@@ -248,12 +250,12 @@ def parse_citations(text: str) -> list[tuple[str, list[str]]]:
     sentence before it (the first sentence, when it stands first).
     """
     text = HEADING_RE.sub("", normalise_citations(text))
-    text = "\n".join(models.BULLET_RE.sub("", line) for line in text.splitlines())
+    text = "\n".join(textkit.BULLET_RE.sub("", line) for line in text.splitlines())
     text = TRAILING_CITES_RE.sub(lambda m: " " + " ".join(m.group(2).split()) + m.group(1),
                                  text)
     out: list[tuple[str, list[str]]] = []
     orphan: list[str] = []           # ids met before any sentence
-    for piece in models.sentences(text):
+    for piece in textkit.sentences(text):
         piece = piece.strip()
         ids: list[str] = []
         for group in CITATION_RE.findall(piece):
@@ -299,21 +301,21 @@ def split_date(sentence: str) -> tuple[str | None, str]:
     m = DATE_PREFIX_RE.match(sentence)
     if not m:
         return None, sentence
-    return m.group(1) or models.UNDATED, sentence[m.end():]
+    return m.group(1) or extract.UNDATED, sentence[m.end():]
 
 
 def claim_facts(body: str) -> tuple[set, set, set]:
     """(number keys, terms of capitalised names, other content terms) of a sentence."""
-    nums = models.number_keys(body)
-    names = {t for m in NAME_RE.findall(body) for t in models.terms(m) if not t[0].isdigit()}
-    words = {t for t in models.terms(body) if not t[0].isdigit()} - names - CITE_WORDS
+    nums = textkit.number_keys(body)
+    names = {t for m in NAME_RE.findall(body) for t in textkit.terms(m) if not t[0].isdigit()}
+    words = {t for t in textkit.terms(body) if not t[0].isdigit()} - names - CITE_WORDS
     return nums, names, words
 
 
 def _missing(facts, have: str) -> tuple[set, set]:
     """The numbers and names of a claim that a text does not state."""
     nums, names, _ = facts
-    return nums - models.number_keys(have), names - models.evidence_terms(have)
+    return nums - textkit.number_keys(have), names - textkit.evidence_terms(have)
 
 
 def _states(facts, date, c) -> bool:
@@ -325,8 +327,8 @@ def _states(facts, date, c) -> bool:
     have = visible(c)
     if any(_missing(facts, have)):
         return False
-    tset = models.evidence_terms(have)
-    found = sum(models.term_share({w: 1.0}, tset) > 0 for w in words)
+    tset = textkit.evidence_terms(have)
+    found = sum(reader.term_share({w: 1.0}, tset) > 0 for w in words)
     if nums or names:
         return not words or found / len(words) >= REPAIR_WORD_SHARE
     return len(words) >= REPAIR_MIN_WORDS and found == len(words)

@@ -22,6 +22,8 @@ from pathlib import Path
 import generate
 import ingest
 import models
+import reader
+import cost_ledger
 import rerank as rerank_stage
 import retrieve
 import route as route_stage
@@ -81,7 +83,7 @@ class Answer:
 class _Clock:
     """Times each stage and folds in the ledger rows that stage wrote."""
 
-    def __init__(self, ledger: models.Ledger):
+    def __init__(self, ledger: cost_ledger.Ledger):
         self.ledger, self.ms = ledger, {}
 
     def run(self, name, fn, *args, **kwargs):
@@ -182,7 +184,7 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     if not question:
         raise ValueError("the question is empty: ask something about your notes")
     idx, be = load(index, vault, backend)
-    ledger = models.Ledger()
+    ledger = cost_ledger.Ledger()
     clock = _Clock(ledger)
     out = Answer(question=question, backend=be.name, backend_note=be.note)
     out.route = clock.run("route", route_stage.route, question, ledger=ledger)
@@ -202,7 +204,7 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     out.retrieved = [c.path for c in cands]
     if rerank:
         idf = (rerank_stage.corpus_idf(idx)
-               if isinstance(be.judge, (models.BuiltinJudge, models.CascadeJudge)) else None)
+               if isinstance(be.judge, (reader.BuiltinJudge, models.CascadeJudge)) else None)
         cands = clock.run("rerank", rerank_stage.rerank, question, cands, be.judge,
                           keep=keep, ledger=ledger, idf=idf)
         out.candidates["rerank"] = _trace(cands)

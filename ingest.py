@@ -74,6 +74,7 @@ from pathlib import Path
 import numpy as np
 
 import models
+import textkit
 
 FORMAT = 3                         # 3: + file records as a base and a delta; 2: segments
                                    # + tombstones; 1: one chunks.json
@@ -112,8 +113,8 @@ SCRATCH = ("_body", "_norm", "_date_order", "_reused", "_chunks", "_family", "_r
 REUSE_RULES = 2                    # bump when reading/dating/chunking rules change: an
                                    # index made under other rules is not reused per file
 
-MONTHS = models.MONTHS            # one month table for dating notes and for the reader
-_MON = models.MONTH_PATTERN + r"\.?"
+MONTHS = textkit.MONTHS            # one month table for dating notes and for the reader
+_MON = textkit.MONTH_PATTERN + r"\.?"
 _YEAR = r"((?:19|20)\d\d)(?!\d)"
 DATE_PATTERNS = [  # most specific first; group order in the second field
     (re.compile(r"(?<!\d)((?:19|20)\d\d)[-_.](\d{1,2})[-_.](\d{1,2})(?!\d)"), "ymd"),

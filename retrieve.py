@@ -7,13 +7,13 @@ Out: list[Candidate], best first: the top k of the fused ranking, each with its 
      rank/score, BM25 rank/score and RRF score, then up to LINK_MAX chunks pulled in one
      hop along wikilinks and backlinks (added_by="link", via=the seed note).
 Not: time modes or version filtering (version.py), relevance judgments (rerank.py),
-     embedding the query (models.py), reading or writing the index itself (ingest.py).
+     embedding the query (models.py, by the caller), reading or writing the index (ingest.py).
      The only file I/O is each segment's BM25 postings (s<N>.bm25-*.npy, s<N>.bm25.json
      in the index dir), written once through ingest.write_atomic, and the document
      frequencies of its tombstoned rows (s<N>.bm25-dead.json), extended per ingest.
 
 Dense: one float32 matmul `vectors @ qvec` per segment. BM25 Okapi over
-models.terms(heading + file stem + text), stored CSC-style per segment: per term a run
+textkit.terms(heading + file stem + text), stored CSC-style per segment: per term a run
 of (row, term frequency); a query weighs its terms' postings from the global document
 frequencies and average length of the live chunks, then one bincount scatter-add.
 Top-k everywhere by argpartition with ties broken by the lower chunk id.
@@ -31,7 +31,7 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 
 import ingest
-import models
+import textkit
 
 K1 = 1.5                 # BM25 term-frequency saturation
 B = 0.75                 # BM25 length normalisation
@@ -133,7 +133,7 @@ def _postings(texts: list[str], vocab: dict, doc_ids: np.ndarray, n: int):
     """(keys, tf, lens) of texts placed at doc_ids among n docs: keys = term * n + doc,
     ascending, one per (term, doc) with its term frequency. Terms new to vocab join it
     in alphabetical order (a deterministic numbering; scores never depend on it)."""
-    ids, lens, names = models.term_occurrences(texts)
+    ids, lens, names = textkit.term_occurrences(texts)
     seen = np.zeros(len(names), dtype=bool)
     seen[ids] = True
     uids = sorted(np.flatnonzero(seen).tolist(), key=names.__getitem__)
@@ -313,7 +313,7 @@ def _bm25_scores(bm: dict, query: str) -> tuple[np.ndarray, np.ndarray]:
     twice, as in the Okapi sum over query terms. Weights are computed here, per posting
     of the query's terms, from the global idf and average length."""
     vocab = bm["vocab"]
-    found = Counter(t for t in models.terms(query) if t in vocab)
+    found = Counter(t for t in textkit.terms(query) if t in vocab)
     if not found:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
     ds, ws = [], []

@@ -1,6 +1,6 @@
 """route: one message -> intent and time mode, by rules (default) or by a judge.
 
-In:  the user's message; optionally a judge from models.py with .choose().
+In:  the user's message; optionally a judge (reader.py or models.py) with .choose().
 Out: {"intent": "notes"|"small_talk"|"live_data", "time_mode": "present"|"history"|"any",
       "confidence": float (of the intent), "time_confidence": float,
       "why": the time rule and the cue it matched (or "the judge's choice"),

@@ -1,7 +1,7 @@
 """verify: every sentence of an answer checked, rules in code first, then a judge.
 
 In:  the answer text, the notes it was written from (numbered c1.. in order), the time
-     mode and a judge from models.py (.support).
+     mode and a judge (reader.py or models.py) with .support.
 Out: Verdict(verdict "SHIP"|"ESCALATE", sentences, failing, rules_ok, on_question); each
      sentence is a dict {index, sentence, claim, citations, date, numbers, support,
      reasons, ok}. rules_ok: the citation checks passed; on_question: the question-aware
@@ -31,6 +31,9 @@ from dataclasses import dataclass, field
 
 import generate
 import models
+import textkit
+import reader
+import extract
 import rerank
 
 SUPPORT_THRESHOLD = 0.5
@@ -55,14 +58,14 @@ class Verdict:
 
 def _numbers_shown(body: str) -> list[tuple[str, str]]:
     """(as written, normalised key) for each number: ("£1,550/day", "1550")."""
-    return [(m.group().strip(), models.number_key(n))
-            for m in NUMBER_SHOWN_RE.finditer(body) for n in models.numbers(m.group())]
+    return [(m.group().strip(), textkit.number_key(n))
+            for m in NUMBER_SHOWN_RE.finditer(body) for n in textkit.numbers(m.group())]
 
 
 def _factual(body: str) -> bool:
     if body.rstrip().endswith(":") or generate.is_abstain(body):
         return False     # a lead-in, or the notes lack it ("The notes do not say ...")
-    return bool(models.numbers(body)) or any(t not in META_TERMS for t in models.terms(body))
+    return bool(textkit.numbers(body)) or any(t not in META_TERMS for t in textkit.terms(body))
 
 
 def _answers(c) -> bool:
@@ -75,7 +78,7 @@ def _answers(c) -> bool:
 def _newer(m, c) -> bool:
     if m.is_latest and not c.is_latest:
         return True
-    dated = models.UNDATED not in (m.date, c.date)
+    dated = extract.UNDATED not in (m.date, c.date)
     return dated and m.date > c.date
 
 
@@ -104,19 +107,19 @@ def _newer_conflict(body: str, cited: list, notes: list, ids: dict) -> list:
     """A newer dated note (another document, judged to answer) has a line on the same
     topic (CONFLICT_COVERAGE of the sentence's words other than its values) that states
     values (numbers, names), none of them the sentence's."""
-    values = models.values(body)
-    words = {t for t in models.terms(body) if not t[0].isdigit()} - META_TERMS - values
-    dates = [c.date for c in cited if c.date != models.UNDATED]
+    values = extract.values(body)
+    words = {t for t in textkit.terms(body) if not t[0].isdigit()} - META_TERMS - values
+    dates = [c.date for c in cited if c.date != extract.UNDATED]
     if not values or not words or not dates:
         return []
     for m in notes:
-        if any(m is c for c in cited) or m.date == models.UNDATED or m.date <= max(dates):
+        if any(m is c for c in cited) or m.date == extract.UNDATED or m.date <= max(dates):
             continue
         if not _answers(m) or any(_same_document(m, c) for c in cited):
             continue  # the same document's newer version is the stale rule's case
-        for unit in models.split_units(m.chunk.get("text", "")):
-            theirs = models.values(unit)
-            share = len(words & set(models.terms(unit))) / len(words)
+        for unit in textkit.split_units(m.chunk.get("text", "")):
+            theirs = extract.values(unit)
+            share = len(words & set(textkit.terms(unit))) / len(words)
             if theirs and not theirs & values and share >= CONFLICT_COVERAGE:
                 return [f"a newer note ({ids[id(m)]}, {m.date}) states otherwise: "
                         f"\"{unit}\""]
@@ -126,7 +129,7 @@ def _newer_conflict(body: str, cited: list, notes: list, ids: dict) -> list:
 def _own_clause(body: str) -> str:
     """The sentence without the writer's "; this replaces ..." clause naming the older
     statement it supersedes (that clause cites the older note on purpose)."""
-    return body.split(models.REPLACES.split("{")[0])[0]
+    return body.split(extract.REPLACES.split("{")[0])[0]
 
 
 def _injected(body: str, shown: list, cited: list, ids: dict) -> list[str]:
@@ -134,11 +137,11 @@ def _injected(body: str, shown: list, cited: list, ids: dict) -> list[str]:
     assistant inside a cited note (prompt injection) is not a fact the notes state."""
     out = []
     for c in cited:
-        for line in models.sentences(c.chunk.get("text", "")):
-            if not models.INSTRUCTION_RE.search(line):
+        for line in textkit.sentences(c.chunk.get("text", "")):
+            if not textkit.INSTRUCTION_RE.search(line):
                 continue
-            keys = models.number_keys(line)
-            if models.INSTRUCTION_RE.search(body) or any(k in keys for _, k in shown):
+            keys = textkit.number_keys(line)
+            if textkit.INSTRUCTION_RE.search(body) or any(k in keys for _, k in shown):
                 out.append(f"repeats an instruction planted in {ids[id(c)]}: "
                            f"'{line.strip()[:60]}'")
                 break
@@ -161,7 +164,7 @@ def _check_rules(index: int, sentence: str, cites: list, notes: list, mode: str)
         return row
     if cited:
         have = "\n".join(generate.visible(c) for c in cited)
-        allowed = models.number_keys(have)
+        allowed = textkit.number_keys(have)
         missing = [s for s, k in shown if k not in allowed]
         if missing:
             reasons.append(f"{', '.join(missing)} not in the cited {', '.join(cites)}")
@@ -180,8 +183,8 @@ def _names_missing(body: str, have: str, cites: list) -> list[str]:
     """Names are checked as numbers are: each capitalised name of the sentence (product,
     place, person, several words or one) stands in a note it cites."""
     shown = generate.NAME_RE.findall(body)
-    missing = generate.claim_facts(body)[1] - models.evidence_terms(have)
-    names = [n for n in shown if set(models.terms(n)) & missing]
+    missing = generate.claim_facts(body)[1] - textkit.evidence_terms(have)
+    names = [n for n in shown if set(textkit.terms(n)) & missing]
     if not names:
         return []
     return [f"names {', '.join(dict.fromkeys(names))}, not in the cited {', '.join(cites)}"]
@@ -215,8 +218,8 @@ def _judge_support(rows: list, notes: list, judge, ledger) -> None:
 def _bare_value(claim: str, ask) -> bool:
     """The sentence is a value of the kind asked and little else ("£3,840", "On 2
     December at 10:30"): the question says what it is about, not the sentence."""
-    words = [t for t in models.terms(claim) if not t[0].isdigit()]
-    return bool(ask.kinds) and len(words) <= BARE_WORDS and models.holds(claim, ask.kinds) > 0
+    words = [t for t in textkit.terms(claim) if not t[0].isdigit()]
+    return bool(ask.kinds) and len(words) <= BARE_WORDS and reader.holds(claim, ask.kinds) > 0
 
 
 def _leading_name(row: dict, by_id: dict, kinds) -> bool:
@@ -226,7 +229,7 @@ def _leading_name(row: dict, by_id: dict, kinds) -> bool:
     if "name" not in kinds or not first:
         return False
     cited = " ".join(generate.visible(by_id[i]) for i in row["citations"] if i in by_id)
-    return first.group() in models.VALUE_RES["name"].findall(cited)
+    return first.group() in reader.VALUE_RES["name"].findall(cited)
 
 
 def _off_question(rows: list, notes: list, question: str) -> None:
@@ -234,7 +237,7 @@ def _off_question(rows: list, notes: list, question: str) -> None:
     under MIN_TOPIC_SHARE of the question's topic terms is off-topic; an answer to
     "how much / when / who ..." holding no value of that kind does not answer; the
     notes an answer cites name the role or attribute asked about (models focus_terms)."""
-    ask = models.analyse(question)
+    ask = reader.analyse(question)
     by_id = {f"c{i}": c for i, c in enumerate(notes, 1)}
     weights = {t: 1.0 for t in ask.terms}
     cited = [r for r in rows if r["citations"]]
@@ -244,18 +247,18 @@ def _off_question(rows: list, notes: list, question: str) -> None:
         if _bare_value(r["claim"], ask):    # "£3,840 [c2]": about what its note is about
             heads += " " + " ".join(generate.visible(by_id[i]) for i in r["citations"]
                                     if i in by_id)
-        found = models.evidence_terms(f"{r['claim']} {heads}")
-        if weights and models.term_share(weights, found) < MIN_TOPIC_SHARE:
+        found = textkit.evidence_terms(f"{r['claim']} {heads}")
+        if weights and reader.term_share(weights, found) < MIN_TOPIC_SHARE:
             r["reasons"].append("names nothing the question asks about")
-    if ask.kinds and cited and not any(models.holds(r["claim"], ask.kinds)
+    if ask.kinds and cited and not any(reader.holds(r["claim"], ask.kinds)
                                        or _leading_name(r, by_id, ask.kinds) for r in cited):
         cited[0]["reasons"].append(f"holds no value of the kind asked "
                                    f"({', '.join(sorted(ask.kinds))})")
     ids = list(dict.fromkeys(i for r in cited for i in r["citations"] if i in by_id))
     if not ids:
         return
-    tset = models.evidence_terms(" ".join(generate.visible(by_id[i]) for i in ids))
-    lacking = [t for t in ask.focus if not models.term_share({t: 1.0}, tset)]
+    tset = textkit.evidence_terms(" ".join(generate.visible(by_id[i]) for i in ids))
+    lacking = [t for t in ask.focus if not reader.term_share({t: 1.0}, tset)]
     if lacking:
         cited[0]["reasons"].append(f"the cited {', '.join(ids)} never name "
                                    f"{', '.join(lacking)}, which the question asks about")

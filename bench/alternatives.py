@@ -1,7 +1,7 @@
 """alternatives: what a user would pick instead of Verso's retrieval, on the same corpus.
 
 In:  Verso's chunks (the same text our BM25 indexes: heading + file stem + text), their
-     models.terms tokens, the index vectors, and the benchmark's questions.
+     textkit.terms tokens, the index vectors, and the benchmark's questions.
 Out: engines with build() and query(q, k) -> top-k chunk ids, plus the hardware floors:
      - SQLite FTS5 (stdlib sqlite3, the seed 004 engine): an OR query of the words, as
        seed 004 builds it ("how OR does OR chunk"), and an OR query of our terms;

@@ -329,14 +329,14 @@ def _verso_queries(idx, questions: list[str], n_ask: int) -> tuple[dict, dict]:
 def _alternatives(idx, questions: list[str], ours_top: list, work: Path,
                   edited: str | None = None) -> dict:
     """FTS5 (both query styles), rank_bm25 and bm25s on the same chunks and questions."""
-    import models
     import retrieve
+    import textkit
     texts = [retrieve._bm25_text(c) for c in idx.chunks]
     t = time.perf_counter()
-    docs = [models.terms(x) for x in texts]
+    docs = [textkit.terms(x) for x in texts]
     out = {"tokenize_s": time.perf_counter() - t}
-    words = [models.tokenize(q) for q in questions]
-    qterms = [models.terms(q) for q in questions]
+    words = [textkit.tokenize(q) for q in questions]
+    qterms = [textkit.terms(q) for q in questions]
     if alt.fts5_available():
         fts = alt.FTS5(work / "fts5.sqlite")
         res = {"insert_s": fts.build(texts)}

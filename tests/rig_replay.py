@@ -37,7 +37,8 @@ if "--code" in sys.argv:
 import evaluate  # noqa: E402
 import generate  # noqa: E402
 import harness  # noqa: E402
-import models  # noqa: E402
+import reader
+import extract
 import verify  # noqa: E402
 import rigfixtures  # noqa: E402
 
@@ -51,7 +52,7 @@ class ReplayWriter:
         self.replies, self.missing, self.changed = replies, [], []
 
     def write(self, messages, stage="generate", ledger=None):
-        question, _, _ = models.parse_prompt(messages[-1]["content"])
+        question, _, _ = extract.parse_prompt(messages[-1]["content"])
         rec = self.replies.get(question)
         if rec is None:
             self.missing.append(question)
@@ -116,7 +117,7 @@ def replay_prompts(recs, questions) -> list[dict]:
     """generate + verify again on each recorded reply, over the notes its prompt held;
     a question the recording abstained on before the writer counts as that abstention."""
     by_q, rows = {r["id"]: r for r in map(_as_recording, recs)}, []
-    judge = models.BuiltinJudge()
+    judge = reader.BuiltinJudge()
     for q in questions:
         rec = by_q.get(q["id"])
         if rec is None:

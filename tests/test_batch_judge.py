@@ -6,6 +6,7 @@ import json
 import re
 
 import models
+import cost_ledger
 from fakes import FakeOllama, overlap
 
 T = 0.5
@@ -44,7 +45,7 @@ def judge(f):
 
 def test_one_request_question_first_schema_and_scores():
     with BatchFake() as f:
-        ledger = models.Ledger()
+        ledger = cost_ledger.Ledger()
         p = judge(f).relevance("What is my day rate?", PASSAGES, ledger=ledger)
         (body,) = f.bodies("/api/chat")
         prompt = body["messages"][-1]["content"]

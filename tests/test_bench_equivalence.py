@@ -1,6 +1,6 @@
 """The fast text and builtin-embedder code gives exactly what the first version gave.
 
-_Ref below is a frozen copy of models.py's tokenize / terms / _features / _counts /
+_Ref below is a frozen copy of textkit/reader's tokenize / terms / _features / _counts /
 fit / _vectors as first written (commit 9afe9d6): readable, slow, the reference.
 """
 
@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import models
+import textkit
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -23,14 +24,14 @@ import synth  # noqa: E402
 class _Ref:
     @staticmethod
     def norm_number(tok):
-        if models.THOUSANDS_RE.match(tok):
+        if textkit.THOUSANDS_RE.match(tok):
             tok = tok.replace(",", "")
         return tok.rstrip(".,")
 
     @classmethod
     def tokenize(cls, text):
         out = []
-        for tok in models.TOKEN_RE.findall(text.lower()):
+        for tok in textkit.TOKEN_RE.findall(text.lower()):
             if tok[0].isdigit():
                 tok = cls.norm_number(tok)
                 if "," in tok:
@@ -51,7 +52,7 @@ class _Ref:
 
     @classmethod
     def terms(cls, text):
-        return [cls.stem(t) for t in cls.tokenize(text) if t not in models.STOPWORDS]
+        return [cls.stem(t) for t in cls.tokenize(text) if t not in textkit.STOPWORDS]
 
     @staticmethod
     def bucket(feature):
@@ -110,18 +111,18 @@ def texts(tmp_path_factory) -> list[str]:
 
 def test_tokens_terms_numbers_match_reference(texts):
     for text in texts:
-        assert models.tokenize(text) == _Ref.tokenize(text)
-        assert models.terms(text) == _Ref.terms(text)
-        assert models.numbers(text) == [t for t in _Ref.tokenize(text) if t[0].isdigit()]
+        assert textkit.tokenize(text) == _Ref.tokenize(text)
+        assert textkit.terms(text) == _Ref.terms(text)
+        assert textkit.numbers(text) == [t for t in _Ref.tokenize(text) if t[0].isdigit()]
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=st.sampled_from(list("ab Z9,.;1£-ßİ٣²s\n")) | st.characters(),
                max_size=60))
 def test_tokenize_and_terms_match_reference_on_any_text(text):
-    assert models.tokenize(text) == _Ref.tokenize(text)
-    assert models.terms(text) == _Ref.terms(text)
-    assert models.terms(text) == _Ref.terms(text)   # second call: from the memo
+    assert textkit.tokenize(text) == _Ref.tokenize(text)
+    assert textkit.terms(text) == _Ref.terms(text)
+    assert textkit.terms(text) == _Ref.terms(text)   # second call: from the memo
 
 
 def test_counts_are_bit_identical(texts):
@@ -165,7 +166,7 @@ def _ref_bm25(chunks):
     n, vocab, flat = len(chunks), {}, []
     lens = np.zeros(n, dtype=np.int64)
     for i, c in enumerate(chunks):
-        cols = [vocab.setdefault(t, len(vocab)) for t in models.terms(retrieve._bm25_text(c))]
+        cols = [vocab.setdefault(t, len(vocab)) for t in textkit.terms(retrieve._bm25_text(c))]
         lens[i] = len(cols)
         flat.append(np.asarray(cols, dtype=np.int64))
     cols = np.concatenate(flat)
@@ -213,7 +214,7 @@ def test_build_bm25_equals_first_version(tmp_path):
     for q in [" ".join(rng.choice(sorted(vocab), 3)) for _ in range(40)]:
         ids, scores = retrieve._bm25_scores(bm, q)
         want = np.zeros(len(chunks))
-        for t in models.terms(q):
+        for t in textkit.terms(q):
             c = vocab[t]
             np.add.at(want, docs[indptr[c]:indptr[c + 1]], weights[indptr[c]:indptr[c + 1]])
         np.testing.assert_array_equal(ids, np.flatnonzero(want))

@@ -1,5 +1,5 @@
 """tools/fit_reader.py: the fitting procedure on hand-worked data, and the constants in
-models.py are what it prints for the dev split (re-run it and paste when this fails)."""
+reader.py are what it prints for the dev split (re-run it and paste when this fails)."""
 
 import sys
 from pathlib import Path
@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import models
+import reader
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 import fit_reader  # noqa: E402
@@ -38,20 +38,20 @@ def test_curve_and_pick_hand_worked():
     assert fit_reader.pick(points, 3, 2, max_answered=1) == -3.5
 
 
-def test_models_constants_are_the_fit_on_dev():
-    shipped = {name: getattr(models, name) for name in
+def test_reader_constants_are_the_fit_on_dev():
+    shipped = {name: getattr(reader, name) for name in
                ["READER_BIAS", "ABSTAIN_LOGIT"] + list(fit_reader.WEIGHT_NAMES)}
     got = fit_reader.fit()
     assert got.keys() == shipped.keys()
     for name, value in got.items():
         assert shipped[name] == pytest.approx(value, abs=2e-3), name
-        assert getattr(models, name) == shipped[name], f"fit() left {name} changed"
+        assert getattr(reader, name) == shipped[name], f"fit() left {name} changed"
 
 
 def test_question_files_name_their_vault_or_take_the_default():
     sets = fit_reader._sets("sample-vault", ["questions/dev.jsonl",
-                                             "questions/dev4.jsonl=third-vault",
+                                             "questions/dev4.jsonl=vaults/third-vault",
                                              "questions/dev2.jsonl"])
     assert sets == {"sample-vault": ["questions/dev.jsonl", "questions/dev2.jsonl"],
-                    "third-vault": ["questions/dev4.jsonl"]}
+                    "vaults/third-vault": ["questions/dev4.jsonl"]}
     assert fit_reader._sets("v", "q.jsonl") == {"v": ["q.jsonl"]}

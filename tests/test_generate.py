@@ -1,7 +1,8 @@
 """generate: the prompt, citation parsing, and the Draft from a writer."""
 
 import generate
-import models
+import extract
+import cost_ledger
 from generate import ABSTAIN, build_messages, parse_citations
 from retrieve import Candidate
 
@@ -31,7 +32,7 @@ NOTES = [
 
 
 def test_abstain_sentence_is_shared_with_models():
-    assert ABSTAIN == models.ABSTAIN_SENTENCE == "I don't know from my notes."
+    assert ABSTAIN == extract.ABSTAIN_SENTENCE == "I don't know from my notes."
 
 
 def test_build_messages_system_rules():
@@ -102,19 +103,19 @@ def test_generate_abstain_and_think_block():
 
 
 def test_generate_with_builtin_writer_records_ledger():
-    ledger = models.Ledger()
+    ledger = cost_ledger.Ledger()
     d = generate.generate("What is the day rate?", NOTES[:1], "present",
-                          models.BuiltinWriter(), ledger=ledger)
+                          extract.BuiltinWriter(), ledger=ledger)
     assert d.text == "Day rate: £600 [c1]." and d.citations == ["c1"]
     assert ledger.rows[0]["stage"] == "generate"
-    assert ledger.rows[0]["model"] == models.WRITER_MODEL
+    assert ledger.rows[0]["model"] == extract.WRITER_MODEL
 
 
 def test_every_prompt_form_is_read_back_by_the_builtin_writer():
     four = NOTES + [cand(4, "home/boiler.md", "Service in May.", "2026-05-01")]
     for form in generate.PROMPT_FORMS:
         system, user = build_messages("What is my day rate?", four, "present", form=form)
-        question, mode, notes = models.parse_prompt(user["content"])
+        question, mode, notes = extract.parse_prompt(user["content"])
         assert (question, mode) == ("What is my day rate?", "present"), form
         ids = ["c1", "c2", "c3"] + ([] if form == "top3" else ["c4"])
         assert [n["id"] for n in notes] == ids, form

@@ -6,6 +6,8 @@ import os
 import pytest
 
 import models
+import reader
+import cost_ledger
 from fakes import FakeJev, closed_port_url
 
 MARKER = "ZX-PRIVATE-7731"  # planted in a private note: must never reach Jev
@@ -57,7 +59,7 @@ def passages():
 
 
 def test_one_request_per_stage_with_shared_state_and_cost(jev):
-    ledger = models.Ledger()
+    ledger = cost_ledger.Ledger()
     j = make(jev)
     p = j.relevance("What is the day rate?", passages(), stage="rerank", ledger=ledger)
     assert set(p) == {"3", "4", "8"} and p["3"] > p["4"]
@@ -74,7 +76,7 @@ def test_one_request_per_stage_with_shared_state_and_cost(jev):
 
 
 def test_private_text_never_reaches_jev(jev):
-    local, ledger = LocalJudge(), models.Ledger()
+    local, ledger = LocalJudge(), cost_ledger.Ledger()
     j = make(jev, local)
     p = j.relevance("What is the day rate?", passages(), stage="rerank", ledger=ledger)
     claims = {"s1": {"sentence": "The rate is 1550.", "private": True,
@@ -190,11 +192,7 @@ def test_key_from_env_or_a_private_file(tmp_path, monkeypatch):
 
 def test_load_backend_with_jev_judge_keeps_a_local_judge(monkeypatch):
     monkeypatch.setenv("TYPESAFE_API_KEY", "sk-env")
-    for name in ("BuiltinJudge", "BuiltinWriter"):
-        if not hasattr(models, name):
-            monkeypatch.setattr(models, name, type(name, (), {"name": "builtin"}),
-                                raising=False)
     b = models.load_backend("builtin", judge="jev")
     assert isinstance(b.judge, models.JevJudge)
-    assert isinstance(b.judge.local, models.BuiltinJudge)
+    assert isinstance(b.judge.local, reader.BuiltinJudge)
     assert "private text judged locally by builtin" in b.note

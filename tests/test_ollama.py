@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 
 import models
+import reader
+import cost_ledger
 from fakes import FakeOllama, closed_port_url
 
 T = 0.5  # seconds: short client timeouts keep the fault tests fast
@@ -34,7 +36,7 @@ def judge(fake, **kw):
 
 def test_embed_documents_batches_prefixes_normalises_and_records(fake):
     texts = [f"note {i} about the boiler service" for i in range(models.EMBED_BATCH + 5)]
-    ledger = models.Ledger()
+    ledger = cost_ledger.Ledger()
     e = embedder(fake)
     m = e.embed_documents(texts, ledger=ledger)
     assert m.shape == (len(texts), 768) and m.dtype == np.float32
@@ -130,7 +132,7 @@ MESSAGES = [{"role": "system", "content": "Cite every sentence."},
 
 
 def test_write_request_and_ledger(fake):
-    ledger = models.Ledger()
+    ledger = cost_ledger.Ledger()
     w = writer(fake)
     text, inp, out = w.write(MESSAGES, stage="generate", ledger=ledger)
     assert text == "The day rate is 1550 per day from October [c1]."
@@ -187,7 +189,7 @@ PASSAGES = {
 
 
 def test_relevance_by_logprobs_when_no_systemone(fake):
-    ledger = models.Ledger()
+    ledger = cost_ledger.Ledger()
     j = judge(fake)
     p = j.relevance("When is the boiler serviced?", PASSAGES, stage="rerank", ledger=ledger)
     assert set(p) == {"7", "9"} and p["7"] > 0.5 > p["9"]
@@ -233,7 +235,7 @@ def test_concurrency_is_bounded(fake):
 
 def test_systemone_when_the_server_has_it():
     with FakeOllama(models=["verso-writer:latest", "d1-omni:600m"], systemone=True) as f:
-        ledger = models.Ledger()
+        ledger = cost_ledger.Ledger()
         j = judge(f)
         p = j.relevance("When is the boiler serviced?", PASSAGES, ledger=ledger)
         assert p["7"] > 0.5 > p["9"] and j.systemone is True
@@ -269,20 +271,11 @@ def test_answer_that_is_not_yes_or_no(fake):
 
 # --------------------------------------------------------------------- selection
 
-@pytest.fixture
-def builtin_stubs(monkeypatch):
-    """The builtin judge and writer belong to another section; stand in if absent."""
-    for name in ("BuiltinJudge", "BuiltinWriter"):
-        if not hasattr(models, name):
-            monkeypatch.setattr(models, name, type(name, (), {"name": "builtin"}),
-                                raising=False)
-
-
-def test_auto_uses_ollama_when_it_has_the_models(fake, builtin_stubs):
+def test_auto_uses_ollama_when_it_has_the_models(fake):
     b = models.load_backend("auto", host=fake.url, timeout=T)
     assert b.name == "ollama" and isinstance(b.writer, models.OllamaWriter)
     assert isinstance(b.embedder, models.OllamaEmbedder)
-    assert isinstance(b.judge, models.BuiltinJudge)
+    assert isinstance(b.judge, reader.BuiltinJudge)
     assert b.note == ("ollama: verso-writer writes, nomic-embed-text embeds; judge: builtin ("
                       + models.AUTO_JUDGE_WHY + ")")
     b = models.load_backend("ollama", judge="builtin", host=fake.url, timeout=T)
@@ -291,7 +284,7 @@ def test_auto_uses_ollama_when_it_has_the_models(fake, builtin_stubs):
     assert isinstance(b.judge, models.OllamaJudge) and "writes and judges" in b.note
 
 
-def test_auto_falls_back_to_builtin_and_says_why(builtin_stubs):
+def test_auto_falls_back_to_builtin_and_says_why():
     url = closed_port_url()
     b = models.load_backend("auto", host=url)
     assert b.name == "builtin" and isinstance(b.embedder, models.BuiltinEmbedder)
@@ -302,7 +295,7 @@ def test_auto_falls_back_to_builtin_and_says_why(builtin_stubs):
         assert b.name == "builtin" and "`ollama create verso-writer -f Modelfile`" in b.note
 
 
-def test_explicit_ollama_never_falls_back(builtin_stubs):
+def test_explicit_ollama_never_falls_back():
     with pytest.raises(models.BackendError, match="start it with `ollama serve`"):
         models.load_backend("ollama", host=closed_port_url())
     with FakeOllama() as f, pytest.raises(models.BackendError, match="cannot do completion"):
@@ -311,13 +304,13 @@ def test_explicit_ollama_never_falls_back(builtin_stubs):
         models.load_backend("llama")
 
 
-def test_probe_hang_is_bounded(fake, builtin_stubs):
+def test_probe_hang_is_bounded(fake):
     fake.fault("/api/tags", "hang")
     b = models.load_backend("auto", host=fake.url, probe_timeout=0.2)
     assert b.name == "builtin" and "within 0.2 s" in b.note
 
 
-def test_an_index_brings_its_own_embedder(builtin_stubs):
+def test_an_index_brings_its_own_embedder():
     class Index:  # what ingest.load_index hands over: the embedder its vectors came from
         embedder = models.BuiltinEmbedder()
     with FakeOllama(models=["verso-writer:latest"]) as f:  # no embedding model needed
@@ -383,7 +376,7 @@ def test_cascade_asks_the_model_about_the_builtin_judges_first_passages_only(fak
                           "date": "2026-01-01", "dense_score": None, "private": False}
                 for i, t in enumerate(topics, 1)}
     query = "When is the boiler service?"
-    cheap = models.BuiltinJudge().relevance(query, passages)
+    cheap = reader.BuiltinJudge().relevance(query, passages)
     first = sorted(cheap, key=lambda k: -cheap[k])[:2]
     j = models.CascadeJudge(judge(fake, systemone=False), top=2)
     got = j.relevance(query, passages, stage="rerank")
@@ -397,7 +390,7 @@ def test_cascade_asks_the_model_about_the_builtin_judges_first_passages_only(fak
     assert set(got) == set(passages)
 
 
-def test_cascade_judge_by_name_and_its_claims_go_to_the_model(fake, builtin_stubs):
+def test_cascade_judge_by_name_and_its_claims_go_to_the_model(fake):
     b = models.load_backend("ollama", judge="cascade", host=fake.url, timeout=T)
     assert isinstance(b.judge, models.CascadeJudge)
     assert b.note == "ollama: verso-writer writes, nomic-embed-text embeds; judge: cascade"

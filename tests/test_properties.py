@@ -8,7 +8,7 @@ from hypothesis import example, given, settings, strategies as st
 
 import generate
 import ingest
-import models
+import textkit
 
 FAST = settings(max_examples=100, deadline=None)
 
@@ -191,7 +191,7 @@ def test_parse_citations_returns_exactly_the_cited_ids(parts, joiner):
        st.sampled_from(["", "The rent is ", "paid "]))
 def test_numbers_drop_thousands_separators_currency_and_units(n, cur, unit, cents, lead):
     shown = f"{n:,.2f}" if cents else f"{n:,}"
-    assert models.numbers(f"{lead}{cur}{shown}{unit}") == [f"{n}.{shown[-2:]}" if cents
+    assert textkit.numbers(f"{lead}{cur}{shown}{unit}") == [f"{n}.{shown[-2:]}" if cents
                                                          else str(n)]
 
 
@@ -199,5 +199,5 @@ def test_numbers_drop_thousands_separators_currency_and_units(n, cur, unit, cent
 @given(st.lists(st.integers(0, 10 ** 7), min_size=1, max_size=5))
 def test_numbers_keep_order_and_each_mention(ns):
     text = " and ".join(f"£{n:,}" for n in ns) + "."
-    assert models.numbers(text) == [str(n) for n in ns]
-    assert models.number_keys(text) == {str(n) for n in ns}
+    assert textkit.numbers(text) == [str(n) for n in ns]
+    assert textkit.number_keys(text) == {str(n) for n in ns}

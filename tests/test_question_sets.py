@@ -1,8 +1,10 @@
 """The shipped question sets: each is valid against its vault (evaluate.py --check), and
-the frozen splits are byte for byte what was first scored, with the README naming the
-same sha256 (edit a frozen split and this fails; a new split must be added here)."""
+the frozen splits are byte for byte what was first scored, with questions/splits.json and
+docs/results.md naming the same sha256 (edit a frozen split and this fails; a new split
+must be added to questions/splits.json)."""
 
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -10,9 +12,8 @@ import pytest
 import evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
-VAULT_OF = {"dev": "sample-vault", "dev2": "sample-vault", "dev3": "sample-vault",
-            "test": "sample-vault", "second": "second-vault", "dev4": "third-vault",
-            "dev5": "fourth-vault", "dev6": "fifth-vault", "sixth": "sixth-vault"}
+TABLE = json.loads((ROOT / "questions" / "splits.json").read_text(encoding="utf-8"))["splits"]
+VAULT_OF = {split: row["vault"] for split, row in TABLE.items()}
 FROZEN = {"test": "f92686da287c8172393ba5603dcca0b3be5cdc16f6bc5fb25314de18bca0e42c",
           "second": "7b0d42d52fd6965643c6558de6ec72bd7bb81c9d8528b3d9d067e6af8cfbb80b",
           "sixth": "32b302d66ea4b099da75bd8d0e6140c8a611dfbb210a66e2bf490b2f080c9a52"}
@@ -29,7 +30,14 @@ def test_shipped_set_passes_check_against_its_vault(split):
 
 
 @pytest.mark.parametrize("split", sorted(FROZEN))
-def test_frozen_split_is_unchanged_and_its_hash_is_in_the_readme(split):
+def test_frozen_split_is_unchanged_and_its_hash_is_recorded(split):
     digest = hashlib.sha256((ROOT / "questions" / f"{split}.jsonl").read_bytes()).hexdigest()
     assert digest == FROZEN[split]
-    assert FROZEN[split] in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert TABLE[split]["role"] == "frozen" and TABLE[split]["sha256"] == FROZEN[split]
+    assert FROZEN[split] in (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+
+
+def test_only_the_frozen_splits_are_marked_frozen():
+    assert {s for s, row in TABLE.items() if row["role"] == "frozen"} == set(FROZEN)
+    assert {row["role"] for row in TABLE.values()} == {"tuning", "frozen"}
+    assert all((ROOT / v).is_dir() for v in VAULT_OF.values())

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import harness
-import models
+import extract
 from generate import build_messages
 from retrieve import Candidate
 
@@ -33,9 +33,9 @@ def _answer(cands, gate=True):
     if not gate:
         return harness.Answer(question=Q["question"], sources=sources, abstained=True)
     messages = build_messages(Q["question"], cands, "any")
-    text, _, _ = models.BuiltinWriter().write(messages)
+    text, _, _ = extract.BuiltinWriter().write(messages)
     return harness.Answer(question=Q["question"], sources=sources, messages=messages,
-                          answer=text, abstained=text == models.ABSTAIN_SENTENCE)
+                          answer=text, abstained=text == extract.ABSTAIN_SENTENCE)
 
 
 def _steps(got):

@@ -24,6 +24,7 @@ import evaluate
 import generate
 import harness
 import models
+import textkit
 
 pytestmark = pytest.mark.realmodel
 HOST = os.environ.get("VERSO_REALMODEL_HOST", "")
@@ -98,10 +99,10 @@ def test_every_number_of_a_shipped_answer_stands_in_a_cited_passage(answers):
         by_id = {f"c{i}": s for i, s in enumerate(a["sources"], 1)}
         for sentence, ids in _sentences(a):
             _, body = generate.split_date(sentence)
-            have = set().union(*(models.number_keys(
+            have = set().union(*(textkit.number_keys(
                 f"{by_id[i]['text']} {by_id[i]['heading']} {by_id[i]['path']} "
                 f"{by_id[i]['date']}") for i in ids if i in by_id))
-            assert models.number_keys(body) <= have, (q["id"], sentence, ids)
+            assert textkit.number_keys(body) <= have, (q["id"], sentence, ids)
 
 
 def test_a_present_answer_never_cites_a_superseded_version(answers):

@@ -22,6 +22,7 @@ import pytest
 import harness
 import ingest
 import models
+import textkit
 from fakes import FakeJev, FakeOllama, closed_port_url
 from vaults import index_file, write
 
@@ -726,8 +727,8 @@ def grounded(a, idx):
         assert a.citations and all(s["ok"] for s in a.checks["sentences"])
         cited = " ".join(c["text"] for c in idx.chunks
                          if c["path"] in {x["path"] for x in a.citations})
-        assert set(models.numbers(a.answer)) <= set(models.numbers(cited)) | {
-            n for x in a.citations for n in models.numbers(x["id"])}
+        assert set(textkit.numbers(a.answer)) <= set(textkit.numbers(cited)) | {
+            n for x in a.citations for n in textkit.numbers(x["id"])}
 
 
 @pytest.mark.parametrize("q", ["", "   ", "\n\t \u00a0"])

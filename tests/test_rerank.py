@@ -3,6 +3,8 @@
 import pytest
 
 import models
+import reader
+import cost_ledger
 from rerank import RELEVANCE_THRESHOLD, gate, rerank
 from retrieve import Candidate
 
@@ -58,8 +60,8 @@ def test_builtin_judge_puts_the_answer_first():
     cands = [cand(1, "Ask Maren about her day rate next week.", fused=0.03, dense=0.6),
              cand(2, "The flat has two bedrooms.", fused=0.02, dense=0.2),
              cand(3, "Maren's day rate is £600 from October.", fused=0.01, dense=0.5)]
-    ledger = models.Ledger()
-    out = rerank("What is Maren's day rate?", cands, models.BuiltinJudge(), ledger=ledger)
+    ledger = cost_ledger.Ledger()
+    out = rerank("What is Maren's day rate?", cands, reader.BuiltinJudge(), ledger=ledger)
     assert [c.id for c in out] == [3, 1, 2]
     assert out[0].relevance >= RELEVANCE_THRESHOLD > out[2].relevance
     assert len(ledger.rows) == 1 and ledger.rows[0]["stage"] == "rerank"

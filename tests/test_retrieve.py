@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import models
+import textkit
 import retrieve
 from retrieve import Candidate
 
@@ -118,10 +119,10 @@ def test_bm25_matches_reference_on_random_corpus():
               "texts": [" ".join(rng.choices(words, zipf, k=rng.randint(1, 30)))]}
              for i in range(200)]
     index = make_index(notes)
-    docs = [models.terms(retrieve._bm25_text(c)) for c in index.chunks]
+    docs = [textkit.terms(retrieve._bm25_text(c)) for c in index.chunks]
     for _ in range(40):
         query = " ".join(rng.choices(words, k=rng.randint(1, 4)))
-        want = _reference_bm25(docs, models.terms(query))
+        want = _reference_bm25(docs, textkit.terms(query))
         ids, scores = retrieve.bm25_ranking(index, query, 500)
         assert set(ids.tolist()) == set(np.flatnonzero(want).tolist())
         assert scores == pytest.approx(want[ids], rel=1e-5)

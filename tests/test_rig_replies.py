@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import generate
-import models
+import reader
 import rigfixtures
 import verify
 from generate import ABSTAIN, parse_citations
@@ -29,7 +29,7 @@ def run(shape, reply=None):
     r = FIX[shape]
     notes = rigfixtures.notes(r)
     d = generate.generate(r["question"], notes, r["time_mode"], Reply(reply or r["reply"]))
-    v = verify.verify(d.text, notes, r["time_mode"], models.BuiltinJudge(),
+    v = verify.verify(d.text, notes, r["time_mode"], reader.BuiltinJudge(),
                       question=r["question"], repairs=d.repairs)
     return d, v
 
@@ -212,11 +212,11 @@ def test_a_name_no_cited_note_holds_escalates():
     r = FIX["citation_own_line"]
     notes = rigfixtures.notes(r)
     text = generate.normalise_citations(r["reply"])          # the writer's own citation
-    v = verify.verify(text, notes, r["time_mode"], models.BuiltinJudge())
+    v = verify.verify(text, notes, r["time_mode"], reader.BuiltinJudge())
     reasons = [x for row in v.sentences for x in row["reasons"]]
     assert "names Aire, Valley, Striders, not in the cited c1" in reasons
     fixed = text.replace("[c1]", "[c2]")                     # the note that names them
-    v = verify.verify(fixed, notes, r["time_mode"], models.BuiltinJudge())
+    v = verify.verify(fixed, notes, r["time_mode"], reader.BuiltinJudge())
     assert not any(x.startswith("names ") for row in v.sentences for x in row["reasons"])
 
 
@@ -239,8 +239,8 @@ def test_cited_notes_must_name_what_the_question_asks_for():
     ("What time am I aiming for?", []),
 ])
 def test_focus_terms(question, focus):
-    assert list(models.focus_terms(question, models.analyse(question).names)) == focus
-    assert list(models.analyse(question).focus) == focus
+    assert list(reader.focus_terms(question, reader.analyse(question).names)) == focus
+    assert list(reader.analyse(question).focus) == focus
 
 
 def test_a_name_first_in_the_sentence_answers_who():

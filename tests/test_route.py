@@ -2,7 +2,8 @@
 
 import pytest
 
-import models
+import reader
+import cost_ledger
 from route import INTENT_OPTIONS, TIME_OPTIONS, route
 
 CASES = [  # message, intent, time mode
@@ -95,9 +96,9 @@ def test_judge_low_confidence_still_retrieves():
 
 
 def test_builtin_judge_routes_and_records_two_rows():
-    ledger = models.Ledger()
-    r = route("thanks, how are you", judge=models.BuiltinJudge(), ledger=ledger)
+    ledger = cost_ledger.Ledger()
+    r = route("thanks, how are you", judge=reader.BuiltinJudge(), ledger=ledger)
     assert r["intent"] == "small_talk"
-    assert route("how has the rate changed over time", judge=models.BuiltinJudge()
+    assert route("how has the rate changed over time", judge=reader.BuiltinJudge()
                  )["time_mode"] == "history"
     assert [row["stage"] for row in ledger.rows] == ["route", "route"]

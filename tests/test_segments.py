@@ -16,6 +16,7 @@ import pytest
 
 import ingest
 import models
+import textkit
 import retrieve
 from test_ingest import FixedEmbedder
 from vaults import index_file, write
@@ -184,11 +185,11 @@ def test_bm25_across_segments_matches_the_bm25s_reference(tmp_path):
     bm25s = pytest.importorskip("bm25s")
     _, idx = _segmented(tmp_path)
     bm = retrieve.load_bm25(idx)
-    docs = [models.terms(retrieve._bm25_text(c)) for c in idx.chunks]
+    docs = [textkit.terms(retrieve._bm25_text(c)) for c in idx.chunks]
     ref = bm25s.BM25(k1=retrieve.K1, b=retrieve.B, method="lucene")
     ref.index([d for d in docs], show_progress=False)
     for q in QUERIES:
-        terms = [t for t in models.terms(q) if t in ref.vocab_dict]
+        terms = [t for t in textkit.terms(q) if t in ref.vocab_dict]
         want = ref.get_scores(terms) if terms else np.zeros(len(docs))
         ids, got = retrieve._bm25_scores(bm, q)
         full = np.zeros(len(docs))

@@ -2,7 +2,8 @@
 
 import pytest
 
-import models
+import reader
+import cost_ledger
 from generate import ABSTAIN
 from retrieve import Candidate
 from verify import verify
@@ -144,10 +145,10 @@ def test_more_than_five_sentences_escalates():
 
 
 def test_builtin_judge_end_to_end():
-    ledger = models.Ledger()
-    good = verify("Day rate: £1,550 [c1].", [RATES], "present", models.BuiltinJudge(), ledger)
+    ledger = cost_ledger.Ledger()
+    good = verify("Day rate: £1,550 [c1].", [RATES], "present", reader.BuiltinJudge(), ledger)
     assert good.verdict == "SHIP" and ledger.rows[0]["stage"] == "verify"
-    off = verify("The flat has a balcony [c1].", [RATES], "present", models.BuiltinJudge())
+    off = verify("The flat has a balcony [c1].", [RATES], "present", reader.BuiltinJudge())
     assert off.verdict == "ESCALATE" and off.rules_ok
 
 

@@ -1,12 +1,12 @@
-"""Fit the builtin reader (models.py) on the dev split; print its fitted constants.
+"""Fit the builtin reader (reader.py) on the dev split; print its fitted constants.
 
     python tools/fit_reader.py [--vault sample-vault] [--questions questions/dev.jsonl ...]
-    (a question file over another vault: questions/dev4.jsonl=third-vault)
+    (a question file over another vault: questions/dev4.jsonl=vaults/third-vault)
 
 Step 1, the weights. Each question is routed and retrieved as the harness does (hybrid,
 k=20, version.apply) and its candidates become the writer's notes in retrieval order
-(generate.build_messages, read back by models.parse_prompt). Every unit (sentence or
-table row) of those notes is one row of models.FEATURES; its label is 1 when it holds a
+(generate.build_messages, read back by extract.parse_prompt). Every unit (sentence or
+table row) of those notes is one row of reader.FEATURES; its label is 1 when it holds a
 key fact of the question (evaluate.has_fact) and its note is a gold file, else 0 (every
 unit of an unanswerable question is 0). A logistic regression, Newton steps with a
 small ridge (RIDGE) so that a feature no positive row has stays finite, gives the bias
@@ -38,7 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import evaluate  # noqa: E402
 import generate  # noqa: E402
 import harness  # noqa: E402
-import models  # noqa: E402
+import reader  # noqa: E402
+import extract  # noqa: E402
 import rerank  # noqa: E402
 import retrieve  # noqa: E402
 import route  # noqa: E402
@@ -54,7 +55,7 @@ def _notes(idx, question: str) -> list[dict]:
     qvec = idx.embedder.embed_query(question)
     cands = version.apply(idx, retrieve.search(idx, question, qvec, k=20), mode, qvec)
     user = generate.build_messages(question, cands, mode)[-1]["content"]
-    return models.parse_prompt(user)[2]
+    return extract.parse_prompt(user)[2]
 
 
 def rows(idx, questions: list[dict]) -> tuple[np.ndarray, np.ndarray]:
@@ -62,9 +63,9 @@ def rows(idx, questions: list[dict]) -> tuple[np.ndarray, np.ndarray]:
     X, y = [], []
     for q in questions:
         notes = _notes(idx, q["question"])
-        for u in models.unit_rows(models.analyse(q["question"]), notes):
+        for u in extract.unit_rows(reader.analyse(q["question"]), notes):
             rank = 1.0 / (1 + u.note["order"])
-            X.append(list(u.f) + [rank, float(u.note["status"] == models.STATUS_LATEST)])
+            X.append(list(u.f) + [rank, float(u.note["status"] == extract.STATUS_LATEST)])
             y.append(float(q["answerable"] and u.note["path"] in q["gold_files"]
                            and any(evaluate.has_fact(u.text, f) for f in q["key_facts"])))
     return np.array(X, dtype=np.float64), np.array(y, dtype=np.float64)
@@ -88,9 +89,9 @@ def logistic(X: np.ndarray, y: np.ndarray, steps: int = 50) -> np.ndarray:
 
 
 def set_weights(w) -> None:
-    models.READER_BIAS = float(w[0])
+    reader.READER_BIAS = float(w[0])
     for name, v in zip(WEIGHT_NAMES, w[1:]):
-        setattr(models, name, float(v))
+        setattr(reader, name, float(v))
 
 
 def statistics(idx, be, questions: list[dict]) -> list[tuple[float, bool]]:
@@ -144,10 +145,10 @@ def _sets(vault, questions) -> dict:
 
 def fit(vault=ROOT / "sample-vault", questions=ROOT / "questions" / "dev.jsonl",
         verbose=False, max_answered=None) -> dict:
-    """{constant name: value} for models.py, fitted on `questions` (one question file
+    """{constant name: value} for reader.py, fitted on `questions` (one question file
     or several, pooled; "FILE=VAULT" for a file over another vault) over `vault`."""
     sets = _sets(vault, questions)
-    shipped = [models.READER_BIAS] + [getattr(models, n) for n in WEIGHT_NAMES]
+    shipped = [reader.READER_BIAS] + [getattr(reader, n) for n in WEIGHT_NAMES]
     with tempfile.TemporaryDirectory() as tmp:
         loaded, X, y, qs = [], [], [], []
         for i, (v, files) in enumerate(sets.items()):
@@ -164,7 +165,7 @@ def fit(vault=ROOT / "sample-vault", questions=ROOT / "questions" / "dev.jsonl",
         try:
             stats = [st for idx, be, vqs in loaded for st in statistics(idx, be, vqs)]
         finally:
-            set_weights(shipped)       # the fit leaves models.py's constants as they were
+            set_weights(shipped)       # the fit leaves reader.py's constants as they were
     points = curve(stats)
     n_ans = sum(1 for q in qs if q["answerable"])
     t = pick(points, n_ans, len(qs) - n_ans, max_answered)

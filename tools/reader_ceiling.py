@@ -6,10 +6,10 @@ Each answerable question is asked as evaluate.py's full variant asks it (harness
 builtin backend), and six steps are counted, each needing the one before:
   kept      a gold note is among the kept passages
   gate      the gate passed them to the writer
-  in unit   every key fact stands in some unit of the writer's notes (models.unit_rows
-            over the notes of its prompt, models.parse_prompt): an extractive answer exists
+  in unit   every key fact stands in some unit of the writer's notes (extract.unit_rows
+            over the notes of its prompt, extract.parse_prompt): an extractive answer exists
   named     ... in units that name an asked term (in their words or heading, or in a
-            note without headings its title: models._Unit.named)
+            note without headings its title: extract._Unit.named)
   answers   ... in units that also answer (a value of the asked kind near an asked term)
   lead      the answer's first sentence holds a key fact
 Of the questions that reach "answers" and miss "lead", the last line says how many were
@@ -30,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import evaluate  # noqa: E402
 import generate  # noqa: E402
 import harness  # noqa: E402
-import models  # noqa: E402
+import reader
+import extract
 
 STEPS = ("kept", "gate", "in unit", "named", "answers", "lead")
 
@@ -54,8 +55,8 @@ def funnel(q: dict, a) -> dict:
     got["gate"] = got["kept"] and bool(user)
     if not got["gate"]:
         return got
-    question, _, notes = models.parse_prompt(user)
-    units = models.unit_rows(models.analyse(question), notes)
+    question, _, notes = extract.parse_prompt(user)
+    units = extract.unit_rows(reader.analyse(question), notes)
     named = [u for u in units if u.named]
     answering = [u for u in named if u.answers]
     got["in unit"] = _covered(facts, units)
