@@ -1,6 +1,7 @@
 """The cost ledger: one row per model call (stage, backend, model, tokens, seconds, dollars).
 
-In:  what each model call reports. Out: the rows, and totals per stage.
+In:  what each model call reports. Out: the rows, totals per stage, and the sum of an
+     answer's stage rows (the "total" line of the stage table).
 Not: any model call. Every backend (models.py, reader.py, extract.py) records here.
 """
 
@@ -40,3 +41,9 @@ def record(ledger, stage, backend, model, started, inp=0, out=0, dollars=0.0):
     if ledger is not None:
         ledger.record(stage, backend, model, inp, out, time.perf_counter() - started,
                       dollars)
+
+
+def stage_totals(stages: list[dict]) -> dict:
+    """ms, tokens in, tokens out and dollars summed over an answer's stage rows."""
+    return {k: sum(s[k] for s in stages) for k in ("ms", "input_tokens", "output_tokens",
+                                                   "dollars")}

@@ -35,7 +35,9 @@ STAGES = ("route", "retrieve", "version-filter", "rerank", "generate", "verify")
 MAX_QUESTION_CHARS = 4000   # longer questions are cut here (embedding and prompts stay bounded)
 WHERE_FROM = ("The vault: --vault, else the vault the index was built from, else (no index "
               "yet) the bundled sample vault. The index: --index, else $VERSO_HOME, else "
-              "./.verso in the current folder. Verso never writes inside the vault.")
+              "./.verso in the current folder. Verso never writes inside the vault. "
+              "MCP: `python harness.py --mcp` serves the notes on stdio and `--mcp-check` "
+              "tries that server as an app would (options: `python mcp_server.py --help`).")
 NO_RETRIEVAL = {
     "small_talk": "this reads as small talk, not a question about the notes",
     "live_data": "this needs live data (weather, prices, news) that notes cannot hold",
@@ -256,12 +258,6 @@ def _abstain(out: Answer, clock: _Clock, reason: str) -> Answer:
     return out
 
 
-def stage_totals(stages: list[dict]) -> dict:
-    """ms, tokens in, tokens out and dollars summed over the stage rows."""
-    return {k: sum(s[k] for s in stages) for k in ("ms", "input_tokens", "output_tokens",
-                                                   "dollars")}
-
-
 def render(a: Answer) -> str:
     """The human report: stage table, total, sources, verdict."""
     lines = [a.answer, ""]
@@ -271,7 +267,7 @@ def render(a: Answer) -> str:
     for s in a.stages:
         lines.append(f"{s['name']:<15}{s['ms']:>9.1f}{s['input_tokens']:>11}"
                      f"{s['output_tokens']:>7}{s['dollars']:>11.6f}")
-    tot = stage_totals(a.stages)
+    tot = cost_ledger.stage_totals(a.stages)
     lines.append(f"{'total':<15}{tot['ms']:>9.1f}{tot['input_tokens']:>11}"
                  f"{tot['output_tokens']:>7}{tot['dollars']:>11.6f}")
     lines += ["", f"time mode: {a.time_mode}   backend: {a.backend} ({a.backend_note})"]
@@ -291,12 +287,6 @@ def render(a: Answer) -> str:
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if {"--mcp", "--mcp-check"} & set(argv):   # the MCP face (mcp_server.py) has its own CLI
-        import gc
-        import mcp_server
-        gc.enable()          # a long-running server: the collector on (run_cli turns it off)
-        return mcp_server.main(argv)
     p = argparse.ArgumentParser(prog="harness.py", description=__doc__.split("\n")[0],
                                 epilog=WHERE_FROM)
     p.add_argument("question", nargs="+")
@@ -308,8 +298,6 @@ def main(argv=None) -> int:
     p.add_argument("--backend", choices=("auto", "builtin", "ollama"), default="auto")
     p.add_argument("--judge", choices=models.JUDGES, default=None)
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    p.add_argument("--mcp", action="store_true", help="serve MCP on stdio (mcp_server.py)")
-    p.add_argument("--mcp-check", action="store_true", help="try the MCP server as an app would")
     p.add_argument("--html", metavar="FILE", help="also write a trace page of every stage")
     args = p.parse_args(argv)
     try:
@@ -333,5 +321,19 @@ def main(argv=None) -> int:
     return 0
 
 
+def _mcp_program(argv: list) -> int:
+    """`python harness.py --mcp ...` runs the MCP face's own program (mcp_server.py) with
+    the same arguments and stdio: the pipeline hands over to the face without importing
+    it (the face imports the pipeline)."""
+    import subprocess
+    program = Path(__file__).resolve().with_name("mcp_server.py")
+    try:
+        return subprocess.call([sys.executable, str(program), *argv])
+    except KeyboardInterrupt:
+        return 130
+
+
 if __name__ == "__main__":
-    ingest.run_cli(main)        # collector off; the process ends without freeing the index
+    if {"--mcp", "--mcp-check"} & set(sys.argv[1:]):
+        sys.exit(_mcp_program(sys.argv[1:]))
+    ingest.run_cli(main)        # collector off; the process ends without freeing the index        # collector off; the process ends without freeing the index

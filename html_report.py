@@ -6,8 +6,8 @@ Out: HTML strings: trace_page / trace_fragment (every stage of one question),
      index_page (variants side by side, each question linked to its trace pages).
      save_trace and TracePages write them atomically (ingest.write_atomic).
 Not: numbers of its own: every score, count and rate comes from the trace or from
-     evaluate's summary, which the text reports (harness.render, evaluate.render) read
-     too. No JavaScript, no network fetch: inline CSS and SVG; every note text escaped.
+     evaluate's summary, which the text reports (harness.render, scorecard.render) read
+     too. It imports neither harness nor evaluate: it renders plain dicts. No JavaScript, no network fetch: inline CSS and SVG; every note text escaped.
 
     python harness.py "What is Maren's current day rate?" --html trace.html
     python evaluate.py --vault sample-vault --questions questions/dev.jsonl --html runs/html
@@ -22,11 +22,11 @@ import re
 from pathlib import Path
 from urllib.parse import quote
 
-import evaluate
+import cost_ledger
 import generate
-import harness
 import ingest
 import rerank
+import scorecard
 import verify
 
 VERDICT_COLOURS = {"SHIP": "#1e7b34", "ESCALATE": "#b35c00", "ABSTAIN": "#5a6270"}
@@ -288,7 +288,7 @@ def _verify(a: dict) -> str:
 
 
 def _cost(a: dict) -> str:
-    st, tot = a["stages"], harness.stage_totals(a["stages"])
+    st, tot = a["stages"], cost_ledger.stage_totals(a["stages"])
     rows = [[_e(s["name"]), f"{s['ms']:.1f}", str(s["input_tokens"]),
              str(s["output_tokens"]), f"{s['dollars']:.6f}"] for s in st]
     rows.append(["<b>total</b>", f"{tot['ms']:.1f}", str(tot["input_tokens"]),
@@ -342,7 +342,7 @@ def trace_page(a: dict, gold=(), back: str | None = None, facts=None) -> str:
 
 def _category_bars(result: dict) -> str:
     """Inline SVG: answer correct per category (groups), one bar per variant."""
-    cats, names = evaluate.categories(result), list(result["variants"])
+    cats, names = scorecard.categories(result), list(result["variants"])
     bw, gap, top = 12, 18, 150
     gw = bw * len(names) + gap
     out = []
@@ -355,7 +355,7 @@ def _category_bars(result: dict) -> str:
             h = max(top * r["p"], 1.5)       # a 0% bar stays visible as a sliver
             out.append(f'<rect x="{gx + bw * j}" y="{20 + top - h:.1f}" width="{bw - 1}" '
                        f'height="{h:.1f}" fill="{VARIANT_COLOURS[j % 6]}"><title>'
-                       f'{_e(v)} {_e(cat)}: {_e(evaluate.fmt_rate(r))}</title></rect>')
+                       f'{_e(v)} {_e(cat)}: {_e(scorecard.fmt_rate(r))}</title></rect>')
         out.append(f'<text x="{gx + bw * len(names) / 2:.1f}" y="{top + 34}" font-size="11"'
                    f' text-anchor="middle">{_e(cat)}</text>')
     axis = "".join(f'<text x="30" y="{20 + top - top * t + 4:.1f}" font-size="10" '
@@ -395,7 +395,7 @@ def index_page(result: dict, records, questions, links=None) -> str:
     (links: {(variant, question id): relative href})."""
     tables = "".join((f"<h3>{_e(t)}</h3>" if t else "") + '<div class="wide">' + _table(
         h, [[_e(c) for c in r] for r in rows]) + "</div>"
-        for t, h, rows in evaluate.report_tables(result))
+        for t, h, rows in scorecard.report_tables(result))
     pairs = _table(["a", "b", "metric", "wins", "losses", "of", "exact McNemar p"],
                    [[_e(p["a"]), _e(p["b"]), _e(p["metric"]), str(p["wins"]),
                      str(p["losses"]), str(p["n"]), f"{p['p']:.4f}"]

@@ -8,6 +8,7 @@ import types
 import pytest
 
 import evaluate as ev
+import scorecard
 
 
 def q_(id="q1", category="current", time_mode="present", key=("1550",), forbidden=(),
@@ -195,8 +196,8 @@ def test_summarise_overall_and_by_category():
     assert o["verdicts"] == {"SHIP": 1, "ESCALATE": 2, "ABSTAIN": 2}
     assert o["escalate_on_correct"] == {"k": 1, "n": 2, "p": 0.5}     # c1 ship, h1 escalate
     assert o["escalate_on_incorrect"] == {"k": 1, "n": 1, "p": 1.0}   # c2
-    assert ev.fmt_rate(cur["answer_correct"]) == "1/3 (33%)"
-    assert ev.fmt_rate(s["by_category"]["refuse"]["stale_rate"]) == "-"
+    assert scorecard.fmt_rate(cur["answer_correct"]) == "1/3 (33%)"
+    assert scorecard.fmt_rate(s["by_category"]["refuse"]["stale_rate"]) == "-"
 
 
 def test_stage_latency_and_cost_summary():

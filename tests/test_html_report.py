@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import evaluate as ev
+import scorecard
 import harness
 import html_report
 from tests import browser
@@ -156,7 +157,7 @@ def test_evaluate_html_index_links_every_trace_page(hostile, tmp_path, capsys):
     out, qs = _eval_run(vault, tmp_path)
     result = json.loads(capsys.readouterr().out)
     index = (out / "index.html").read_text()
-    for _, header, rows in ev.report_tables(result):      # the text report's tables
+    for _, header, rows in scorecard.report_tables(result):      # the text report's tables
         for cell in header + [c for r in rows for c in r]:
             assert f">{html_report._e(cell)}</t" in index, cell
     links = [u for u in ATTR_RE.findall(index) if not u.startswith(("#", "data:"))]

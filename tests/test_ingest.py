@@ -806,13 +806,13 @@ def test_the_mcp_server_behind_harness_runs_with_the_cycle_collector_on(monkeypa
     """run_cli turns the collector off for one-shot processes; `python harness.py --mcp`
     serves for hours, so it turns it back on."""
     import gc
-    import harness
+    import cli
     import mcp_server
     seen = []
     monkeypatch.setattr(mcp_server, "main", lambda argv: seen.append(gc.isenabled()) or 0)
     gc.disable()
     try:
-        assert harness.main(["--mcp"]) == 0
+        assert cli.main(["--mcp"]) == 0
     finally:
         gc.enable()
     assert seen == [True]

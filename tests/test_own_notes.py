@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 import evaluate
+import cli
 import harness
 import ingest
 from vaults import write
@@ -177,7 +178,7 @@ def test_mcp_serves_the_vault_its_index_records(notes, home, tmp_path, capsys):
     idx = tmp_path / "idx"
     assert ingest.main([str(notes), "--index", str(idx), "--quiet"]) == 0
     capsys.readouterr()
-    code = harness.main(["--mcp-check", "--index", str(idx), "--backend", "builtin"])
+    code = cli.main(["--mcp-check", "--index", str(idx), "--backend", "builtin"])
     out = capsys.readouterr().out
     assert code == 0, out
     assert f"--vault {notes}" in out.splitlines()[0] and "sample-vault" not in out

@@ -1,0 +1,27 @@
+"""cli: the entry of the `verso` command.
+
+In:  the command line.
+Out: the exit code of the face that serves it: `--mcp` and `--mcp-check` go to the MCP
+     server (mcp_server.py), anything else is a question for harness.main
+     (`python harness.py --mcp` reaches the same server by running mcp_server.py).
+Not: any work of its own. It sits above every module it hands to, so that no library
+     module imports a face (tests/test_imports.py holds the layers).
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+
+import harness
+import mcp_server
+
+MCP_FLAGS = {"--mcp", "--mcp-check"}
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if MCP_FLAGS & set(argv):
+        gc.enable()          # a long-running server: the collector on (run_cli turns it off)
+        return mcp_server.main(argv)
+    return harness.main(argv)

@@ -1,0 +1,82 @@
+"""Evaluation results as tables: the text report of evaluate.py and the tables the HTML
+run page draws.
+
+In:  a result as evaluate.summarise gives it (per variant: overall metrics, by category,
+     verdicts, stage costs) with its paired tests; the flips of evaluate --compare.
+Out: strings and (title, header, rows) tables; nothing is computed here that a JSON
+     reader of summary.json could not see.
+Not: scoring or running questions (evaluate.py), HTML (html_report.py).
+"""
+
+from __future__ import annotations
+
+TABLE = (("found@5", "source_found_at5"), ("recall@10", "recall_all_at10"),
+         ("MRR", "mrr"), ("correct", "answer_correct"), ("current", "current_correct"),
+         ("stale", "stale_rate"), ("abstain ok", "abstain_correct"),
+         ("false abst", "false_abstain"), ("cite valid", "citation_valid"),
+         ("on question", "on_question"), ("route", "route_accuracy"))
+
+
+def fmt_rate(r: dict) -> str:
+    """`k/n (p%)`, or `-` when nothing was counted."""
+    return f"{r['k']}/{r['n']} ({100 * r['p']:.0f}%)" if r["n"] else "-"
+
+
+def _table(header, rows) -> list[str]:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    return ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()
+            for r in [header, *rows]]
+
+
+def _ms(x) -> str:
+    return "-" if x is None else f"{x:.0f}"
+
+
+def categories(result: dict) -> list[str]:
+    """The categories of every variant, in first-seen order."""
+    return list(dict.fromkeys(c for s in result["variants"].values()
+                              for c in s["by_category"]))
+
+
+def report_tables(result: dict) -> list[tuple[str, list, list]]:
+    """(title, header, rows of strings) of each table in the report (text and HTML)."""
+    vs = {n: s["overall"] for n, s in result["variants"].items()}
+    out = [("", ["variant", *(c for c, _ in TABLE), "p50 ms", "p95 ms"], [
+        [n, *(f"{o[m]['p']:.3f}" if m == "mrr" and o[m]["n"] else fmt_rate(o[m])
+              for _, m in TABLE), _ms(o["stages"]["total"]["p50_ms"]),
+         _ms(o["stages"]["total"]["p95_ms"])] for n, o in vs.items()])]
+    cats = categories(result)
+    out.append(("answer correct by category:", ["variant", *cats], [
+        [n, *(fmt_rate(s["by_category"][c]["answer_correct"]) if c in s["by_category"]
+              else "-" for c in cats)] for n, s in result["variants"].items()]))
+    out.append(("", ["variant", "ship", "escalate", "abstain", "esc|correct",
+                     "esc|wrong", "tokens/q", "$/q"], [
+        [n, *(str(o["verdicts"].get(v, 0)) for v in ("SHIP", "ESCALATE", "ABSTAIN")),
+         fmt_rate(o["escalate_on_correct"]), fmt_rate(o["escalate_on_incorrect"]),
+         f"{o['stages']['total']['tokens_per_question']:.0f}",
+         f"{o['stages']['total']['dollars_per_question']:.5f}"] for n, o in vs.items()]))
+    stages = list(dict.fromkeys(st for o in vs.values() for st in o["stages"]))
+    out.append(("ms per stage, p50/p95:", ["variant", *stages], [
+        [n, *(f"{_ms(o['stages'][st]['p50_ms'])}/{_ms(o['stages'][st]['p95_ms'])}"
+              if st in o["stages"] else "-" for st in stages)] for n, o in vs.items()]))
+    return out
+
+
+def pair_line(p: dict) -> str:
+    return (f"{p['a']} vs {p['b']}  {p['metric']}: wins {p['wins']}, losses "
+            f"{p['losses']} (of {p['n']}), exact McNemar p = {p['p']:.4f}")
+
+
+def render(result: dict) -> str:
+    """Variant table, answer_correct by category, verdicts, stage costs, paired tests."""
+    out = []
+    for title, header, rows in report_tables(result):
+        out += ([""] if out else []) + ([title] if title else []) + _table(header, rows)
+    out += [""] + [pair_line(p) for p in result.get("pairs", [])]
+    return "\n".join(out).rstrip()
+
+
+def render_compare(flips: dict) -> str:
+    return "\n".join(f"{v} {m}: fixed {', '.join(f['fixed']) or '-'}; broken "
+                     f"{', '.join(f['broken']) or '-'}" for v, ms in flips.items()
+                     for m, f in ms.items()) or "no question flipped"

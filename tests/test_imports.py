@@ -1,0 +1,93 @@
+"""The house: every top-level module's imports of the others (module level and inside
+functions alike) form no circle, and none reaches up to a higher layer. Code under
+`if __name__ == "__main__":` runs only when the file is the program, so its imports are
+the program's, not the module's."""
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Lowest first. A module may import its own layer or a lower one, never a higher one.
+LAYERS = [
+    {"textkit", "cost_ledger"},                                  # helpers
+    {"reader", "extract"},                                       # the builtin reader, writer
+    {"models"},                                                  # model clients, backends
+    {"ingest", "retrieve", "version", "route", "rerank", "generate", "verify"},   # stages
+    {"scorecard", "html_report"},                                # renderers of plain data
+    {"harness"},                                                 # the pipeline
+    {"evaluate", "mcp_tools"},                                   # runs, the MCP tools
+    {"mcp_server", "mcp_check"},                                 # the MCP face
+    {"cli"},                                                     # the entry
+]
+
+
+def _is_main_guard(node) -> bool:
+    t = node.test if isinstance(node, ast.If) else None
+    return (isinstance(t, ast.Compare) and isinstance(t.left, ast.Name)
+            and t.left.id == "__name__" and len(t.comparators) == 1
+            and isinstance(t.comparators[0], ast.Constant)
+            and t.comparators[0].value == "__main__")
+
+
+def imports_of(source: str, known: set) -> set:
+    """The modules of `known` that `source` imports anywhere but in its main guard."""
+    out, todo = set(), [ast.parse(source)]
+    while todo:
+        node = todo.pop()
+        for child in ast.iter_child_nodes(node):
+            if _is_main_guard(child):
+                continue
+            if isinstance(child, ast.Import):
+                out |= {a.name.split(".")[0] for a in child.names}
+            elif isinstance(child, ast.ImportFrom) and not child.level and child.module:
+                out.add(child.module.split(".")[0])
+            todo.append(child)
+    return out & known
+
+
+def graph(root: Path = ROOT) -> dict:
+    files = {p.stem: p for p in root.glob("*.py")}
+    return {m: imports_of(p.read_text(encoding="utf-8"), set(files)) - {m}
+            for m, p in files.items()}
+
+
+def circle(g: dict) -> list:
+    """One import circle of `g` as [a, b, ..., a], or [] when there is none."""
+    state, stack = {}, []
+
+    def visit(m):
+        state[m] = "open"
+        stack.append(m)
+        for n in sorted(g.get(m, ())):
+            if state.get(n) == "open":
+                return stack[stack.index(n):] + [n]
+            if n not in state and (found := visit(n)):
+                return found
+        state[m] = "done"
+        stack.pop()
+        return []
+
+    for m in sorted(g):
+        if m not in state and (found := visit(m)):
+            return found
+    return []
+
+
+def test_the_cycle_finder_finds_a_circle_and_only_a_circle():
+    assert circle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert circle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) == []
+    src = "import b\ndef f():\n    import c\nif __name__ == '__main__':\n    import d\n"
+    assert imports_of(src, {"b", "c", "d"}) == {"b", "c"}
+
+
+def test_no_import_circle():
+    assert circle(graph()) == []
+
+
+def test_every_module_has_a_layer_and_imports_none_above_it():
+    layer = {m: i for i, ms in enumerate(LAYERS) for m in ms}
+    g = graph()
+    assert set(g) - set(layer) == set(), "give the new module a layer in LAYERS"
+    up = [f"{m} -> {n}" for m, ns in g.items() for n in ns if layer[n] > layer[m]]
+    assert up == []
