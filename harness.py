@@ -31,6 +31,8 @@ import verify as verify_stage
 import version
 
 SAMPLE_VAULT = Path(__file__).resolve().parent / "sample-vault"
+SAMPLE_NOTICE = ("answering from the bundled sample vault; index your own notes with "
+                 "`python ingest.py PATH`")
 STAGES = ("route", "retrieve", "version-filter", "rerank", "generate", "verify")
 MAX_QUESTION_CHARS = 4000   # longer questions are cut here (embedding and prompts stay bounded)
 WHERE_FROM = ("The vault: --vault, else the vault the index was built from, else (no index "
@@ -65,6 +67,7 @@ class Answer:
     messages: list = field(default_factory=list)   # what the writer was sent
     reply: str = ""                                # what it said, before parsing
     calls: list = field(default_factory=list)      # the ledger: one row per model call
+    sample_vault: bool = False                     # answered from the bundled sample vault
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -127,16 +130,26 @@ def _score(c) -> float:
 def resolve_vault(index=None, vault=None) -> tuple[Path | None, str | None]:
     """(the vault to refresh the index from, or None to answer from the index as it is;
     a one-line warning or None). The vault given; else the one the index was built
-    from; else, when no index exists there yet, the sample vault."""
+    from; else, when the default index does not exist yet, the sample vault. Whenever
+    the sample vault is used because no vault was given, the warning says so. An
+    --index folder that holds no index, with no --vault, is an error (ValueError)."""
     if vault is not None:
         return Path(vault), None
     built = ingest.built_from(index)
     if built is None:
-        return SAMPLE_VAULT, None
+        if index is not None:
+            raise ValueError(f"no index in {index}: build one with `python ingest.py "
+                             f"NOTES --index {index}`, or pass --vault NOTES")
+        return SAMPLE_VAULT, SAMPLE_NOTICE
     folder, created = built
     if Path(folder).is_dir():
-        return Path(folder), None
+        return Path(folder), SAMPLE_NOTICE if Path(folder) == SAMPLE_VAULT else None
     return None, f"vault {folder} not found: answering from the index built on {created[:10]}"
+
+
+def from_sample(idx) -> bool:
+    """Whether the index was built from the bundled sample vault."""
+    return Path(idx.manifest.get("vault", "")) == SAMPLE_VAULT
 
 
 def load(index=None, vault=None, backend="auto", judge=None, rebuild=False):
@@ -188,7 +201,8 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     idx, be = load(index, vault, backend)
     ledger = cost_ledger.Ledger()
     clock = _Clock(ledger)
-    out = Answer(question=question, backend=be.name, backend_note=be.note)
+    out = Answer(question=question, backend=be.name, backend_note=be.note,
+                 sample_vault=from_sample(idx))
     out.route = clock.run("route", route_stage.route, question, ledger=ledger)
     out.time_mode = mode or out.route["time_mode"]
     if not out.route["needs_retrieval"]:

@@ -329,7 +329,7 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:    # as the harness: --vault, else the index's own vault, else the sample vault
         vault, warning = harness.resolve_vault(args.index, args.vault)
-    except ingest.IndexProblem as e:
+    except (ValueError, ingest.IndexProblem) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     vault = vault.expanduser().resolve() if vault else None

@@ -19,6 +19,7 @@ from urllib.parse import quote, unquote
 import harness
 import ingest
 import retrieve
+import route
 import version
 
 INDEX_URI, NOTE_URI = "verso://index", "verso://note/"
@@ -137,12 +138,13 @@ def guard(idx, payload) -> None:
                                     "reached the reply, so nothing was sent")
 
 
-def _open_with(idx, folder: str) -> str:
-    key = folder if folder and all(c.isalnum() or c in "_-" for c in folder) else \
-        json.dumps(folder)
+def _open_with(idx, *folders: str) -> str:
+    """"add [folders.X] privacy = "shareable" to CONFIG", one line per folder."""
+    keys = [f if f and all(c.isalnum() or c in "_-" for c in f) else json.dumps(f)
+            for f in folders]
     cfg = (idx.manifest.get("config")
            or str(Path(idx.manifest["vault"]) / ingest.CONFIG_NAME))
-    return f"add {OPEN_LINE.format(key)} to {cfg}"
+    return f"add {', '.join(OPEN_LINE.format(k) for k in keys)} to {cfg}"
 
 
 def private_reason(idx, path: str) -> str:
@@ -157,7 +159,8 @@ def _nothing_shareable(idx) -> str | None:
         return None
     top = sorted({f["path"].partition("/")[0] for f in idx.files if "/" in f["path"]})
     return ("no folder is shareable, so nothing is searched: "
-            + _open_with(idx, top[0] if top else "NAME") + " (list_folders shows them all)")
+            + _open_with(idx, *(top or ["NAME"])) + " for the folders to share "
+            "(list_folders shows them all)")
 
 
 # ------------------------------------------------------------------------------ tools
@@ -169,6 +172,8 @@ def search_notes(srv, args: dict) -> dict:
     out = {"time_mode": mode, "chosen_by": "router" if mode == "auto" else "caller",
            "passages": [], "set_aside": [], "note": _nothing_shareable(idx)}
     if out["note"]:
+        if mode == "auto":     # the mode a search would have used
+            out["time_mode"] = route.route(args["query"])["time_mode"]
         return out
     a = harness.ask(args["query"], index=idx, backend=srv.be, keep=int(args.get("k", 5)),
                     mode=None if mode == "auto" else mode, include_private=False,

@@ -35,6 +35,7 @@ import textkit
 import reader
 import extract
 import rerank
+import version
 
 SUPPORT_THRESHOLD = 0.5
 ANSWER_THRESHOLD = rerank.RELEVANCE_THRESHOLD   # a newer note "answers" from here up
@@ -89,9 +90,31 @@ def _same_document(m, c) -> bool:
     return bool(c.superseded_by) and m.path == re.split(r" @ |#", c.superseded_by)[0]
 
 
+def _superseded_file(c) -> bool:
+    """A newer file of c's own family exists (version.py set superseded_by to its path;
+    a later entry of the same log is marked "path @ date" instead)."""
+    return bool(c.superseded_by) and version.SECTION_MARK not in c.superseded_by
+
+
 def _stale(cited: list, notes: list, ids: dict) -> list[str]:
+    """Present mode: a sentence that cites a superseded version of a document escalates,
+    whether or not the newer version was judged to answer, unless the same sentence also
+    cites that document's newest version (a statement of what replaced what). An older
+    entry of a dated log escalates only when a later entry among the notes answers: a
+    log's newest entry is often about something else."""
     out = []
     for c in cited:
+        if _superseded_file(c):
+            if any(m is not c and _same_document(m, c) and _newer(m, c)
+                   and not _superseded_file(m) for m in cited):
+                continue
+            newer = [m for m in notes if m is not c and _same_document(m, c)
+                     and _newer(m, c)]
+            out.append(f"cites an older version ({ids[id(c)]}, {c.date}) while a newer one "
+                       f"({ids[id(newer[0])]}, {newer[0].date}) is among the notes" if newer
+                       else f"cites an older version ({ids[id(c)]}, {c.date}), superseded "
+                       f"by {c.superseded_by}")
+            continue
         older = (bool(c.superseded_by) or not c.is_latest
                  or c.chunk.get("entry_latest") is False)
         newer = [m for m in notes if m is not c and older and _same_document(m, c)

@@ -394,6 +394,19 @@ def test_the_guard_stops_a_private_path_at_the_last_step(cmd, vault, monkeypatch
     assert reply["result"]["isError"] and MARKER not in json.dumps(reply)
 
 
+def test_with_nothing_shareable_the_note_names_every_folder_and_the_mode(tmp_path):
+    for folder in ("health", "money", "work"):
+        (tmp_path / "v" / folder).mkdir(parents=True)
+        (tmp_path / "v" / folder / "a.md").write_text(f"# {folder}\n\nHow it changed.\n")
+    srv = mcp_server.Server(tmp_path / "v", tmp_path / "idx", "builtin")
+    out = srv.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "search_notes", "arguments": {"query": "How did my rent change?"}}}
+    )["result"]["structuredContent"]
+    assert all(f'[folders.{f}] privacy = "shareable"' in out["note"]
+               for f in ("health", "money", "work"))
+    assert out["time_mode"] == "history" and out["chosen_by"] == "router"
+
+
 def test_a_fresh_vault_returns_nothing_and_names_the_config_line(tmp_path):
     (tmp_path / "v" / "notes").mkdir(parents=True)
     (tmp_path / "v" / "notes" / "a.md").write_text("# A\n\nThe boiler code is 4417.\n")
@@ -404,6 +417,7 @@ def test_a_fresh_vault_returns_nothing_and_names_the_config_line(tmp_path):
                            "params": {"name": name, "arguments": args}})["result"]
     out = call("search_notes", {"query": "boiler code"})["structuredContent"]
     assert out["passages"] == [] and '[folders.notes] privacy = "shareable"' in out["note"]
+    assert out["time_mode"] == "any"            # what the router chose, never "auto"
     assert call("ask", {"question": "What is the boiler code?"})["isError"]
     assert "4417" not in json.dumps(call("note_history", {"path": "notes/a.md"}))
     assert _snapshot(tmp_path / "v") == {"notes/a.md": hashlib.sha256(

@@ -96,10 +96,35 @@ def test_another_vault_is_refused_without_advice_to_overwrite(notes, home, tmp_p
     assert json.loads((idx / "manifest.json").read_text())["vault"] == str(notes.resolve())
 
 
-def test_no_index_yet_means_the_sample_vault(home, capsys):
+def test_no_index_yet_means_the_sample_vault_and_it_says_so_every_time(home, capsys):
     assert harness.main(["What is Maren's current day rate?", "--backend", "builtin"]) == 0
-    assert "760" in capsys.readouterr().out
+    out = capsys.readouterr()
+    assert "760" in out.out and out.err.strip() == harness.SAMPLE_NOTICE
     assert ingest.built_from()[0] == str(harness.SAMPLE_VAULT)
+    assert harness.main(["What is Maren's current day rate?", "--backend", "builtin",
+                         "--json"]) == 0                 # the index now exists: still said
+    out = capsys.readouterr()
+    assert out.err.strip() == harness.SAMPLE_NOTICE and json.loads(out.out)["sample_vault"]
+
+
+def test_own_notes_carry_no_sample_mark(notes, home, capsys):
+    assert ingest.main([str(notes), "--quiet"]) == 0
+    capsys.readouterr()
+    assert harness.main([QUESTION, "--backend", "builtin", "--json"]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["sample_vault"] is False and out.err == ""
+
+
+@pytest.mark.parametrize("make", [True, False])
+def test_an_index_folder_without_an_index_and_no_vault_is_an_error(home, tmp_path, capsys,
+                                                                    make):
+    idx = tmp_path / "empty"
+    if make:
+        idx.mkdir()
+    assert harness.main([QUESTION, "--index", str(idx), "--backend", "builtin"]) == 2
+    err = capsys.readouterr().err
+    assert f"no index in {idx}" in err and "python ingest.py NOTES --index" in err
+    assert not idx.exists() or list(idx.iterdir()) == []    # nothing was built there
 
 
 def test_a_damaged_manifest_is_not_replaced_by_the_sample(home, capsys):

@@ -91,11 +91,45 @@ def test_stale_citation_escalates_in_present_mode_only():
     assert verify(answer, [RATES, OLD], "history", FakeJudge()).verdict == "SHIP"
 
 
-def test_older_version_may_be_cited_when_the_newer_does_not_answer():
+def test_a_superseded_version_escalates_even_when_the_newer_was_judged_off_topic():
+    # issue 23: the July card cited with SHIP while the October card, judged not to
+    # answer, was among the kept passages
     newer = cand(1, "work/rates card 2026-10-05.md", "Holidays: August.", "2026-10-05",
                  family="work/rates card", relevance=0.1)
     v = verify("The day rate is £1,400 [c2].", [newer, OLD], "present", FakeJudge())
-    assert v.verdict == "SHIP"
+    assert v.verdict == "ESCALATE"
+    assert reasons(v) == ["cites an older version (c2, 2026-07-01) while a newer one "
+                          "(c1, 2026-10-05) is among the notes"]
+
+
+def test_a_superseded_version_escalates_when_the_newer_is_not_among_the_notes():
+    v = verify("The day rate is £1,400 [c1].", [OLD], "present", FakeJudge())
+    assert reasons(v) == ["cites an older version (c1, 2026-07-01), superseded by "
+                          "work/rates card 2026-10-05.md"]
+    assert verify("The day rate is £1,400 [c1].", [OLD], "any", FakeJudge()).verdict == "SHIP"
+
+
+def test_a_sentence_citing_the_newest_version_beside_the_older_one_passes():
+    v = verify("Day rate: £1,550 [c1]; this replaces the statement in Rates card "
+               "(2026-07-01) [c2].", [RATES, OLD], "present", FakeJudge())
+    assert v.verdict == "SHIP", reasons(v)
+    middle = cand(3, "work/rates card 2026-09.md", "Day rate: £1,500.", "2026-09-01",
+                  family="work/rates card", latest=False,
+                  superseded_by="work/rates card 2026-10-05.md")
+    v = verify("The rate went from £1,400 to £1,500 [c2][c3].", [RATES, OLD, middle],
+               "present", FakeJudge())            # neither cited version is the newest
+    assert v.verdict == "ESCALATE" and len(reasons(v)) == 2
+
+
+def test_an_older_log_entry_escalates_only_when_a_later_entry_answers():
+    entry = dict(path="training/log.md", family="training/log.md", latest=True)
+    old = cand(1, text="2026-05-02: 10k in 52:10.", date="2026-05-02",
+               superseded_by="training/log.md @ 2026-06-01", **entry)
+    later = cand(2, text="2026-06-01: rest day.", date="2026-06-01", relevance=0.1, **entry)
+    assert verify("10k in 52:10 [c1].", [old, later], "present", FakeJudge()).verdict == "SHIP"
+    later.relevance = 0.9
+    assert verify("10k in 52:10 [c1].", [old, later], "present",
+                  FakeJudge()).verdict == "ESCALATE"
 
 
 def test_newer_note_in_another_document_with_other_numbers_escalates():
