@@ -46,6 +46,8 @@ VARIANTS = {"bm25": ("bm25", False, False, True), "dense": ("dense", False, Fals
             "hybrid": ("hybrid", False, False, True),
             "no-rerank": ("hybrid", True, False, True), "full": ("hybrid", True, True, True),
             "no-links": ("hybrid", True, True, False)}
+FAILED = "FAILED"          # the verdict of a record whose question got no answer
+FAIL_STREAK = 3           # failures in a row after which a variant's rest is not asked
 DEFAULT_VARIANTS = ("bm25", "dense", "hybrid", "no-rerank", "full")
 DEFAULT_PAIRS = ("full:no-rerank", "full:hybrid")
 PAIR_METRICS = ("answer_correct", "source_found_at5")
@@ -58,6 +60,10 @@ FOLD = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'
 
 class EvalError(ValueError):
     """Bad input at the edge (question file, folders, pairs, pipeline); one line."""
+
+
+class QuestionFailed(EvalError):
+    """One question got no answer (its model timed out or failed); the run goes on."""
 
 
 # --------------------------------------------------------------------- questions
@@ -308,6 +314,7 @@ def _metrics(records) -> dict:
         "shipped_numbers_cited": _rate(r.get("shipped_numbers_cited") for r in records),
         "route_accuracy": _rate(r["route_correct"] for r in records),
         "verdicts": verdicts,
+        "failed": sum(1 for r in records if r.get("error")),
         "escalate_on_correct": _rate(r["verdict"] == "ESCALATE" for r in spoke
                                      if r["answer_correct"]),
         "escalate_on_incorrect": _rate(r["verdict"] == "ESCALATE" for r in spoke
@@ -357,17 +364,38 @@ def run_variant(questions, ask_fn, variant: str, progress=None,
     """Ask every question with the variant's settings; one scored record each.
     ask_fn(question_text, method=..., use_version=..., rerank=..., expand_links=...)
     returns an Answer (anything with to_dict()) or a dict; on_answer(q, answer dict,
-    record), if given, sees each whole answer (the HTML trace pages)."""
-    out, kwargs = [], dict(zip(ASK_KEYS, VARIANTS[variant]))
+    record), if given, sees each whole answer (the HTML trace pages).
+
+    A question whose ask_fn raises QuestionFailed (a model that timed out or failed) is
+    recorded with its error and scored wrong, and the run goes on; after FAIL_STREAK
+    failures in a row the rest of the variant is recorded as not asked."""
+    out, kwargs, streak = [], dict(zip(ASK_KEYS, VARIANTS[variant])), 0
     for i, q in enumerate(questions, 1):
         if progress:
             progress(f"{variant}: question {i}/{len(questions)}")
-        a = ask_fn(q["question"], **kwargs)
+        if streak >= FAIL_STREAK:
+            out.append(failed(q, variant, f"not asked: {FAIL_STREAK} questions in a row "
+                              "failed before it"))
+            continue
+        try:
+            a = ask_fn(q["question"], **kwargs)
+        except QuestionFailed as e:
+            streak += 1
+            out.append(failed(q, variant, str(e)))
+            continue
+        streak = 0
         a = a if isinstance(a, dict) else a.to_dict()
         out.append(score(q, a, variant))
         if on_answer:
             on_answer(q, a, out[-1])
     return out
+
+
+def failed(q: dict, variant: str, error: str) -> dict:
+    """The record of a question that got no answer: scored wrong, its error kept."""
+    r = score(q, {"verdict": FAILED}, variant)
+    r["error"] = error
+    return r
 
 
 def _progress(msg: str) -> None:
@@ -420,6 +448,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--variant", nargs="+", choices=list(VARIANTS), default=None)
     p.add_argument("--backend", choices=("auto", "builtin", "ollama"), default="auto")
     p.add_argument("--judge", choices=models.JUDGES, default=None)
+    p.add_argument("--timeout", type=float, default=None, help="seconds one Ollama request may take (default 120, or $VERSO_OLLAMA_TIMEOUT)")
     p.add_argument("--index", help="index dir (default: OUT/index, else a cache dir)")
     p.add_argument("--out", help="run folder: records, summary, command, config")
     p.add_argument("--pairs", nargs="+", metavar="A:B", default=None)
@@ -449,17 +478,18 @@ def _index_dir(args, vault: Path) -> Path:
 def _open_pipeline(vault: Path, index_dir: Path, args):
     """ask(question, **variant) bound to one loaded index and backend (lazy imports)."""
     import harness
-    errors = (models.BackendError, ingest.IndexProblem)
     try:
         idx, be = harness.load(index=str(index_dir), vault=vault, backend=args.backend,
                                judge=args.judge)
-    except (ValueError, OSError, *errors) as e:
+    except (ValueError, OSError, models.BackendError, ingest.IndexProblem) as e:
         raise EvalError(str(e)) from None
 
     def ask(question, **kw):
         try:
             return harness.ask(question, index=idx, backend=be, **kw)
-        except errors as e:   # a backend that went away mid-run: one line, not a trace
+        except models.BackendError as e:   # a model that timed out or failed: this question
+            raise QuestionFailed(str(e)) from None
+        except ingest.IndexProblem as e:   # the index itself: the run cannot go on
             raise EvalError(str(e)) from None
     return ask, be
 
@@ -502,6 +532,10 @@ def _run(args, argv) -> int:
               "questions_sha256": hashlib.sha256(qpath.read_bytes()).hexdigest(),
               "vault": str(vault.resolve()), "backend": getattr(be, "name", str(be))}
     print(json.dumps(result, indent=1) if args.json else scorecard.render(result))
+    if fails := [r for r in records if r.get("error")]:
+        print(f"warning: {len(fails)} of {len(records)} answers failed and were scored "
+              f"wrong (first: {fails[0]['variant']} {fails[0]['id']}: {fails[0]['error']})",
+              file=sys.stderr)
     if args.out:
         import generate
         config = {"backend": result["backend"], "judge": args.judge, "variants": variants,
@@ -521,6 +555,7 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
     try:
+        models.use_timeout(args.timeout)
         if args.compare:
             flips = compare_runs(*(load_records(d) for d in args.compare))
             print(json.dumps(flips, indent=1) if args.json else scorecard.render_compare(flips))
@@ -539,7 +574,7 @@ def main(argv=None) -> int:
         problems = check_questions(args.check, args.vault)
         print("\n".join(problems) or f"ok: {len(load_questions(args.check))} questions")
         return 1 if problems else 0
-    except EvalError as e:
+    except (EvalError, models.BackendError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 

@@ -313,8 +313,10 @@ def main(argv=None) -> int:
     p.add_argument("--judge", choices=models.JUDGES, default=None)
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.add_argument("--html", metavar="FILE", help="also write a trace page of every stage")
+    p.add_argument("--timeout", type=float, default=None, help="seconds one Ollama request may take (default 120, or $VERSO_OLLAMA_TIMEOUT)")
     args = p.parse_args(argv)
     try:
+        models.use_timeout(args.timeout)
         idx, be = load(args.index, args.vault, args.backend, args.judge)
         ingest.keep_until_exit(idx)
         a = ask(" ".join(args.question), index=idx, backend=be,

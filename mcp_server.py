@@ -322,14 +322,16 @@ def _parser() -> argparse.ArgumentParser:
                    help="index dir (default $VERSO_HOME or .verso)")
     p.add_argument("--backend", choices=("auto", "builtin", "ollama"), default="auto")
     p.add_argument("--judge", choices=models.JUDGES, default=None)
+    p.add_argument("--timeout", type=float, default=None, help="seconds one Ollama request may take (default 120, or $VERSO_OLLAMA_TIMEOUT)")
     return p
 
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:    # as the harness: --vault, else the index's own vault, else the sample vault
+        models.use_timeout(args.timeout)
         vault, warning = harness.resolve_vault(args.index, args.vault)
-    except (ValueError, ingest.IndexProblem) as e:
+    except (ValueError, ingest.IndexProblem, models.BackendError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     vault = vault.expanduser().resolve() if vault else None

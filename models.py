@@ -187,7 +187,9 @@ class BuiltinEmbedder:
 
 
 OLLAMA_DEFAULT_HOST = "http://127.0.0.1:11434"  # or $OLLAMA_HOST
-OLLAMA_TIMEOUT = 120.0        # seconds per request (a cold model load is slow)
+OLLAMA_TIMEOUT = 120.0        # seconds per request (a cold model load is slow); or
+TIMEOUT_ENV = "VERSO_OLLAMA_TIMEOUT"   # $VERSO_OLLAMA_TIMEOUT, or --timeout, or the config
+TIMEOUT_FIX = f"raise it with --timeout SECONDS (or ${TIMEOUT_ENV}, or timeout in verso.toml)"
 OLLAMA_PROBE_TIMEOUT = 1.0    # seconds for auto selection's look at /api/tags
 OLLAMA_CONCURRENCY = 4        # judge requests in flight when each item needs its own
 OLLAMA_RETRIES = 1            # extra tries after a 5xx or a connection broken mid-reply
@@ -246,13 +248,37 @@ def _fix(model: str) -> str:
             else f"ollama pull {model}")
 
 
+def ollama_timeout(seconds=None) -> float:
+    """Seconds one Ollama request may take: `seconds` when given, else $VERSO_OLLAMA_TIMEOUT,
+    else OLLAMA_TIMEOUT. Anything but a positive number is a BackendError."""
+    raw, where = ((seconds, "--timeout") if seconds is not None
+                  else (os.environ.get(TIMEOUT_ENV), TIMEOUT_ENV))
+    if raw is None or raw == "":
+        return OLLAMA_TIMEOUT
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise BackendError(f"{where} {raw!r} is not a number of seconds above 0")
+    return value
+
+
+def use_timeout(seconds) -> None:
+    """--timeout for this process: every Ollama client made from now on waits `seconds`
+    (checked as ollama_timeout checks it; None leaves the setting as it is)."""
+    if seconds is not None:
+        os.environ[TIMEOUT_ENV] = f"{ollama_timeout(seconds):g}"
+
+
 class _Ollama:
     """One ollama.Client with a timeout; the one place its errors become one line."""
 
-    def __init__(self, host=None, timeout=OLLAMA_TIMEOUT):
+    def __init__(self, host=None, timeout=None):
         import ollama
         self.host = host or os.environ.get("OLLAMA_HOST") or OLLAMA_DEFAULT_HOST
-        self.timeout, self.client = timeout, ollama.Client(host=self.host, timeout=timeout)
+        self.timeout = ollama_timeout(timeout)
+        self.client = ollama.Client(host=self.host, timeout=self.timeout)
 
     def call(self, method, what, passthrough=(), **kw):
         import httpx
@@ -267,7 +293,8 @@ class _Ollama:
                                    "`ollama serve`") from None
             except httpx.TimeoutException:
                 raise BackendError(f"Ollama at {self.host} sent no {what} reply from {model} "
-                                   f"within {self.timeout:g} s: check `ollama ps`") from None
+                                   f"within {self.timeout:g} s: check `ollama ps`, or "
+                                   f"{TIMEOUT_FIX}") from None
             except ollama.ResponseError as e:
                 status, err = e.status_code, _first_line(e.error)
                 if status in passthrough:
@@ -307,7 +334,7 @@ class OllamaEmbedder:
 
     name = "ollama"
 
-    def __init__(self, model=None, host=None, timeout=OLLAMA_TIMEOUT, dim=None,
+    def __init__(self, model=None, host=None, timeout=None, dim=None,
                  context=None):
         self.model = model or os.environ.get("VERSO_EMBED_MODEL") or EMBED_MODEL
         self.id, self.api = "ollama:" + _bare(self.model), _Ollama(host, timeout)
@@ -382,7 +409,7 @@ class OllamaWriter:
 
     name = "ollama"
 
-    def __init__(self, model=None, host=None, timeout=OLLAMA_TIMEOUT):
+    def __init__(self, model=None, host=None, timeout=None):
         self.model = model or os.environ.get("VERSO_WRITE_MODEL") or WRITE_MODEL
         self.api, self.last_stats, self._ctx = _Ollama(host, timeout), {}, None
         self.chars_per_token = WRITE_CHARS_PER_TOKEN
@@ -486,7 +513,7 @@ class OllamaJudge:
 
     name = "ollama"
 
-    def __init__(self, writer=None, decision_model=None, host=None, timeout=OLLAMA_TIMEOUT,
+    def __init__(self, writer=None, decision_model=None, host=None, timeout=None,
                  systemone=None, batch=None):
         self.writer = writer or OllamaWriter(host=host, timeout=timeout)
         self.batch = (batch if batch is not None else
@@ -848,7 +875,7 @@ AUTO_JUDGE_WHY = ("on dev a 1.5B local judge gave no more right answers and took
 
 
 def load_backend(name: str = "auto", judge: str | None = None, idf=None, embed_model=None,
-                 write_model=None, index=None, host=None, timeout=OLLAMA_TIMEOUT,
+                 write_model=None, index=None, host=None, timeout=None,
                  probe_timeout=OLLAMA_PROBE_TIMEOUT) -> Backend:
     """The embed/judge/write trio for a backend name; `idf` restores a builtin index and
     `index` (an ingest.Index) brings the embedder its vectors were made with.

@@ -49,9 +49,10 @@ def report_tables(result: dict) -> list[tuple[str, list, list]]:
     out.append(("answer correct by category:", ["variant", *cats], [
         [n, *(fmt_rate(s["by_category"][c]["answer_correct"]) if c in s["by_category"]
               else "-" for c in cats)] for n, s in result["variants"].items()]))
-    out.append(("", ["variant", "ship", "escalate", "abstain", "esc|correct",
+    out.append(("", ["variant", "ship", "escalate", "abstain", "failed", "esc|correct",
                      "esc|wrong", "tokens/q", "$/q"], [
         [n, *(str(o["verdicts"].get(v, 0)) for v in ("SHIP", "ESCALATE", "ABSTAIN")),
+         str(o.get("failed", 0)),
          fmt_rate(o["escalate_on_correct"]), fmt_rate(o["escalate_on_incorrect"]),
          f"{o['stages']['total']['tokens_per_question']:.0f}",
          f"{o['stages']['total']['dollars_per_question']:.5f}"] for n, o in vs.items()]))

@@ -400,3 +400,76 @@ def test_cascade_judge_by_name_and_its_claims_go_to_the_model(fake):
     assert p["s1"] > 0.5 and fake.bodies("/api/chat")
     with pytest.raises(models.BackendError, match="use builtin, ollama, cascade, jev"):
         models.load_backend("builtin", judge="other")
+
+
+# --------------------------------------------------------------------- the timeout setting
+
+def test_the_timeout_is_a_setting_checked_once(monkeypatch):
+    monkeypatch.delenv(models.TIMEOUT_ENV, raising=False)
+    assert models.ollama_timeout() == models.OLLAMA_TIMEOUT == 120.0
+    monkeypatch.setenv(models.TIMEOUT_ENV, "300")
+    assert models.ollama_timeout() == 300.0 and models.ollama_timeout(5) == 5.0
+    for bad in ("soon", "0", "-3", "inf"):
+        monkeypatch.setenv(models.TIMEOUT_ENV, bad)
+        with pytest.raises(models.BackendError, match=models.TIMEOUT_ENV):
+            models.ollama_timeout()
+    with pytest.raises(models.BackendError, match="--timeout"):
+        models.ollama_timeout(0)
+
+
+def test_a_timed_out_reply_names_the_setting_to_raise(fake, monkeypatch):
+    monkeypatch.setenv(models.TIMEOUT_ENV, "0.3")            # what --timeout 0.3 sets
+    fake.fault("/api/chat", "hang")
+    w = models.OllamaWriter(host=fake.url)
+    assert w.api.timeout == 0.3
+    with pytest.raises(models.BackendError, match=r"within 0.3 s: .*--timeout SECONDS"):
+        w.write([{"role": "user", "content": "hi"}])
+
+
+def _rent_vault(tmp_path, n=3):
+    import json
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "rent 2026-09.md").write_text("# Rent\nThe rent is 850 euros a month.\n")
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("".join(json.dumps(dict(
+        id=f"r{i}", question="What is the rent now?", category="current",
+        time_mode="present", answer="850 euros", key_facts=["850"], forbidden_facts=[],
+        gold_files=["rent 2026-09.md"], answerable=True)) + "\n" for i in range(n)))
+    return vault, questions
+
+
+def test_evaluate_records_a_question_that_timed_out_and_goes_on(fake, tmp_path, monkeypatch,
+                                                                capsys):
+    import evaluate
+    vault, questions = _rent_vault(tmp_path)
+    monkeypatch.setenv("OLLAMA_HOST", fake.url)
+    monkeypatch.setenv(models.TIMEOUT_ENV, "")
+    fake.fault("/api/chat", "hang", times=1)                 # the first question's reply
+    code = evaluate.main(["--vault", str(vault), "--questions", str(questions),
+                          "--backend", "ollama", "--judge", "builtin", "--variant", "full",
+                          "--timeout", "0.5", "--out", str(tmp_path / "run")])
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "1 of 3 answers failed and were scored wrong (first: full r0:" in err
+    records = evaluate.load_records(tmp_path / "run")
+    assert [r.get("error") is not None for r in records] == [True, False, False]
+    assert "within 0.5 s" in records[0]["error"] and not records[0]["answer_correct"]
+    assert records[0]["verdict"] == evaluate.FAILED and records[1]["answer_correct"]
+    summary = (tmp_path / "run" / "summary.json").read_text()
+    assert '"failed": 1' in summary
+
+
+def test_a_backend_that_keeps_failing_stops_asking_after_a_streak():
+    import evaluate
+    qs = [dict(id=f"q{i}", question="q?", category="lookup", time_mode="any", answer="",
+               key_facts=["x"], forbidden_facts=[], gold_files=["a.md"], answerable=True)
+          for i in range(5)]
+    asked = []
+
+    def ask(question, **kw):
+        asked.append(question)
+        raise evaluate.QuestionFailed("Ollama is not answering")
+    records = evaluate.run_variant(qs, ask, "full")
+    assert len(asked) == evaluate.FAIL_STREAK and len(records) == 5
+    assert records[-1]["error"].startswith("not asked: 3 questions in a row failed")
