@@ -26,8 +26,9 @@ import sys
 import unicodedata
 from pathlib import Path
 
-import ingest
 import models
+import store
+import store_load
 import textkit
 
 FORMAT = 1
@@ -392,7 +393,7 @@ def save_run(out: Path, records, result: dict, argv, config: dict) -> None:
     """records.jsonl (format header line first), summary.json, command.txt, config.json."""
     out.mkdir(parents=True, exist_ok=True)
     head = json.dumps({"format": FORMAT, "kind": "verso-eval-records"})
-    write = ingest.write_atomic
+    write = store.write_atomic
     write(out / "records.jsonl", "\n".join([head, *map(json.dumps, records)]) + "\n")
     write(out / "summary.json", json.dumps({"format": FORMAT, **result}, indent=1))
     write(out / "command.txt", " ".join(["python", "evaluate.py", *argv]) + "\n")
@@ -502,8 +503,8 @@ def _parser() -> argparse.ArgumentParser:
 def _vault_of(index_dir) -> str:
     """The vault an existing index was built from (for a run given --index alone)."""
     try:
-        built = ingest.built_from(index_dir)
-    except ingest.IndexProblem as e:
+        built = store_load.built_from(index_dir)
+    except store.IndexProblem as e:
         raise EvalError(str(e)) from None
     if built is None:
         raise EvalError(f"no index in {index_dir}: pass --vault DIR")
@@ -520,7 +521,7 @@ def _index_dir(args, vault: Path) -> Path:
 def _open_pipeline(vault: Path, index_dir: Path, args):
     """ask(question, **variant) bound to one loaded index and backend (lazy imports)."""
     import harness
-    errors = (models.BackendError, ingest.IndexProblem)
+    errors = (models.BackendError, store.IndexProblem)
     try:
         idx, be = harness.load(index=str(index_dir), vault=vault, backend=args.backend,
                                judge=args.judge)

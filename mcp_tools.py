@@ -17,8 +17,8 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 import harness
-import ingest
 import retrieve
+import vault_walk
 import version
 
 INDEX_URI, NOTE_URI = "verso://index", "verso://note/"
@@ -141,7 +141,7 @@ def _open_with(idx, folder: str) -> str:
     key = folder if folder and all(c.isalnum() or c in "_-" for c in folder) else \
         json.dumps(folder)
     cfg = (idx.manifest.get("config")
-           or str(Path(idx.manifest["vault"]) / ingest.CONFIG_NAME))
+           or str(Path(idx.manifest["vault"]) / vault_walk.CONFIG_NAME))
     return f"add {OPEN_LINE.format(key)} to {cfg}"
 
 
@@ -272,7 +272,7 @@ def list_folders(srv, args: dict) -> dict:
             "versioned": bool(f["versioned"]), "notes": 0, "copies": 0,
             "open_with": _open_with(idx, name) if f["private"] else None})
         d["copies" if f["duplicate_of"] else "notes"] += 1
-    cfg = idx.manifest.get("config") or f"none (write {ingest.CONFIG_NAME} in the vault)"
+    cfg = idx.manifest.get("config") or f"none (write {vault_walk.CONFIG_NAME} in the vault)"
     return {"config": cfg, "folders": [folders[k] for k in sorted(folders)]}
 
 

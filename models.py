@@ -851,7 +851,7 @@ def load_backend(name: str = "auto", judge: str | None = None, idf=None, embed_m
                  write_model=None, index=None, host=None, timeout=OLLAMA_TIMEOUT,
                  probe_timeout=OLLAMA_PROBE_TIMEOUT) -> Backend:
     """The embed/judge/write trio for a backend name; `idf` restores a builtin index and
-    `index` (an ingest.Index) brings the embedder its vectors were made with.
+    `index` (a store_load.Index) brings the embedder its vectors were made with.
     auto: Ollama when it answers and has the models, else builtin (the note says why).
     A backend or judge named explicitly never falls back: BackendError instead."""
     if name not in ("auto", "builtin", "ollama"):

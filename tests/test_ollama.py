@@ -311,7 +311,7 @@ def test_probe_hang_is_bounded(fake):
 
 
 def test_an_index_brings_its_own_embedder():
-    class Index:  # what ingest.load_index hands over: the embedder its vectors came from
+    class Index:  # what store_load.load_index hands over: the embedder its vectors came from
         embedder = models.BuiltinEmbedder()
     with FakeOllama(models=["verso-writer:latest"]) as f:  # no embedding model needed
         b = models.load_backend("auto", index=Index(), host=f.url)
@@ -321,13 +321,14 @@ def test_an_index_brings_its_own_embedder():
 
 def test_ingest_cli_builds_an_ollama_index(fake, tmp_path, monkeypatch):
     import ingest
+    import store_load
     vault = tmp_path / "vault"
     vault.mkdir()
     (vault / "rent.md").write_text("# Rent\nThe rent is 800 euros a month.\n")
     monkeypatch.setenv("OLLAMA_HOST", fake.url)
     idx_dir = tmp_path / "idx"
     assert ingest.main([str(vault), "--index", str(idx_dir), "--backend", "ollama"]) == 0
-    idx = ingest.load_index(idx_dir, models.load_backend("ollama", host=fake.url))
+    idx = store_load.load_index(idx_dir, models.load_backend("ollama", host=fake.url))
     assert idx.manifest["embedder"] == "ollama:nomic-embed-text"
     assert idx.vectors.shape == (1, 768)
     embeds = fake.bodies("/api/embed")

@@ -11,6 +11,7 @@ import pytest
 import evaluate
 import harness
 import ingest
+import store_load
 from vaults import write
 
 QUESTION = "How much is the studio rent now?"
@@ -98,7 +99,7 @@ def test_another_vault_is_refused_without_advice_to_overwrite(notes, home, tmp_p
 def test_no_index_yet_means_the_sample_vault(home, capsys):
     assert harness.main(["What is Maren's current day rate?", "--backend", "builtin"]) == 0
     assert "760" in capsys.readouterr().out
-    assert ingest.built_from()[0] == str(harness.SAMPLE_VAULT)
+    assert store_load.built_from()[0] == str(harness.SAMPLE_VAULT)
 
 
 def test_a_damaged_manifest_is_not_replaced_by_the_sample(home, capsys):
