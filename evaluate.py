@@ -26,9 +26,10 @@ import sys
 import unicodedata
 from pathlib import Path
 
-import ingest
 import models
 import scorecard
+import store
+import store_load
 import textkit
 
 FORMAT = 1
@@ -416,7 +417,7 @@ def save_run(out: Path, records, result: dict, argv, config: dict) -> None:
     """records.jsonl (format header line first), summary.json, command.txt, config.json."""
     out.mkdir(parents=True, exist_ok=True)
     head = json.dumps({"format": FORMAT, "kind": "verso-eval-records"})
-    write = ingest.write_atomic
+    write = store.write_atomic
     write(out / "records.jsonl", "\n".join([head, *map(json.dumps, records)]) + "\n")
     write(out / "summary.json", json.dumps({"format": FORMAT, **result}, indent=1))
     write(out / "command.txt", " ".join(["python", "evaluate.py", *argv]) + "\n")
@@ -460,8 +461,8 @@ def _parser() -> argparse.ArgumentParser:
 def _vault_of(index_dir) -> str:
     """The vault an existing index was built from (for a run given --index alone)."""
     try:
-        built = ingest.built_from(index_dir)
-    except ingest.IndexProblem as e:
+        built = store_load.built_from(index_dir)
+    except store.IndexProblem as e:
         raise EvalError(str(e)) from None
     if built is None:
         raise EvalError(f"no index in {index_dir}: pass --vault DIR")
@@ -481,7 +482,7 @@ def _open_pipeline(vault: Path, index_dir: Path, args):
     try:
         idx, be = harness.load(index=str(index_dir), vault=vault, backend=args.backend,
                                judge=args.judge)
-    except (ValueError, OSError, models.BackendError, ingest.IndexProblem) as e:
+    except (ValueError, OSError, models.BackendError, store.IndexProblem) as e:
         raise EvalError(str(e)) from None
 
     def ask(question, **kw):
@@ -489,7 +490,7 @@ def _open_pipeline(vault: Path, index_dir: Path, args):
             return harness.ask(question, index=idx, backend=be, **kw)
         except models.BackendError as e:   # a model that timed out or failed: this question
             raise QuestionFailed(str(e)) from None
-        except ingest.IndexProblem as e:   # the index itself: the run cannot go on
+        except store.IndexProblem as e:   # the index itself: the run cannot go on
             raise EvalError(str(e)) from None
     return ask, be
 

@@ -27,6 +27,8 @@ import cost_ledger
 import rerank as rerank_stage
 import retrieve
 import route as route_stage
+import store
+import store_load
 import verify as verify_stage
 import version
 
@@ -135,7 +137,7 @@ def resolve_vault(index=None, vault=None) -> tuple[Path | None, str | None]:
     --index folder that holds no index, with no --vault, is an error (ValueError)."""
     if vault is not None:
         return Path(vault), None
-    built = ingest.built_from(index)
+    built = store_load.built_from(index)
     if built is None:
         if index is not None:
             raise ValueError(f"no index in {index}: build one with `python ingest.py "
@@ -160,17 +162,17 @@ def load(index=None, vault=None, backend="auto", judge=None, rebuild=False):
     then always embedded by the embedder the index was built with."""
     be = backend if isinstance(backend, models.Backend) else models.load_backend(
         backend, judge=judge)
-    if isinstance(index, ingest.Index):
+    if isinstance(index, store_load.Index):
         idx = index
     else:
         folder, warning = resolve_vault(index, vault)
         if warning:
             print(warning, file=sys.stderr)
         if folder is None:
-            idx = ingest.load_index(index, None if be.name == "builtin" else be)
+            idx = store_load.load_index(index, None if be.name == "builtin" else be)
         else:
             if vault is not None and not rebuild:   # a vault read from the index is its own
-                _same_vault(Path(index) if index else ingest.default_index_dir(), folder)
+                _same_vault(Path(index) if index else store.default_index_dir(), folder)
             idx = ingest.refresh(folder, index_dir=index, rebuild=rebuild, backend=be)
     be.embedder = idx.embedder
     return idx, be
@@ -180,8 +182,8 @@ def _same_vault(index_dir: Path, vault) -> None:
     """An index answers for the vault it was built from; another vault never replaces
     it silently (ingest.py --rebuild, or another --index, does that on purpose)."""
     try:
-        built = ingest.built_from(index_dir)
-    except ingest.IndexProblem:
+        built = store_load.built_from(index_dir)
+    except store.IndexProblem:
         return      # a damaged index: ingest decides and says why
     if built and Path(built[0]) != Path(vault).resolve():
         raise ValueError(f"index {index_dir} was built from {built[0]}, not {vault}: give "
@@ -321,7 +323,7 @@ def main(argv=None) -> int:
         ingest.keep_until_exit(idx)
         a = ask(" ".join(args.question), index=idx, backend=be,
                 rerank=not args.no_rerank, mode=args.mode)
-    except (ValueError, OSError, ingest.IndexProblem, ingest.IndexBusy,
+    except (ValueError, OSError, store.IndexProblem, store.IndexBusy,
             models.BackendError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -4,7 +4,7 @@ In:  an Answer as a dict (harness.Answer.to_dict()), optionally the gold files o
      question; an evaluation result with its records and questions (evaluate.py).
 Out: HTML strings: trace_page / trace_fragment (every stage of one question),
      index_page (variants side by side, each question linked to its trace pages).
-     save_trace and TracePages write them atomically (ingest.write_atomic).
+     save_trace and TracePages write them atomically (store.write_atomic).
 Not: numbers of its own: every score, count and rate comes from the trace or from
      evaluate's summary, which the text reports (harness.render, scorecard.render) read
      too. It imports neither harness nor evaluate: it renders plain dicts. No JavaScript, no network fetch: inline CSS and SVG; every note text escaped.
@@ -24,9 +24,9 @@ from urllib.parse import quote
 
 import cost_ledger
 import generate
-import ingest
 import rerank
 import scorecard
+import store
 import verify
 
 VERDICT_COLOURS = {"SHIP": "#1e7b34", "ESCALATE": "#b35c00", "ABSTAIN": "#5a6270"}
@@ -422,7 +422,7 @@ def save_trace(path, a: dict, vault=None, gold=()) -> None:
     path = Path(path)
     _outside(path, vault)
     path.parent.mkdir(parents=True, exist_ok=True)
-    ingest.write_atomic(path, trace_page(a, gold))
+    store.write_atomic(path, trace_page(a, gold))
 
 
 def _page_name(qid: str) -> str:
@@ -447,11 +447,11 @@ class TracePages:
                  "reference answer": q["answer"],
                  "answer correct": "yes" if record["answer_correct"] else "no"}
         (self.folder / record["variant"]).mkdir(parents=True, exist_ok=True)
-        ingest.write_atomic(self.folder / rel, trace_page(
+        store.write_atomic(self.folder / rel, trace_page(
             a, q["gold_files"], back="../index.html", facts=facts))
         self.links[(record["variant"], q["id"])] = rel
 
     def save_index(self, result: dict, records, questions) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        ingest.write_atomic(self.folder / "index.html",
-                               index_page(result, records, questions, self.links))
+        store.write_atomic(self.folder / "index.html",
+                           index_page(result, records, questions, self.links))

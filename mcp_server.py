@@ -29,6 +29,8 @@ import harness
 import ingest
 import mcp_tools
 import models
+import store
+import store_load
 
 HANDSHAKE_VERSIONS = ("2025-06-18", "2025-11-25")    # initialize; oldest first
 MODERN_VERSIONS = ("2026-07-28",)                    # per-request _meta envelope
@@ -54,7 +56,7 @@ class RpcError(Exception):
         self.code, self.message, self.data = code, message, data
 
 
-EXPECTED = (mcp_tools.ToolError, ValueError, OSError, ingest.IndexProblem, ingest.IndexBusy,
+EXPECTED = (mcp_tools.ToolError, ValueError, OSError, store.IndexProblem, store.IndexBusy,
             models.BackendError)
 
 
@@ -82,7 +84,7 @@ class Server:
         self.index_arg, self.be, self.judge = index, backend, judge
         self.idx, self.negotiated = None, None
 
-    def index(self) -> ingest.Index:
+    def index(self) -> store_load.Index:
         """The index brought up to date, as the harness does before each question; the
         copy in memory is kept while neither the vault nor the index files change."""
         if self.idx is None:
@@ -331,7 +333,7 @@ def main(argv=None) -> int:
     try:    # as the harness: --vault, else the index's own vault, else the sample vault
         models.use_timeout(args.timeout)
         vault, warning = harness.resolve_vault(args.index, args.vault)
-    except (ValueError, ingest.IndexProblem, models.BackendError) as e:
+    except (ValueError, store.IndexProblem, models.BackendError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     vault = vault.expanduser().resolve() if vault else None

@@ -17,9 +17,9 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 import harness
-import ingest
 import retrieve
 import route
+import vault_walk
 import version
 
 INDEX_URI, NOTE_URI = "verso://index", "verso://note/"
@@ -143,7 +143,7 @@ def _open_with(idx, *folders: str) -> str:
     keys = [f if f and all(c.isalnum() or c in "_-" for c in f) else json.dumps(f)
             for f in folders]
     cfg = (idx.manifest.get("config")
-           or str(Path(idx.manifest["vault"]) / ingest.CONFIG_NAME))
+           or str(Path(idx.manifest["vault"]) / vault_walk.CONFIG_NAME))
     return f"add {', '.join(OPEN_LINE.format(k) for k in keys)} to {cfg}"
 
 
@@ -277,7 +277,7 @@ def list_folders(srv, args: dict) -> dict:
             "versioned": bool(f["versioned"]), "notes": 0, "copies": 0,
             "open_with": _open_with(idx, name) if f["private"] else None})
         d["copies" if f["duplicate_of"] else "notes"] += 1
-    cfg = idx.manifest.get("config") or f"none (write {ingest.CONFIG_NAME} in the vault)"
+    cfg = idx.manifest.get("config") or f"none (write {vault_walk.CONFIG_NAME} in the vault)"
     return {"config": cfg, "folders": [folders[k] for k in sorted(folders)]}
 
 

@@ -7,9 +7,10 @@ Out: list[Candidate], best first: the top k of the fused ranking, each with its 
      rank/score, BM25 rank/score and RRF score, then up to LINK_MAX chunks pulled in one
      hop along wikilinks and backlinks (added_by="link", via=the seed note).
 Not: time modes or version filtering (version.py), relevance judgments (rerank.py),
-     embedding the query (models.py, by the caller), reading or writing the index (ingest.py).
+     embedding the query (models.py, by the caller), reading or writing the index
+     (store_load.py, store.py).
      The only file I/O is each segment's BM25 postings (s<N>.bm25-*.npy, s<N>.bm25.json
-     in the index dir), written once through ingest.write_atomic, and the document
+     in the index dir), written once through store.write_atomic, and the document
      frequencies of its tombstoned rows (s<N>.bm25-dead.json), extended per ingest.
 
 Dense: one float32 matmul `vectors @ qvec` per segment. BM25 Okapi over
@@ -30,7 +31,8 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-import ingest
+import store
+import store_load
 import textkit
 
 K1 = 1.5                 # BM25 term-frequency saturation
@@ -372,11 +374,11 @@ def _read_part(folder: Path, seg: str, sha: str, n: int) -> dict | None:
 
 def _save_part(folder: Path, seg: str, sha: str, part: dict) -> None:
     for k in BM25_SAVED:                # arrays first, the sidecar naming them last
-        ingest.write_atomic(folder / f"{seg}.bm25-{k}.npy", part[k])
+        store.write_atomic(folder / f"{seg}.bm25-{k}.npy", part[k])
     meta = {"format": BM25_FORMAT, "segment_sha": sha, "n_docs": len(part["lens"]),
             "terms": part["terms"]}
-    ingest.write_atomic(folder / f"{seg}.{BM25_META}",
-                        json.dumps(meta, ensure_ascii=False).encode("utf-8"))
+    store.write_atomic(folder / f"{seg}.{BM25_META}",
+                       json.dumps(meta, ensure_ascii=False).encode("utf-8"))
 
 
 def _segment_part(index, s: int, seg) -> dict:
@@ -460,7 +462,7 @@ def _dead_df(index, s: int, seg, live, part) -> np.ndarray | None:
     df += more
     cols = np.flatnonzero(df)
     try:
-        ingest.write_atomic(path, json.dumps(
+        store.write_atomic(path, json.dumps(
             {"format": BM25_FORMAT, "segment_sha": sha, "rows": dead,
              "cols": cols.tolist(), "counts": df[cols].tolist()}).encode("utf-8"))
     except OSError:
@@ -496,7 +498,7 @@ def _meta(index) -> dict:
     """Cached per-index arrays: chunk -> path column, private flags, path -> chunk ids."""
     meta = index.cache.get("retrieve_meta")
     if meta is None:
-        by_file = ingest.chunk_files(index.chunks)
+        by_file = store_load.chunk_files(index.chunks)
         if by_file is not None:                    # chunks in file order: no dicts read
             file_of, files = by_file
             names, first = _file_runs(file_of, files)
@@ -530,7 +532,7 @@ def _file_runs(file_of: np.ndarray, files: list) -> tuple[list, np.ndarray]:
 def _matrix(index):
     """index.vectors as something to multiply and index: a plain ndarray view (same
     memory: no copy, and none of np.memmap's per-operation overhead), or the index's own
-    view over its segments (ingest._Vectors, which never copies), cached on the index."""
+    view over its segments (store_load._Vectors, which never copies), cached on the index."""
     m = index.cache.get("retrieve_matrix")
     if m is None:
         v = index.vectors
@@ -565,7 +567,7 @@ def chunk_ids_by_path(index) -> dict[str, np.ndarray]:
     the rest of _meta, which a question without filters never needs)."""
     ids = index.cache.get("retrieve_ids")
     if ids is None:
-        by_file = ingest.chunk_files(index.chunks)
+        by_file = store_load.chunk_files(index.chunks)
         if by_file is None:
             ids = _meta(index)["ids"]
         else:

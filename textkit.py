@@ -3,7 +3,7 @@
 In:  strings (a note's text, a chunk, a question).
 Out: tokens, index terms, canonical numbers, month terms, sentences, the units a reader
      reads (sentences and table rows with wrapped lines joined), plain text.
-Not: any scoring, model call or file access. ingest, retrieve, the builtin reader and
+Not: any scoring, model call or file access. dating, retrieve, the builtin reader and
      writer, generate and verify all split and count text through these functions.
 """
 

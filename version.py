@@ -11,8 +11,9 @@ Out: Candidate lists. Every candidate leaving apply carries its date ("undated" 
      mtime date), is_latest, and superseded_by (newer file path, or "path @ YYYY-MM-DD"
      for a newer section of the same log) whenever a newer version is known, in every
      mode (marking is not filtering; "any" adds, reorders and drops nothing).
-Not: dating files, grouping families or deciding what is latest (ingest.py), judging
-     relevance (rerank.py), guessing topics. settle only compares dates and relevance.
+Not: dating files, grouping families or deciding what is latest (dating.py,
+     families.py), judging relevance (rerank.py), guessing topics. settle only compares
+     dates and relevance.
 
 Modes
 - present: for each versioned family among the candidates whose latest file is
@@ -35,8 +36,8 @@ from __future__ import annotations
 
 import dataclasses
 
-import ingest
 import retrieve
+import store_load
 from retrieve import Candidate
 
 MODES = ("present", "history", "any")
@@ -102,7 +103,7 @@ class _Sections:
         if path not in self.memo:
             ids = self.ids_of.get(path, ())
             out: dict[str, list] = {}
-            for i, day in zip(ids, ingest.chunk_column(self.chunks, "section_date", ids)):
+            for i, day in zip(ids, store_load.chunk_column(self.chunks, "section_date", ids)):
                 if day:
                     out.setdefault(day, []).append(int(i))
             self.memo[path] = out

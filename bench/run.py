@@ -147,11 +147,12 @@ def _rss_mb() -> float:
 def child_ingest(vault: str, index: str, rebuild: bool) -> dict:
     """build_index (from scratch or incremental) then the BM25 arrays, in this process."""
     import ingest
+    import store_load
     import retrieve
     t0 = time.perf_counter()
     s = ingest.build_index(vault, index, rebuild=rebuild, backend="builtin")
     t1 = time.perf_counter()
-    idx = ingest.load_index(index)
+    idx = store_load.load_index(index)
     retrieve.load_bm25(idx)
     t2 = time.perf_counter()
     return {"build_s": t1 - t0, "bm25_s": t2 - t1, "total_s": t2 - t0,
@@ -162,11 +163,11 @@ def child_ingest(vault: str, index: str, rebuild: bool) -> dict:
 def child_load(index: str, question: str) -> dict:
     """A cold start: imports, load_index, BM25 arrays from disk, one question retrieved."""
     t0 = time.perf_counter()
-    import ingest
+    import store_load
     import retrieve
     import version
     t1 = time.perf_counter()
-    idx = ingest.load_index(index)
+    idx = store_load.load_index(index)
     t2 = time.perf_counter()
     retrieve.load_bm25(idx)
     t3 = time.perf_counter()
@@ -214,7 +215,7 @@ def _process_figures(vault: Path, index: Path, question: str) -> dict:
     ingest.py after one edited, added, deleted and renamed note (another note each
     run); python harness.py with nothing changed (and its peak memory, VmHWM); the
     vault scan; python -c "import numpy, json" for reference."""
-    import ingest
+    import vault_walk
     ing = [sys.executable, str(ROOT / "ingest.py"), str(vault), "--index", str(index)]
     _wall(ing)                      # nothing changed: compiled modules cached, as a user's
     notes = sorted(p for p in vault.rglob("*.md") if "journal" not in p.parts)
@@ -240,11 +241,11 @@ def _process_figures(vault: Path, index: Path, question: str) -> dict:
     peak = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child",
                            "harness", *har[2:]], capture_output=True, text=True, check=True)
     out["harness_rss_mb"] = json.loads(peak.stdout.strip().splitlines()[-1])["rss_mb"]
-    cfg, _ = ingest._load_config(vault.resolve())
+    cfg, _ = vault_walk.load_config(vault.resolve())
     scans = []
     for _ in range(PROCESS_RUNS):
         t = time.perf_counter()
-        ingest._scan(vault.resolve(), cfg, {})
+        vault_walk.scan(vault.resolve(), cfg, {})
         scans.append(time.perf_counter() - t)
     out["scan_s"], out["segments"] = float(np.median(scans)), len(
         json.loads((index / "manifest.json").read_text())["segments"])
@@ -278,12 +279,12 @@ def _ingest_all(vault: Path, index: Path, question: str, cold_runs: int,
 
 
 def _warm_load(index: Path) -> dict:
-    import ingest
+    import store_load
     import retrieve
     times = []
     for _ in range(WARM_RUNS):
         t = time.perf_counter()
-        idx = ingest.load_index(index)
+        idx = store_load.load_index(index)
         retrieve.load_bm25(idx)
         times.append(time.perf_counter() - t)
     return _stats(times)
@@ -383,7 +384,7 @@ def _found(ranked_paths: list, truth: list[str], k: int = TOP) -> float:
 def bench_size(n_chunks: int, work: Path, seed: int, n_queries: int,
                cold_runs: int = COLD_RUNS, log=print, processes: bool = True) -> dict:
     """Every figure for one size; the vault and index live under work/."""
-    import ingest
+    import store_load
     import retrieve
     work.mkdir(parents=True, exist_ok=True)
     vault, index = work / "vault", work / "index"
@@ -396,7 +397,7 @@ def bench_size(n_chunks: int, work: Path, seed: int, n_queries: int,
     res["ingest"] = _ingest_all(vault, index, questions[0], cold_runs, processes)
     res["chunks"] = res["ingest"]["scratch"]["chunks"]
     res["warm_load"] = _warm_load(index)
-    idx = ingest.load_index(index)
+    idx = store_load.load_index(index)
     retrieve.load_bm25(idx)
     res["bandwidth"] = alt.bandwidth(repeats=3)    # next to the dense timing it bounds
     log(f"[{n_chunks}] {res['chunks']} chunks; timing {len(questions)} questions")

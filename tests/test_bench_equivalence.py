@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import models
+import embedder
 import textkit
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,7 +57,7 @@ class _Ref:
     @staticmethod
     def bucket(feature):
         h = zlib.crc32(feature.encode("utf-8"))
-        return h % models.EMBED_DIM, (1.0 if (h >> 31) & 1 else -1.0)
+        return h % embedder.EMBED_DIM, (1.0 if (h >> 31) & 1 else -1.0)
 
     @classmethod
     def features(cls, text):
@@ -69,12 +69,12 @@ class _Ref:
             for n in range(3, 6):
                 for i in range(len(marked) - n + 1):
                     b, s = cls.bucket(marked[i:i + n])
-                    feats[b] = feats.get(b, 0.0) + s * models.NGRAM_WEIGHT
+                    feats[b] = feats.get(b, 0.0) + s * embedder.NGRAM_WEIGHT
         return feats
 
     @classmethod
     def counts(cls, texts):
-        m = np.zeros((len(texts), models.EMBED_DIM), dtype=np.float32)
+        m = np.zeros((len(texts), embedder.EMBED_DIM), dtype=np.float32)
         for i, t in enumerate(texts):
             f = cls.features(t)
             if f:
@@ -83,7 +83,7 @@ class _Ref:
 
     @classmethod
     def idf(cls, texts):
-        df = np.zeros(models.EMBED_DIM, dtype=np.float64)
+        df = np.zeros(embedder.EMBED_DIM, dtype=np.float64)
         for start in range(0, len(texts), 2048):
             df += (cls.counts(texts[start:start + 2048]) != 0).sum(axis=0)
         return (np.log((len(texts) + 1) / (df + 1)) + 1.0).astype(np.float32)
@@ -126,26 +126,26 @@ def test_tokenize_and_terms_match_reference_on_any_text(text):
 
 
 def test_counts_are_bit_identical(texts):
-    np.testing.assert_array_equal(models._counts(texts), _Ref.counts(texts))
-    np.testing.assert_array_equal(models._counts(texts[:1]), _Ref.counts(texts[:1]))
-    assert models._counts([]).shape == (0, models.EMBED_DIM)
-    short = [t for t in texts if 0 < len(_Ref.terms(t)) <= models.SMALL_BATCH_TERMS][:300]
+    np.testing.assert_array_equal(embedder._counts(texts), _Ref.counts(texts))
+    np.testing.assert_array_equal(embedder._counts(texts[:1]), _Ref.counts(texts[:1]))
+    assert embedder._counts([]).shape == (0, embedder.EMBED_DIM)
+    short = [t for t in texts if 0 < len(_Ref.terms(t)) <= embedder.SMALL_BATCH_TERMS][:300]
     assert len(short) > 50                   # queries: the small-batch Python path
     for t in short:
-        np.testing.assert_array_equal(models._counts([t]), _Ref.counts([t]))
-    np.testing.assert_array_equal(models._counts(short[:3]), _Ref.counts(short[:3]))
+        np.testing.assert_array_equal(embedder._counts([t]), _Ref.counts([t]))
+    np.testing.assert_array_equal(embedder._counts(short[:3]), _Ref.counts(short[:3]))
 
 
 def test_embedder_fit_and_vectors_match_reference(texts):
-    emb = models.BuiltinEmbedder.fit(texts)
+    emb = embedder.BuiltinEmbedder.fit(texts)
     idf = _Ref.idf(texts)
     np.testing.assert_array_equal(emb.idf, idf)      # same idf -> same embedder id
-    assert emb.id == models.BuiltinEmbedder(idf).id
+    assert emb.id == embedder.BuiltinEmbedder(idf).id
     np.testing.assert_allclose(emb.embed_documents(texts), _Ref.vectors(texts, idf),
                                rtol=0, atol=1e-7)
     np.testing.assert_allclose(emb.embed_query(texts[5]), _Ref.vectors(texts[5:6], idf)[0],
                                rtol=0, atol=1e-7)
-    fresh = models.BuiltinEmbedder.fit(texts[:40] + texts[:2])   # counts kept by fit ...
+    fresh = embedder.BuiltinEmbedder.fit(texts[:40] + texts[:2])   # counts kept by fit ...
     mixed = ["never fitted text", texts[1], texts[1], texts[1], texts[0]]   # ... and not
     np.testing.assert_allclose(fresh.embed_documents(mixed),
                                _Ref.vectors(mixed, _Ref.idf(texts[:40] + texts[:2])),

@@ -10,9 +10,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Lowest first. A module may import its own layer or a lower one, never a higher one.
 LAYERS = [
-    {"textkit", "cost_ledger"},                                  # helpers
+    {"textkit", "cost_ledger", "embedder"},                      # helpers, the embedder
     {"reader", "extract"},                                       # the builtin reader, writer
     {"models"},                                                  # model clients, backends
+    {"vault_walk", "dating", "families", "chunking", "store", "store_load"},   # the index
     {"ingest", "retrieve", "version", "route", "rerank", "generate", "verify"},   # stages
     {"scorecard", "html_report"},                                # renderers of plain data
     {"harness"},                                                 # the pipeline

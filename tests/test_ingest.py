@@ -1,4 +1,5 @@
-"""ingest.py: dating, duplicates, families, dated sections, chunks, config, the index on disk."""
+"""ingest and the modules it runs (vault_walk, dating, families, chunking, store, store_load):
+dating, duplicates, families, dated sections, chunks, config, the index on disk."""
 
 import json
 import os
@@ -9,8 +10,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import embedder
+import chunking
+import dating
+import families
 import ingest
 import models
+import store
+import store_load
+import vault_walk
 from vaults import index_file, write
 
 OLD = 1_600_000_000  # an mtime in 2020, so mtime dates are recognisable
@@ -23,7 +31,7 @@ SEG1 = ["e1.idf.npy", "g1.files.json", "g1.near.json", "manifest.json", "s1.chun
 def build(vault, tmp_path, **kw):
     kw.setdefault("index_dir", tmp_path / "idx")
     summary = ingest.build_index(vault, **kw)
-    return summary, ingest.load_index(kw["index_dir"])
+    return summary, store_load.load_index(kw["index_dir"])
 
 
 def files_of(index):
@@ -60,7 +68,7 @@ def vault(tmp_path):
     ("report", None),
 ])
 def test_date_forms(text, expected):
-    assert ingest._find_date(text) == expected
+    assert dating.find_date(text) == expected
 
 
 def test_each_date_source(vault, tmp_path):
@@ -86,8 +94,8 @@ def test_each_date_source(vault, tmp_path):
         "a/h3.md": ("2026-05-03", "header"),
         "a/h4.md": ("2026-10-10", "header"),
         "a/plan 2026-13-45.md": ("2026-05-06", "frontmatter"),
-        "a/bad fm.md": (ingest.datetime.fromtimestamp(OLD).date().isoformat(), "mtime"),
-        "a/undated.md": (ingest.datetime.fromtimestamp(OLD).date().isoformat(), "mtime"),
+        "a/bad fm.md": (dating.datetime.fromtimestamp(OLD).date().isoformat(), "mtime"),
+        "a/undated.md": (dating.datetime.fromtimestamp(OLD).date().isoformat(), "mtime"),
     }
     assert summary["dated"] == {"filename": 1, "frontmatter": 3, "header": 4, "mtime": 2}
 
@@ -155,7 +163,7 @@ def test_near_copy_different_date_is_a_version(vault, tmp_path):
     "rates_2026-06", "rates v1.2", "Rates, backup", "rates  October 10, 2026",
 ])
 def test_family_name(stem):
-    assert ingest._family_name(stem) == "rates"
+    assert families._family_name(stem) == "rates"
 
 
 def test_families_and_latest(vault, tmp_path):
@@ -232,32 +240,32 @@ def test_table_rows_keep_their_column_names(vault, tmp_path):
 def test_long_sections_are_overlapping_windows():
     words = [f"w{i}" for i in range(500)]
     body = "# Long\n" + "\n".join(" ".join(words[i:i + 10]) for i in range(0, 500, 10))
-    pieces = ingest._pieces(body)
+    pieces = chunking._pieces(body)
     assert len(pieces) > 2 and all(h == "Long" for h, _, _ in pieces)
     seen = [w for _, _, t in pieces for w in t.split()]
     assert set(seen) == set(words)
-    assert all(len(t.split()) <= ingest.CHUNK_WORDS for _, _, t in pieces)
-    assert len(seen) - len(words) <= ingest.OVERLAP * (len(pieces) - 1)
+    assert all(len(t.split()) <= chunking.CHUNK_WORDS for _, _, t in pieces)
+    assert len(seen) - len(words) <= chunking.OVERLAP * (len(pieces) - 1)
     first, second = pieces[0][2].split(), pieces[1][2].split()
     assert first[-1] in second                                   # windows overlap
-    one_line = ingest._pieces(" ".join(words))                   # a single very long line
+    one_line = chunking._pieces(" ".join(words))                   # a single very long line
     assert {w for _, _, t in one_line for w in t.split()} == set(words)
 
 
 def test_prose_paragraphs_overlap_too():
     para = lambda k: " ".join(f"p{k}w{i}" for i in range(120))
-    pieces = ingest._pieces("\n\n".join(para(k) for k in range(4)))
+    pieces = chunking._pieces("\n\n".join(para(k) for k in range(4)))
     assert len(pieces) == 4
     for a, b in zip(pieces, pieces[1:]):
-        tail = a[2].split()[-ingest.OVERLAP:]
-        assert b[2].split()[:ingest.OVERLAP] == tail
+        tail = a[2].split()[-chunking.OVERLAP:]
+        assert b[2].split()[:chunking.OVERLAP] == tail
 
 
 @settings(max_examples=150, deadline=None)
 @given(st.text(alphabet="0123456789-_ ,.()JFMASONDjanfebmrpyulgsctovdeSept", max_size=40))
 def test_date_parser_never_crashes(text):
-    found = ingest._find_date(text)
-    assert found is None or ingest.date.fromisoformat(found)
+    found = dating.find_date(text)
+    assert found is None or dating.date.fromisoformat(found)
 
 
 @settings(max_examples=60, deadline=None)
@@ -265,15 +273,15 @@ def test_date_parser_never_crashes(text):
                 max_size=12))
 def test_windows_lose_nothing_and_respect_the_limit(lines):
     text = "\n".join(" ".join(line) for line in lines)
-    out = ingest._windows(text)
-    assert all(len(w.split()) <= ingest.CHUNK_WORDS for w in out)
+    out = chunking._windows(text)
+    assert all(len(w.split()) <= chunking.CHUNK_WORDS for w in out)
     assert sorted(set(text.split())) == sorted({t for w in out for t in w.split()})
     repeated = sum(len(w.split()) for w in out) - len(text.split())
-    assert repeated <= ingest.OVERLAP * max(0, len(out) - 1)
+    assert repeated <= chunking.OVERLAP * max(0, len(out) - 1)
 
 
 def test_headings_in_code_fences_are_text():
-    pieces = ingest._pieces("# A\nintro words here\n```\n## 2026-01-01 not a heading\n```\n")
+    pieces = chunking._pieces("# A\nintro words here\n```\n## 2026-01-01 not a heading\n```\n")
     assert pieces == [("A", None, "intro words here\n```\n## 2026-01-01 not a heading\n```")]
 
 
@@ -344,7 +352,7 @@ def test_symlink_loops_are_followed_once(vault, tmp_path):
 
 
 def test_bad_files_are_skipped_with_reasons(vault, tmp_path, monkeypatch):
-    monkeypatch.setattr(ingest, "MAX_FILE_BYTES", 1000)
+    monkeypatch.setattr(vault_walk, "MAX_FILE_BYTES", 1000)
     write(vault, "empty.md", "  \n\n")
     write(vault, "binary.md", b"\x89PNG\r\n\x1a\n\x00\x00")
     write(vault, "big.md", "word " * 400)
@@ -402,13 +410,13 @@ def test_changed_embedder_reembeds_everything(vault, tmp_path):
     s1 = ingest.build_index(vault, tmp_path / "idx", backend=fake)
     s2 = ingest.build_index(vault, tmp_path / "idx", backend=fake)
     assert (s1["embedded"], s2["embedded"], s2["reused"]) == (2, 0, 2)
-    assert ingest.load_index(tmp_path / "idx", backend=fake).embedder.id == "fake-embedder-8"
-    with pytest.raises(ingest.IndexProblem, match="built with embedder fake-embedder-8"):
-        ingest.load_index(tmp_path / "idx", backend=models.Backend(
+    assert store_load.load_index(tmp_path / "idx", backend=fake).embedder.id == "fake-embedder-8"
+    with pytest.raises(store.IndexProblem, match="built with embedder fake-embedder-8"):
+        store_load.load_index(tmp_path / "idx", backend=models.Backend(
             "other", type("E", (), {"id": "e2", "dim": 8})(), None, None))
     s3 = ingest.build_index(vault, tmp_path / "idx")             # back to builtin
     assert s3["embedded"] == 2 and "rebuilt" in s3["note"]
-    assert ingest.load_index(tmp_path / "idx").vectors.shape == (2, models.EMBED_DIM)
+    assert store_load.load_index(tmp_path / "idx").vectors.shape == (2, embedder.EMBED_DIM)
 
 
 def test_ollama_index_loads_its_embedder_without_a_server(vault, tmp_path):
@@ -421,7 +429,7 @@ def test_ollama_index_loads_its_embedder_without_a_server(vault, tmp_path):
     write(vault, "a.md", "alpha")
     fake = models.Backend("ollama", FakeOllama(), None, None)
     ingest.build_index(vault, tmp_path / "idx", backend=fake)
-    idx = ingest.load_index(tmp_path / "idx")
+    idx = store_load.load_index(tmp_path / "idx")
     assert isinstance(idx.embedder, models.OllamaEmbedder) and idx.embedder.id == FakeOllama.id
     assert idx.manifest["backend"] == "ollama" and idx.embedder.dim == 8
 
@@ -433,9 +441,9 @@ def test_load_index_contents(vault, tmp_path):
     assert np.allclose(np.linalg.norm(idx.vectors, axis=1), 1.0, atol=1e-5)
     assert idx.by_path["a.md"]["title"] == "A" and idx.cache == {}
     q = idx.embedder.embed_query("alpha beta")
-    assert q.shape == (models.EMBED_DIM,) and float(idx.vectors[0] @ q) > 0.5
+    assert q.shape == (embedder.EMBED_DIM,) and float(idx.vectors[0] @ q) > 0.5
     for name in ("manifest.json", "g1.files.json", "s1.chunks.json"):
-        assert json.loads((idx.dir / name).read_text())["format"] == ingest.FORMAT
+        assert json.loads((idx.dir / name).read_text())["format"] == store.FORMAT
     assert sorted(p.name for p in idx.dir.iterdir()) == SEG1
 
 
@@ -445,7 +453,7 @@ def _damage_truncate(d):
 
 
 def _damage_rows(d):
-    np.save(index_file(d, "vectors.npy"), np.zeros((1, models.EMBED_DIM), np.float32))
+    np.save(index_file(d, "vectors.npy"), np.zeros((1, embedder.EMBED_DIM), np.float32))
 
 
 def _damage_format(d):
@@ -464,7 +472,7 @@ def _damage_garbage(d):
 
 
 def _damage_idf(d):
-    np.save(index_file(d, "idf.npy"), np.full(models.EMBED_DIM, 2.0, np.float32))
+    np.save(index_file(d, "idf.npy"), np.full(embedder.EMBED_DIM, 2.0, np.float32))
 
 
 @pytest.mark.parametrize("damage, words", [
@@ -477,8 +485,8 @@ def test_damaged_index_is_detected(vault, tmp_path, damage, words):
     write(vault, "b.md", "# B\nbeta")
     build(vault, tmp_path)
     damage(tmp_path / "idx")
-    with pytest.raises(ingest.IndexProblem) as e:
-        ingest.load_index(tmp_path / "idx")
+    with pytest.raises(store.IndexProblem) as e:
+        store_load.load_index(tmp_path / "idx")
     msg = str(e.value)
     assert words in msg and "\n" not in msg
     assert f"python ingest.py {vault} --index {tmp_path / 'idx'} --rebuild" in msg
@@ -488,9 +496,9 @@ def test_damaged_index_is_detected(vault, tmp_path, damage, words):
 
 def test_missing_index(tmp_path, monkeypatch):
     monkeypatch.setenv("VERSO_HOME", str(tmp_path / "home"))
-    assert ingest.default_index_dir() == tmp_path / "home"
-    with pytest.raises(ingest.IndexProblem, match="no index in .*: run python ingest.py VAULT$"):
-        ingest.load_index()
+    assert store.default_index_dir() == tmp_path / "home"
+    with pytest.raises(store.IndexProblem, match="no index in .*: run python ingest.py VAULT$"):
+        store_load.load_index()
 
 
 def test_crash_while_writing_keeps_previous_index(vault, tmp_path, monkeypatch):
@@ -507,11 +515,11 @@ def test_crash_while_writing_keeps_previous_index(vault, tmp_path, monkeypatch):
                 raise OSError("disk full (simulated)")
             return real_replace(src, dst)
 
-        monkeypatch.setattr(ingest.os, "replace", flaky)
+        monkeypatch.setattr(store.os, "replace", flaky)
         with pytest.raises(OSError, match="simulated"):
             ingest.build_index(vault, tmp_path / "idx")
-        monkeypatch.setattr(ingest.os, "replace", real_replace)
-        idx = ingest.load_index(tmp_path / "idx")
+        monkeypatch.setattr(store.os, "replace", real_replace)
+        idx = store_load.load_index(tmp_path / "idx")
         assert [c["path"] for c in idx.chunks] == ["a.md"]
         assert sorted(p.name for p in (tmp_path / "idx").iterdir()) == SEG1
     summary, idx = build(vault, tmp_path)
@@ -537,7 +545,7 @@ def test_locks(vault, tmp_path):
     summary, _ = build(vault, tmp_path)                  # stale lock recovered
     assert summary["indexed"] == 1 and not (d / "lock").exists()
     (d / "lock").write_text(str(os.getpid()))            # a live holder
-    with pytest.raises(ingest.IndexBusy, match=f"pid {os.getpid()}"):
+    with pytest.raises(store.IndexBusy, match=f"pid {os.getpid()}"):
         build(vault, tmp_path)
     assert (d / "lock").read_text() == str(os.getpid())
 
@@ -593,7 +601,7 @@ class FixedEmbedder:
     re-fit it and the hashes and vectors of two builds can be compared exactly."""
 
     def __init__(self):
-        self.inner = models.BuiltinEmbedder.fit(["alpha beta gamma", "rate plan run"])
+        self.inner = embedder.BuiltinEmbedder.fit(["alpha beta gamma", "rate plan run"])
         self.id, self.dim = "fixed-" + self.inner.id, self.inner.dim
 
     def embed_documents(self, texts, ledger=None, stage="ingest"):
@@ -649,7 +657,7 @@ def test_incremental_equals_full_rebuild(vault, tmp_path, backend):
     assert inc["files_reread"] == 1      # rates (1).md, no longer a copy; plan.md and plan
     # copy.md, unchanged, are not read again: the last run's near-copy result stands
     assert (full["files_read"], full["files_reused"]) == (13, 0)
-    ia, ib = (ingest.load_index(tmp_path / d, backend=be) for d in ("inc", "full"))
+    ia, ib = (store_load.load_index(tmp_path / d, backend=be) for d in ("inc", "full"))
     assert ia.files == ib.files
     f = {x["path"]: x for x in ia.files}
     assert f["w/plan v1.md"]["is_latest"] and not f["w/plan v2.md"]["is_latest"]
@@ -699,14 +707,14 @@ def test_a_reused_note_changing_mid_run_means_a_fresh_catalogue(vault, tmp_path,
     write(vault, "c.md", "changed again", mtime=T0 + 5)
     m = json.loads((tmp_path / "idx" / "manifest.json").read_text())
     (tmp_path / "idx" / m["near_file"]).unlink()     # no remembered pair: plan.md is read
-    real_read = ingest._read
+    real_read = vault_walk.read
 
     def meddling(path):              # the near-copy check reads a/plan.md: edit it first
         if path.name == "plan.md" and "rate 1500" in path.read_text():
             write(vault, "a/plan.md", f"---\ndate: 2026-05-01\n---\n{WORDS} other", mtime=T0 + 9)
         return real_read(path)
 
-    monkeypatch.setattr(ingest, "_read", meddling)
+    monkeypatch.setattr(vault_walk, "read", meddling)
     s, idx = build(vault, tmp_path)
     assert s["files_reused"] == 0 and s["files_read"] == 3
     assert "other" in next(c["text"] for c in idx.chunks if c["path"] == "a/plan.md")
@@ -717,8 +725,8 @@ def test_refresh_loads_an_unchanged_index_once(vault, tmp_path, monkeypatch):
     first = ingest.refresh(vault, tmp_path / "idx")
     assert [c["path"] for c in first.chunks] == ["a.md"]
     loads = []
-    real = ingest.load_index
-    monkeypatch.setattr(ingest, "load_index", lambda *a, **k: loads.append(a) or real(*a, **k))
+    real = store_load.load_index
+    monkeypatch.setattr(store_load, "load_index", lambda *a, **k: loads.append(a) or real(*a, **k))
     again = ingest.refresh(vault, tmp_path / "idx")
     assert len(loads) == 1 and again.manifest["stamp"] == first.manifest["stamp"]
     write(vault, "b.md", "# B\nThe shed roof costs 520 pounds.\n")
@@ -765,15 +773,15 @@ def test_links_after_an_ingest_equal_a_full_resolution():
     paths = ["a/Plan.md", "b/plan.md", "b/Rate.md", "Rate.txt", "c/x.md", "c/Y.md", "img.md"]
     recs = [{"path": p, "duplicate_of": "a/Plan.md" if p == "b/plan.md" else None,
              "wikilinks": ["plan", "rate", "Y", "pic.png"], "_reused": True} for p in paths]
-    ingest._resolve_links(recs)
+    families.resolve_links(recs)
     fresh = recs[4]
     del fresh["_reused"]
     fresh["wikilinks"] = ["plan", " Rate ", "b/rate", "y.md", "nowhere", "pic.png", "", "c/x"]
 
     def both(recs, changed):
         full, fast = copy.deepcopy(recs), copy.deepcopy(recs)
-        ingest._resolve_links(full)
-        ingest._resolve_links(fast, changed)
+        families.resolve_links(full)
+        families.resolve_links(fast, changed)
         assert full == fast
         return fast
     edited = both(recs, set())                                  # an edit: no path changed
@@ -796,9 +804,9 @@ def test_the_keeper_key_marks_exactly_what_the_copy_pattern_finds():
              "Copy.md", "a.b/old.md", "a/b.c", "\u0130old.md", "rate.md"]
     for n in names:
         stem = n.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-        assert ingest._keeper_key({"path": n}) == (bool(ingest.COPY_RE.search(stem)),
-                                                   len(n), n)
-    assert [ingest._keeper_key({"path": n})[0] for n in names[:6]] == [True] * 3 + [
+        assert families._keeper_key({"path": n}) == (bool(families.COPY_RE.search(stem)),
+                                                     len(n), n)
+    assert [families._keeper_key({"path": n})[0] for n in names[:6]] == [True] * 3 + [
         False, True, True]                      # U+212A, the Kelvin sign, lowers to k
 
 

@@ -6,15 +6,18 @@ from datetime import date
 
 import pytest
 
+import dating
+import families
 import harness
 import ingest
+import store_load
 from vaults import write
 
 OLD = 1_600_000_000   # an mtime in 2020, far from every date written in the notes
 
 
 def files_of(index_dir):
-    return {f["path"]: f for f in ingest.load_index(index_dir).files}
+    return {f["path"]: f for f in store_load.load_index(index_dir).files}
 
 
 def build(vault, tmp_path):
@@ -35,7 +38,7 @@ def build(vault, tmp_path):
     "SHOP   STATS – – Q3 2026",           # runs of separators, a quarter
 ])
 def test_family_name_folds_dashes_spaces_case_and_width(stem):
-    assert ingest._family_name(stem) == "shop stats"
+    assert families._family_name(stem) == "shop stats"
 
 
 def test_en_dash_file_joins_its_family_and_is_not_latest(tmp_path):
@@ -77,16 +80,16 @@ def test_a_day_in_another_month_does_not_override_the_file_name(tmp_path):
     ("Q5 2026", None),
 ])
 def test_weeks_quarters_and_timestamps(text, expected):
-    assert ingest._find_date(text) == expected
+    assert dating.find_date(text) == expected
 
 
 @pytest.mark.parametrize("order, expected", [
     ("ymd", None), ("dmy", "2026-10-03"), ("mdy", "2026-03-10")])
 def test_digit_dates_follow_the_configured_order_only(order, expected):
     for text in ("03.10.2026", "3/10/2026", "Updated 03-10-2026"):
-        assert ingest._find_date(text, date_order=order) == expected
-    assert ingest._find_date("3/10.2026", date_order="dmy") is None   # mixed separators
-    assert ingest._find_date("31/12/2026", date_order="mdy") is None  # no month 31
+        assert dating.find_date(text, date_order=order) == expected
+    assert dating.find_date("3/10.2026", date_order="dmy") is None   # mixed separators
+    assert dating.find_date("31/12/2026", date_order="mdy") is None  # no month 31
 
 
 def test_date_order_from_the_vault_config(tmp_path):
@@ -96,7 +99,7 @@ def test_date_order_from_the_vault_config(tmp_path):
     write(vault, "log.md", "# Log\n## 04.10.2026\nfirst entry words\n## 05.11.2026\nsecond")
     files = build(vault, tmp_path)
     assert files["minutes 03.10.2026.md"]["date"] == "2026-10-03"
-    chunks = ingest.load_index(tmp_path / "idx").chunks
+    chunks = store_load.load_index(tmp_path / "idx").chunks
     assert {c["section_date"] for c in chunks if c["path"] == "log.md"} >= {
         "2026-10-04", "2026-11-05"}
 

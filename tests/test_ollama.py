@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import embedder
 import models
 import reader
 import cost_ledger
@@ -20,7 +21,7 @@ def fake():
         yield f
 
 
-def embedder(fake, **kw):
+def ollama_embedder(fake, **kw):
     return models.OllamaEmbedder(host=fake.url, timeout=T, **kw)
 
 
@@ -37,7 +38,7 @@ def judge(fake, **kw):
 def test_embed_documents_batches_prefixes_normalises_and_records(fake):
     texts = [f"note {i} about the boiler service" for i in range(models.EMBED_BATCH + 5)]
     ledger = cost_ledger.Ledger()
-    e = embedder(fake)
+    e = ollama_embedder(fake)
     m = e.embed_documents(texts, ledger=ledger)
     assert m.shape == (len(texts), 768) and m.dtype == np.float32
     assert np.allclose(np.linalg.norm(m, axis=1), 1.0, atol=1e-5)
@@ -52,7 +53,7 @@ def test_embed_documents_batches_prefixes_normalises_and_records(fake):
 
 
 def test_embed_query_prefix_and_dimension_from_first_reply(fake):
-    e = embedder(fake)
+    e = ollama_embedder(fake)
     v = e.embed_query("when is the boiler serviced?")
     assert v.shape == (768,) and abs(float(v @ v) - 1) < 1e-5
     assert fake.bodies("/api/embed")[0]["input"] == [
@@ -63,7 +64,7 @@ def test_embed_query_prefix_and_dimension_from_first_reply(fake):
 
 
 def test_long_text_is_cut_by_us_with_a_note(fake):
-    e = embedder(fake)
+    e = ollama_embedder(fake)
     e.embed_documents(["word " * 10_000, "short"])  # 50 000 chars: the fake refuses > 2048*4
     sent = fake.bodies("/api/embed")[0]["input"]
     assert len(sent[0]) == models.EMBED_CONTEXT * models.EMBED_CHARS_PER_TOKEN
@@ -72,7 +73,7 @@ def test_long_text_is_cut_by_us_with_a_note(fake):
 
 
 def test_wrong_dimension_is_a_clear_error(fake):
-    e = embedder(fake)
+    e = ollama_embedder(fake)
     e.embed_query("first reply sets the dimension")
     fake.fault("/api/embed", "dim")
     with pytest.raises(models.BackendError,
@@ -81,7 +82,7 @@ def test_wrong_dimension_is_a_clear_error(fake):
 
 
 def test_embed_model_not_pulled_names_the_pull(fake):
-    e = embedder(fake, model="mxbai-embed-large")
+    e = ollama_embedder(fake, model="mxbai-embed-large")
     with pytest.raises(models.BackendError) as err:
         e.embed_query("q")
     assert "run `ollama pull mxbai-embed-large`" in str(err.value)
@@ -104,21 +105,21 @@ def test_hang_times_out_with_one_line(fake):
 
 def test_slow_reply_within_timeout_is_fine(fake):
     fake.fault("/api/embed", "slow")
-    assert embedder(fake).embed_query("q").shape == (768,)
+    assert ollama_embedder(fake).embed_query("q").shape == (768,)
 
 
 def test_truncated_json_is_malformed(fake):
     fake.fault("/api/embed", "truncated")
     with pytest.raises(models.BackendError, match="malformed embed reply"):
-        embedder(fake).embed_query("q")
+        ollama_embedder(fake).embed_query("q")
 
 
 def test_500_retried_once_then_a_clear_error(fake):
     fake.fault("/api/embed", "500", times=1)
-    assert embedder(fake).embed_query("q").shape == (768,)  # recovered
+    assert ollama_embedder(fake).embed_query("q").shape == (768,)  # recovered
     fake.fault("/api/embed", "500")
     with pytest.raises(models.BackendError, match=r"embed with nomic-embed-text failed \(500"):
-        embedder(fake).embed_query("q")
+        ollama_embedder(fake).embed_query("q")
     assert len(fake.bodies("/api/embed")) == 1 + 1 + 1 + models.OLLAMA_RETRIES
 
 
@@ -287,7 +288,7 @@ def test_auto_uses_ollama_when_it_has_the_models(fake):
 def test_auto_falls_back_to_builtin_and_says_why():
     url = closed_port_url()
     b = models.load_backend("auto", host=url)
-    assert b.name == "builtin" and isinstance(b.embedder, models.BuiltinEmbedder)
+    assert b.name == "builtin" and isinstance(b.embedder, embedder.BuiltinEmbedder)
     assert b.note == (f"auto chose builtin: Ollama is not answering at {url}: start it "
                       "with `ollama serve`")
     with FakeOllama(models=["nomic-embed-text:latest"]) as f:
@@ -311,8 +312,8 @@ def test_probe_hang_is_bounded(fake):
 
 
 def test_an_index_brings_its_own_embedder():
-    class Index:  # what ingest.load_index hands over: the embedder its vectors came from
-        embedder = models.BuiltinEmbedder()
+    class Index:  # what store_load.load_index hands over: the embedder its vectors came from
+        embedder = embedder.BuiltinEmbedder()
     with FakeOllama(models=["verso-writer:latest"]) as f:  # no embedding model needed
         b = models.load_backend("auto", index=Index(), host=f.url)
         assert b.name == "ollama" and b.embedder is Index.embedder
@@ -321,13 +322,14 @@ def test_an_index_brings_its_own_embedder():
 
 def test_ingest_cli_builds_an_ollama_index(fake, tmp_path, monkeypatch):
     import ingest
+    import store_load
     vault = tmp_path / "vault"
     vault.mkdir()
     (vault / "rent.md").write_text("# Rent\nThe rent is 800 euros a month.\n")
     monkeypatch.setenv("OLLAMA_HOST", fake.url)
     idx_dir = tmp_path / "idx"
     assert ingest.main([str(vault), "--index", str(idx_dir), "--backend", "ollama"]) == 0
-    idx = ingest.load_index(idx_dir, models.load_backend("ollama", host=fake.url))
+    idx = store_load.load_index(idx_dir, models.load_backend("ollama", host=fake.url))
     assert idx.manifest["embedder"] == "ollama:nomic-embed-text"
     assert idx.vectors.shape == (1, 768)
     embeds = fake.bodies("/api/embed")

@@ -12,6 +12,7 @@ import evaluate
 import cli
 import harness
 import ingest
+import store_load
 from vaults import write
 
 QUESTION = "How much is the studio rent now?"
@@ -100,7 +101,7 @@ def test_no_index_yet_means_the_sample_vault_and_it_says_so_every_time(home, cap
     assert harness.main(["What is Maren's current day rate?", "--backend", "builtin"]) == 0
     out = capsys.readouterr()
     assert "760" in out.out and out.err.strip() == harness.SAMPLE_NOTICE
-    assert ingest.built_from()[0] == str(harness.SAMPLE_VAULT)
+    assert store_load.built_from()[0] == str(harness.SAMPLE_VAULT)
     assert harness.main(["What is Maren's current day rate?", "--backend", "builtin",
                          "--json"]) == 0                 # the index now exists: still said
     out = capsys.readouterr()

@@ -6,8 +6,10 @@ from datetime import date
 
 from hypothesis import example, given, settings, strategies as st
 
+import chunking
+import dating
+import families
 import generate
-import ingest
 import textkit
 
 FAST = settings(max_examples=100, deadline=None)
@@ -52,7 +54,7 @@ AFTER = st.sampled_from(["", " final", "_v2", " (1)", ".", " notes"])
 def test_every_written_date_round_trips(day, form, before, after):
     write, has_day = FORMS[form]
     expected = day if has_day else day.replace(day=1)
-    assert ingest._find_date(before + write(day) + after) == expected.isoformat()
+    assert dating.find_date(before + write(day) + after) == expected.isoformat()
 
 
 DATE_BITS = st.sampled_from(["2026", "1999", "-", "_", ".", " ", "13", "45", "31", "02",
@@ -64,14 +66,14 @@ DATE_BITS = st.sampled_from(["2026", "1999", "-", "_", ".", " ", "13", "45", "31
 @example("2026-13-45 31 Feb 2026 2026-02-30")
 @given(st.lists(st.one_of(st.text(max_size=6), DATE_BITS), max_size=12).map("".join))
 def test_garbage_never_raises_and_only_real_dates_come_out(text):
-    found = ingest._find_date(text)
+    found = dating.find_date(text)
     assert found is None or 1900 <= date.fromisoformat(found).year <= 2099
 
 
 # ------------------------------------------------------------------- families
 
 WORD = st.text(string.ascii_lowercase, min_size=2, max_size=8).filter(
-    lambda w: w not in ingest.MARKER_WORDS and w not in MONTH_WORDS)
+    lambda w: w not in families.MARKER_WORDS and w not in MONTH_WORDS)
 MARKS = st.sampled_from(["v2", "v1.2", "V3", "final", "Final", "draft", "copy", "COPY",
                          "backup", "bak", "old", "(1)", "(12)", "copy 2"])
 DATE_MARKS = st.builds(lambda d, f: FORMS[f][0](d), DATES, st.sampled_from(sorted(FORMS)))
@@ -87,7 +89,7 @@ def test_markers_and_dates_leave_the_family_unchanged(words, marks, when, where,
     name = list(base)
     for mark, at in zip(marks + [when] * bool(when), where):   # before, between, after
         name.insert(min(at, len(name)), mark)
-    assert ingest._family_name(sep.join(name)) == " ".join(words)
+    assert families._family_name(sep.join(name)) == " ".join(words)
 
 
 # ---------------------------------------------------------------------- chunks
@@ -97,7 +99,7 @@ def _replay(original: list[str], windows: list[list[str]]) -> None:
     before the previous one ended; together they cover every word once, in order."""
     pos = 0
     for w in windows:
-        back = next((k for k in range(min(ingest.OVERLAP, pos, len(w)), -1, -1)
+        back = next((k for k in range(min(chunking.OVERLAP, pos, len(w)), -1, -1)
                      if original[pos - k:pos - k + len(w)] == w), None)
         assert back is not None, f"window at word {pos} is not a run of the text: {w[:8]}"
         pos += len(w) - back
@@ -126,11 +128,11 @@ def _unique(lines: list[list[str]]) -> str:
 @given(st.lists(LINE, max_size=14))
 def test_windows_keep_every_word_once_plus_overlap(lines):
     text = _unique(lines)
-    out = ingest._windows(text)
-    assert all(len(w.split()) <= ingest.CHUNK_WORDS for w in out)
-    assert all(len(w) <= ingest.CHUNK_WORDS * (ingest.MAX_WORD_CHARS + 1) for w in out)
-    cut = [p for w in text.split() for p in (w[i:i + ingest.MAX_WORD_CHARS]
-                                            for i in range(0, len(w), ingest.MAX_WORD_CHARS))]
+    out = chunking._windows(text)
+    assert all(len(w.split()) <= chunking.CHUNK_WORDS for w in out)
+    assert all(len(w) <= chunking.CHUNK_WORDS * (chunking.MAX_WORD_CHARS + 1) for w in out)
+    cut = [p for w in text.split() for p in (w[i:i + chunking.MAX_WORD_CHARS]
+                                             for i in range(0, len(w), chunking.MAX_WORD_CHARS))]
     _replay(cut, [w.split() for w in out])
 
 
@@ -146,8 +148,8 @@ BODY_LINE = st.one_of(
 @given(st.lists(BODY_LINE, max_size=25))
 def test_pieces_lose_no_body_word_and_respect_the_limit(lines):
     body = "\n".join(lines)
-    pieces = ingest._pieces(body)
-    assert all(len(t.split()) <= ingest.CHUNK_WORDS for _, _, t in pieces)
+    pieces = chunking._pieces(body)
+    assert all(len(t.split()) <= chunking.CHUNK_WORDS for _, _, t in pieces)
     text_words = {w for line in lines if not line.startswith("#") for w in line.split()}
     assert text_words <= {w for _, _, t in pieces for w in t.split()}
     for heading, sdate, _ in pieces:

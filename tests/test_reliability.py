@@ -19,10 +19,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import chunking
+import dating
 import harness
 import ingest
 import models
+import store
+import store_load
 import textkit
+import vault_walk
 from fakes import FakeJev, FakeOllama, closed_port_url
 from vaults import index_file, write
 
@@ -99,13 +104,13 @@ def test_a_messy_vault_is_indexed_and_every_skip_has_a_reason(vault, tmp_path):
     before = tree(vault)
 
     summary = ingest.build_index(vault, tmp_path / "idx")
-    idx = ingest.load_index(tmp_path / "idx")
+    idx = store_load.load_index(tmp_path / "idx")
 
     expected_skips = {
         "enc/utf16 no bom.md": "binary (NUL bytes)",
         "bin/picture.md": "binary (NUL bytes)",
         "empty.md": "empty file", "blank.md": "empty file",
-        "huge.md": f"too large (6291456 bytes > {ingest.MAX_FILE_BYTES})"}
+        "huge.md": f"too large (6291456 bytes > {vault_walk.MAX_FILE_BYTES})"}
     if hasattr(os, "mkfifo"):
         expected_skips["pipe.md"] = "not a regular file"
     assert skipped(summary) == expected_skips
@@ -118,16 +123,16 @@ def test_a_messy_vault_is_indexed_and_every_skip_has_a_reason(vault, tmp_path):
     assert "broken" in text["enc/mixed.md"]
     assert text[f"{deep}/deep note.md"] == "Sixty folders down."
     assert files["\u017fep 2026 budget.md"]["date"] == "2026-09-01"
-    mtime_day = ingest.datetime.fromtimestamp(OLD).date().isoformat()
+    mtime_day = dating.datetime.fromtimestamp(OLD).date().isoformat()
     assert (files["fm/unclosed.md"]["date"], files["fm/unclosed.md"]["date_source"]) == (
         "2026-05-01", "header")                       # no closing fence: a header line
     for p in ("fm/list date.md", "fm/junk.md", "fm/bad dates.md",
               "plan 2026-13-45.md", "31 Feb 2026 notes.md"):
         assert (files[p]["date"], files[p]["date_source"]) == (mtime_day, "mtime"), p
     long = [c["text"] for c in idx.chunks if c["path"] == "long line.md"]
-    bound = ingest.CHUNK_WORDS * (ingest.MAX_WORD_CHARS + 1)
+    bound = chunking.CHUNK_WORDS * (chunking.MAX_WORD_CHARS + 1)
     assert len(long) > 3 and all(len(t) <= bound for t in long)
-    assert long[0].startswith("Q" * ingest.MAX_WORD_CHARS + " Q")   # cut in pieces
+    assert long[0].startswith("Q" * chunking.MAX_WORD_CHARS + " Q")   # cut in pieces
     assert sum(t.count("Q") for t in long) >= 60_000                # none lost
     human = ingest._human(summary)
     assert all(f"skipped {p}: {r}" in human for p, r in expected_skips.items())
@@ -148,7 +153,7 @@ def test_symlinks_followed_once_inside_the_vault_never_outside(vault, tmp_path):
     (vault / "out.md").symlink_to(outside / "secret.md")
     (vault / "self.md").symlink_to(vault / "self.md")                           # ELOOP
     summary = ingest.build_index(vault, tmp_path / "idx")
-    idx = ingest.load_index(tmp_path / "idx")
+    idx = store_load.load_index(tmp_path / "idx")
     assert {f["path"] for f in idx.files} == {"notes/real.md", "hidden link/kept.md"}
     reasons = skipped(summary)
     assert reasons.pop("out/") == "symlink to a folder outside the vault (not followed)"
@@ -204,7 +209,7 @@ def test_files_vanishing_or_changing_while_ingest_runs(vault, tmp_path, monkeypa
     write(vault, "a.md", "first note")
     write(vault, "b.md", "will vanish")
     write(vault, "c.md", "old text of c")
-    real_read = ingest._read
+    real_read = vault_walk.read
 
     def meddling(path):
         if path.name == "a.md":                  # after the scan, before b and c are read
@@ -213,11 +218,11 @@ def test_files_vanishing_or_changing_while_ingest_runs(vault, tmp_path, monkeypa
             write(vault, "d.md", "created mid-run")
         return real_read(path)
 
-    monkeypatch.setattr(ingest, "_read", meddling)
+    monkeypatch.setattr(vault_walk, "read", meddling)
     summary = ingest.build_index(vault, tmp_path / "idx")
     monkeypatch.undo()
     assert skipped(summary) == {"b.md": "unreadable (No such file or directory)"}
-    idx = ingest.load_index(tmp_path / "idx")
+    idx = store_load.load_index(tmp_path / "idx")
     assert {c["path"]: c["text"] for c in idx.chunks} == {
         "a.md": "first note", "c.md": "new text of c, written mid-run"}
     again = ingest.build_index(vault, tmp_path / "idx")         # the next run catches up
@@ -232,10 +237,10 @@ def test_a_file_growing_past_the_limit_while_read(tmp_path, monkeypatch):
         def __init__(self, st):
             self.st_mode, self.st_mtime, self.st_size = st.st_mode, st.st_mtime, 10
 
-    monkeypatch.setattr(ingest, "MAX_FILE_BYTES", 50)
+    monkeypatch.setattr(vault_walk, "MAX_FILE_BYTES", 50)
     with monkeypatch.context() as m:
         m.setattr(os, "fstat", lambda fd: Small(real_fstat(fd)))
-        got = ingest._read(p)
+        got = vault_walk.read(p)
     assert got == (None, 0, "too large (grew past 50 bytes while read)")
 
 
@@ -246,14 +251,14 @@ def _two_states(vault, d):
     write(vault, "a.md", "# A\nalpha")
     write(vault, "b.md", "# B\nbeta")
     ingest.build_index(vault, d)
-    old = [(c["path"], c["text"]) for c in ingest.load_index(d).chunks]
+    old = [(c["path"], c["text"]) for c in store_load.load_index(d).chunks]
     write(vault, "a.md", "# A\nalpha, rewritten")
     write(vault, "c.md", "# C\ngamma")
     return old
 
 
 def _chunks(d):
-    return [(c["path"], c["text"]) for c in ingest.load_index(d).chunks]
+    return [(c["path"], c["text"]) for c in store_load.load_index(d).chunks]
 
 
 def _leftovers(d):
@@ -269,7 +274,7 @@ def test_failure_inside_each_write_step_keeps_the_previous_index(
         vault, tmp_path, monkeypatch, step, exc):
     d = tmp_path / "idx"
     old = _two_states(vault, d)
-    real_write, calls = ingest._write, []
+    real_write, calls = store._write, []
 
     def failing(path, data):
         calls.append(path.name)
@@ -278,7 +283,7 @@ def test_failure_inside_each_write_step_keeps_the_previous_index(
             os.truncate(path, path.stat().st_size // 2)
             raise exc
 
-    monkeypatch.setattr(ingest, "_write", failing)
+    monkeypatch.setattr(store, "_write", failing)
     with pytest.raises(type(exc)):
         ingest.build_index(vault, d)
     monkeypatch.undo()
@@ -379,9 +384,9 @@ def test_recover_removes_what_no_manifest_names(vault, tmp_path):
             "chunks.json", "vectors.npy.prev", "s98.bm25-docs.npy"]
     for name in junk + [f"{seg}.bm25-docs.npy", "notes-of-mine.txt"]:
         (d / name).write_bytes(b"x")
-    with ingest._lock(d):
-        assert ingest._recover(d) == f"removed {len(junk)} files an interrupted ingest had left"
-        assert ingest._recover(d) == ""
+    with store.lock(d):
+        assert store.recover(d) == f"removed {len(junk)} files an interrupted ingest had left"
+        assert store.recover(d) == ""
     assert sorted(p.name for p in d.iterdir()) == sorted(
         live + [f"{seg}.bm25-docs.npy", "notes-of-mine.txt"])
     assert _chunks(d) == before
@@ -436,14 +441,14 @@ def test_damaged_index_is_one_line_naming_the_fix(vault, tmp_path, case):
     d = tmp_path / "idx"
     ingest.build_index(vault, d)
     damage(d)
-    with pytest.raises(ingest.IndexProblem) as e:
-        ingest.load_index(d)
+    with pytest.raises(store.IndexProblem) as e:
+        store_load.load_index(d)
     msg = one_line(e)
     assert words in msg and msg.endswith(" --rebuild") and "python ingest.py" in msg
     if case not in ("vault not a path", "manifest garbage"):
         assert f"python ingest.py {vault} --index {d} --rebuild" in msg
     summary = ingest.build_index(vault, d)                  # the next run repairs it
-    assert "rebuilt" in summary["note"] and len(ingest.load_index(d).chunks) == 2
+    assert "rebuilt" in summary["note"] and len(store_load.load_index(d).chunks) == 2
 
 
 def test_an_index_loaded_with_a_model_of_another_dimension(vault, tmp_path):
@@ -453,8 +458,8 @@ def test_an_index_loaded_with_a_model_of_another_dimension(vault, tmp_path):
         ingest.build_index(vault, tmp_path / "idx", backend=be)
         fake.dim = 1024                           # the model was swapped for another
         be = models.load_backend("ollama", host=fake.url, timeout=T, judge="builtin")
-        with pytest.raises(ingest.IndexProblem) as e:
-            ingest.load_index(tmp_path / "idx", be)
+        with pytest.raises(store.IndexProblem) as e:
+            store_load.load_index(tmp_path / "idx", be)
     msg = one_line(e)
     assert "(dim 768), not ollama:nomic-embed-text (dim 1024)" in msg
     assert msg.endswith("--rebuild")
@@ -462,8 +467,8 @@ def test_an_index_loaded_with_a_model_of_another_dimension(vault, tmp_path):
 
 # ========================================================================= locks
 
-HOLD = ("import pathlib, sys; sys.path.insert(0, {root!r}); import ingest; "
-        "held = ingest._lock(pathlib.Path({d!r})); held.__enter__(); "
+HOLD = ("import pathlib, sys; sys.path.insert(0, {root!r}); import store; "
+        "held = store.lock(pathlib.Path({d!r})); held.__enter__(); "
         "print('held', flush=True); sys.stdin.read()")
 
 
@@ -477,13 +482,13 @@ def test_a_second_ingest_stops_naming_the_holder_then_recovers_its_stale_lock(
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        with pytest.raises(ingest.IndexBusy) as e:
+        with pytest.raises(store.IndexBusy) as e:
             ingest.build_index(vault, d)
         assert f"pid {holder.pid}" in one_line(e)
         assert ingest.main([str(vault), "--index", str(d)]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and f"pid {holder.pid}" in err
-        assert len(ingest.load_index(d).chunks) == 1    # readers never wait for writers
+        assert len(store_load.load_index(d).chunks) == 1    # readers never wait for writers
     finally:
         holder.kill()                                   # SIGKILL: no cleanup at all
         holder.wait()
@@ -503,10 +508,10 @@ def test_racing_takeovers_of_a_stale_lock_admit_one(tmp_path, dead_pid):
     def contender():
         start.wait()
         try:
-            with ingest._lock(d):
+            with store.lock(d):
                 holders.append(1)
                 release.wait(5)
-        except ingest.IndexBusy:
+        except store.IndexBusy:
             busy.append(1)
 
     threads = [threading.Thread(target=contender) for _ in range(n)]
@@ -531,13 +536,13 @@ def test_loading_during_a_commit_says_try_again(vault, tmp_path):
     ingest.build_index(vault, d)
     torn = index_file(d, "chunks.json")
     torn.write_text("{}")
-    with ingest._lock(d):
-        with pytest.raises(ingest.IndexProblem) as e:
-            ingest.load_index(d)
+    with store.lock(d):
+        with pytest.raises(store.IndexProblem) as e:
+            store_load.load_index(d)
         assert one_line(e) == (f"an ingest (pid {os.getpid()}) is writing {d}: try again "
                                "when it finishes")
-    with pytest.raises(ingest.IndexProblem, match="--rebuild"):
-        ingest.load_index(d)                                  # no writer: damaged
+    with pytest.raises(store.IndexProblem, match="--rebuild"):
+        store_load.load_index(d)                                  # no writer: damaged
 
 
 def test_a_commit_between_manifest_and_segments_is_followed(vault, tmp_path, monkeypatch):
@@ -546,7 +551,7 @@ def test_a_commit_between_manifest_and_segments_is_followed(vault, tmp_path, mon
     write(vault, "a.md", "# A\nalpha")
     d = tmp_path / "idx"
     ingest.build_index(vault, d)
-    real, done = ingest._load_segment, []
+    real, done = store_load._load_segment, []
 
     def racing(*a, **k):
         if not done:
@@ -555,8 +560,8 @@ def test_a_commit_between_manifest_and_segments_is_followed(vault, tmp_path, mon
             ingest.build_index(vault, d)                      # commits, removes s1
         return real(*a, **k)
 
-    monkeypatch.setattr(ingest, "_load_segment", racing)
-    assert [c["path"] for c in ingest.load_index(d).chunks] == ["a.md", "b.md"]
+    monkeypatch.setattr(store_load, "_load_segment", racing)
+    assert [c["path"] for c in store_load.load_index(d).chunks] == ["a.md", "b.md"]
 
 
 # ======================================================= model backend faults, e2e
@@ -575,7 +580,7 @@ def small(tmp_path_factory):
     write(v, "misc/boiler.md", "---\ndate: 2026-01-10\n---\n# Boiler\nThe boiler is "
                                "serviced every May by Hughes Heating.\n")
     ingest.build_index(v, root / "idx")
-    return v, ingest.load_index(root / "idx")
+    return v, store_load.load_index(root / "idx")
 
 
 @pytest.fixture
@@ -715,7 +720,7 @@ def hostile(tmp_path_factory):
     write(v, "misc/boiler.md", "---\ndate: 2026-01-10\n---\n# Boiler\nThe boiler is "
                                "serviced every May by Hughes Heating.\n")
     ingest.build_index(v, root / "idx")
-    return ingest.load_index(root / "idx"), models.load_backend("builtin")
+    return store_load.load_index(root / "idx"), models.load_backend("builtin")
 
 
 def grounded(a, idx):

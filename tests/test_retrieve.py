@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-import models
+import embedder
 import textkit
 import retrieve
 from retrieve import Candidate
@@ -32,7 +32,7 @@ def make_index(notes, folder=None, sha="sha-1"):
                            "private": n.get("private", False), "text": text,
                            "hash": str(len(chunks))})
     texts = [f"{c['heading']} {c['text']}" for c in chunks]
-    emb = models.BuiltinEmbedder.fit(texts) if texts else models.BuiltinEmbedder()
+    emb = embedder.BuiltinEmbedder.fit(texts) if texts else embedder.BuiltinEmbedder()
     vectors = (emb.embed_documents(texts) if texts
                else np.zeros((0, emb.dim), dtype=np.float32))
     return SimpleNamespace(dir=folder, manifest={"format": 1, "chunks_sha": sha},
@@ -220,7 +220,7 @@ def test_single_method_rankings():
 
 def test_empty_index_and_bad_input_are_clear_errors():
     with pytest.raises(ValueError, match="empty"):
-        retrieve.search(make_index([]), "anything", np.zeros(models.EMBED_DIM))
+        retrieve.search(make_index([]), "anything", np.zeros(embedder.EMBED_DIM))
     index = make_index(VAULT)
     qvec = index.embedder.embed_query("rate")
     with pytest.raises(ValueError, match="unknown method"):

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import ingest
+import store_load
 
 VAULT = Path(__file__).resolve().parent.parent / "sample-vault"
 MARKER = "VERSO-PRIVATE-MARKER-7f3a"
@@ -125,7 +126,7 @@ def built(tmp_path_factory):
     for rel in UNDATED:
         os.utime(vault / rel, (LATE, LATE))
     summary = ingest.build_index(vault, index_dir=root / "idx")
-    return summary, ingest.load_index(root / "idx")
+    return summary, store_load.load_index(root / "idx")
 
 
 @pytest.fixture(scope="module")

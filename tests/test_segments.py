@@ -18,6 +18,8 @@ import ingest
 import models
 import textkit
 import retrieve
+import store
+import store_load
 from test_ingest import FixedEmbedder
 from vaults import index_file, write
 
@@ -98,7 +100,7 @@ def _rankings(idx) -> tuple[list, list]:
 def _same_as_full_build(vault: Path, d: Path, tmp_path: Path) -> None:
     fresh = tmp_path / f"fresh-{random.random()}"
     ingest.build_index(vault, fresh, backend=_backend())
-    a, b = (ingest.load_index(x, backend=_backend()) for x in (d, fresh))
+    a, b = (store_load.load_index(x, backend=_backend()) for x in (d, fresh))
     assert a.files == b.files
     assert list(a.chunks) == list(b.chunks)
     np.testing.assert_array_equal(np.asarray(a.vectors), np.asarray(b.vectors))
@@ -125,7 +127,7 @@ def test_random_edits_equal_a_fresh_full_build(tmp_path, monkeypatch, merges):
     for i in range(50):
         kinds.append(v.step())
         s = ingest.build_index(v.root, d, backend=_backend())
-        idx = ingest.load_index(d, backend=_backend())
+        idx = store_load.load_index(d, backend=_backend())
         most = max(most, len(idx.segments))
         records.add("delta" if idx.manifest["files_delta"] else "base")
         assert s["files_read"] <= 2 or kinds[-1] == "copy"
@@ -154,7 +156,7 @@ def _segmented(tmp_path):
         ingest.build_index(v.root, d, backend=_backend())
     (v.root / v.notes()[-1]).unlink()
     ingest.build_index(v.root, d, backend=_backend())
-    idx = ingest.load_index(d, backend=_backend())
+    idx = store_load.load_index(d, backend=_backend())
     assert len(idx.segments) == 3 and idx.manifest["dead"]
     return v, idx
 
@@ -203,7 +205,7 @@ def test_segment_bm25_is_saved_once_and_memory_mapped(tmp_path, monkeypatch):
     for seg in idx.segments:
         assert (idx.dir / f"{seg.name}.{retrieve.BM25_META}").exists()
     assert not list(idx.dir.glob(".*tmp*"))
-    again = ingest.load_index(idx.dir, backend=_backend())
+    again = store_load.load_index(idx.dir, backend=_backend())
     monkeypatch.setattr(retrieve, "_part", lambda texts: pytest.fail("tokenized again"))
     bm = retrieve.load_bm25(again)
     docs = bm["parts"][0]["docs"]
@@ -212,7 +214,7 @@ def test_segment_bm25_is_saved_once_and_memory_mapped(tmp_path, monkeypatch):
         retrieve._bm25_scores(retrieve.load_bm25(idx), "day rate")[1].tolist()
     monkeypatch.undo()
     (idx.dir / f"{idx.segments[0].name}.{retrieve.BM25_META}").write_text("{")   # damaged
-    third = ingest.load_index(idx.dir, backend=_backend())
+    third = store_load.load_index(idx.dir, backend=_backend())
     assert retrieve.load_bm25(third)["vocab"] == bm["vocab"]       # rebuilt, same terms
 
 
@@ -233,7 +235,7 @@ def test_one_note_changes_what_other_records_say(tmp_path):
         change()
         ingest.build_index(v, d, backend=_backend())
         _same_as_full_build(v, d, tmp_path)
-        return {f["path"]: f for f in ingest.load_index(d, backend=_backend()).files}
+        return {f["path"]: f for f in store_load.load_index(d, backend=_backend()).files}
     f = after(lambda: write(v, "w/target.md", "# Target\nthe near target\n"))
     assert f["w/notes.md"]["links"] == ["w/target.md", "w/plan v1.md"]
     f = after(lambda: write(v, "w/plan v2.md", "---\ndate: 2026-03-01\n---\n# Plan\nrate 2\n"))
@@ -263,7 +265,7 @@ def test_tombstone_counts_are_kept_and_grow_with_each_ingest(tmp_path, monkeypat
                         lambda seg, rows: asked.append((seg.name, list(rows))) or real(seg, rows))
 
     def check() -> dict:
-        idx = ingest.load_index(d, backend=_backend())
+        idx = store_load.load_index(d, backend=_backend())
         bm, one = retrieve.load_bm25(idx), retrieve.build_bm25(list(idx.chunks))
         assert dict(bm["vocab"].items()).keys() == one["vocab"].keys()
         assert [bm["idf"][bm["vocab"][t]] for t in one["vocab"]] == one["idf"].tolist()
@@ -285,7 +287,7 @@ def test_tombstone_counts_are_kept_and_grow_with_each_ingest(tmp_path, monkeypat
     grown = check()
     assert len(asked) == 1 and set(asked[0][1]) == set(grown["rows"]) - set(kept["rows"])
     assert set(kept["rows"]) < set(grown["rows"])
-    dead = d / f"{ingest.load_index(d, backend=_backend()).segments[0].name}.{retrieve.BM25_DEAD}"
+    dead = d / f"{store_load.load_index(d, backend=_backend()).segments[0].name}.{retrieve.BM25_DEAD}"
     for bad in ("{", json.dumps({**grown, "segment_sha": "0" * 64}),
                 json.dumps({**grown, "cols": [10**9] * len(grown["cols"])}),
                 json.dumps({**grown, "rows": grown["rows"] + [10**6]})):
@@ -322,7 +324,7 @@ def _snapshots(d: Path, tmp_path: Path, monkeypatch, run) -> list:
 
 
 def _paths_texts(d):
-    return [(c["path"], c["text"]) for c in ingest.load_index(d, backend=_backend()).chunks]
+    return [(c["path"], c["text"]) for c in store_load.load_index(d, backend=_backend()).chunks]
 
 
 @pytest.mark.parametrize("merge", [False, True], ids=["delta", "merge"])
@@ -343,19 +345,19 @@ def test_a_kill_between_segment_and_manifest_or_in_a_merge_keeps_one_index(
     snaps = _snapshots(d, tmp_path, monkeypatch,
                        lambda: ingest.build_index(v.root, d, backend=_backend()))
     new = _paths_texts(d)
-    assert new != old and len(ingest.load_index(d, backend=_backend()).segments) == (
+    assert new != old and len(store_load.load_index(d, backend=_backend()).segments) == (
         1 if merge else 3)
     outcomes, orphaned = set(), False
     for s in snaps:
         got = _paths_texts(s)
         assert got in (old, new), s.name
         outcomes.add(got == new)
-        named = ingest._referenced(json.loads((s / "manifest.json").read_text()))[0]
+        named = store._referenced(json.loads((s / "manifest.json").read_text()))[0]
         orphaned |= got == old and any(p.name.endswith(".chunks.json") and p.name not in named
                                        for p in s.iterdir())   # a segment, no manifest yet
         ingest.build_index(v.root, s, backend=_backend())   # the next ingest completes
         assert _paths_texts(s) == new
-        named = ingest._referenced(json.loads((s / "manifest.json").read_text()))[0]
+        named = store._referenced(json.loads((s / "manifest.json").read_text()))[0]
         assert {p.name for p in s.iterdir()} - {"lock"} == named   # nothing left over
     assert outcomes == {False, True} and orphaned
 
@@ -369,14 +371,14 @@ def test_a_failed_manifest_write_leaves_the_previous_index_and_no_segment(tmp_pa
     ingest.build_index(v.root, d, backend=_backend())
     old, names = _paths_texts(d), sorted(p.name for p in d.iterdir())
     v.put(v.notes()[0], v.text())
-    real = ingest.write_atomic
+    real = store.write_atomic
 
     def failing(path, data):
         if Path(path).name == "manifest.json":
             raise OSError(28, "No space left on device (simulated)")
         return real(path, data)
 
-    monkeypatch.setattr(ingest, "write_atomic", failing)
+    monkeypatch.setattr(store, "write_atomic", failing)
     with pytest.raises(OSError, match="simulated"):
         ingest.build_index(v.root, d, backend=_backend())
     monkeypatch.undo()
@@ -395,10 +397,10 @@ def test_an_old_format_index_is_rebuilt_with_one_line(tmp_path, capsys):
         (d / name).write_text(text)
     assert ingest.main([str(vault), "--index", str(d)]) == 0
     out = capsys.readouterr().out.splitlines()
-    line = f"index format 1 is older than this Verso's ({ingest.FORMAT}); rebuilt"
+    line = f"index format 1 is older than this Verso's ({store.FORMAT}); rebuilt"
     assert out.count(line) == 1 and sum("older than" in x for x in out) == 1
     assert not {p.name for p in d.iterdir()} & (set(old) - {"manifest.json"})
-    assert [c["path"] for c in ingest.load_index(d).chunks] == ["a.md"]
+    assert [c["path"] for c in store_load.load_index(d).chunks] == ["a.md"]
 
 
 def test_a_format_2_index_is_rebuilt_with_one_line(tmp_path, capsys):
@@ -414,10 +416,10 @@ def test_a_format_2_index_is_rebuilt_with_one_line(tmp_path, capsys):
     capsys.readouterr()
     assert ingest.main([str(vault), "--index", str(d)]) == 0
     out = capsys.readouterr().out.splitlines()
-    line = f"index format 2 is older than this Verso's ({ingest.FORMAT}); rebuilt"
+    line = f"index format 2 is older than this Verso's ({store.FORMAT}); rebuilt"
     assert out.count(line) == 1 and sum("older than" in x for x in out) == 1
     assert not {p.name for p in d.iterdir()} & (before - {"manifest.json", "lock"})
-    assert [c["path"] for c in ingest.load_index(d).chunks] == ["a.md", "b.md"]
+    assert [c["path"] for c in store_load.load_index(d).chunks] == ["a.md", "b.md"]
 
 
 def test_a_touched_note_keeps_its_rows_and_a_text_edit_is_seen(tmp_path):
@@ -427,15 +429,15 @@ def test_a_touched_note_keeps_its_rows_and_a_text_edit_is_seen(tmp_path):
     write(vault, "a.md", "# A\nThe boat is moored at pier 4.\n", mtime=T0)
     write(vault, "b.md", "# B\nThe shed roof costs 520 pounds.\n", mtime=T0)
     ingest.build_index(vault, d)
-    segs = ingest.load_index(d).manifest["segments"]
+    segs = store_load.load_index(d).manifest["segments"]
     write(vault, "a.md", "# A\nThe boat is moored at pier 4.\n", mtime=T0 + 5)
     s = ingest.build_index(vault, d)
-    assert s["files_read"] == 1 and ingest.load_index(d).manifest["segments"] == segs
+    assert s["files_read"] == 1 and store_load.load_index(d).manifest["segments"] == segs
     write(vault, "a.md", "# A\nThe boat is moored at pier 7.\n", mtime=T0 + 5)   # same stat
     ingest.build_index(vault, d)
-    assert "pier 4" in ingest.load_index(d).chunks[0]["text"]
+    assert "pier 4" in store_load.load_index(d).chunks[0]["text"]
     ingest.build_index(vault, d, rebuild=True)
-    assert "pier 7" in ingest.load_index(d).chunks[0]["text"]
+    assert "pier 7" in store_load.load_index(d).chunks[0]["text"]
 
 
 def test_a_damaged_text_is_one_line_when_read(tmp_path):
@@ -444,8 +446,8 @@ def test_a_damaged_text_is_one_line_when_read(tmp_path):
     ingest.build_index(vault, d)
     p = index_file(d, "text")
     p.write_bytes(p.read_bytes().replace(b"alpha", b"omega"))   # same size
-    idx = ingest.load_index(d)
-    with pytest.raises(ingest.IndexProblem, match="does not match its rows.*--rebuild$"):
+    idx = store_load.load_index(d)
+    with pytest.raises(store.IndexProblem, match="does not match its rows.*--rebuild$"):
         idx.chunks[0]
 
 
@@ -473,9 +475,9 @@ def test_a_damaged_files_delta_is_detected(tmp_path, damage):
         m["delta_sha"] = hashlib.sha256(raw.encode()).hexdigest()
         (d / "manifest.json").write_text(json.dumps(m))
     (d / m["files_delta"]).write_text(raw)
-    with pytest.raises(ingest.IndexProblem, match="delta.json in .* does not match its "
+    with pytest.raises(store.IndexProblem, match="delta.json in .* does not match its "
                                                   "manifest.*--rebuild"):
-        ingest.load_index(d, backend=_backend())
+        store_load.load_index(d, backend=_backend())
 
 
 def test_a_cold_builtin_question_imports_only_what_it_needs(tmp_path):
@@ -492,8 +494,8 @@ def test_a_cold_builtin_question_imports_only_what_it_needs(tmp_path):
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             f"    harness.main(['--vault', {str(v.root)!r}, '--index', {str(tmp_path / 'i')!r},"
             " '--backend', 'builtin', 'what is the day rate?'])\n"
-            "import ingest, retrieve\n"            # rows across two segments, ids unsorted
-            f"idx = ingest.load_index({str(tmp_path / 'i')!r})\n"
+            "import store_load, retrieve\n"            # rows across two segments, ids unsorted
+            f"idx = store_load.load_index({str(tmp_path / 'i')!r})\n"
             "assert len(idx.segments) == 2\n"
             "retrieve.closest_chunk(idx, idx.vectors[0], [len(idx.chunks) - 1, 0])\n"
             "print(sorted(m for m in ('ollama', 'httpx', 'requests', 'html_report', "
@@ -514,7 +516,7 @@ def test_lazy_tables_equal_the_tables_they_replace(tmp_path, monkeypatch):
     for _ in range(12):                     # tombstones: some terms left with no live doc
         v.step()
     ingest.build_index(v.root, d, backend=_backend())
-    idx = ingest.load_index(d, backend=_backend())
+    idx = store_load.load_index(d, backend=_backend())
     assert len(idx.segments) > 1
     bm = retrieve.load_bm25(idx)
     assert len(bm["vocab"]) < len(bm["idf"])   # columns of terms no live doc holds
@@ -543,14 +545,14 @@ def test_lazy_tables_equal_the_tables_they_replace(tmp_path, monkeypatch):
     some = [0, len(chunks) - 1] + list(range(1, len(chunks), 7))
     for key in ("section_date", "heading", "entry_latest", "path", "text"):
         want = [chunks[i].get(key) for i in some]
-        assert ingest.chunk_column(idx.chunks, key, np.array(some)) == want
-        assert ingest.chunk_column(chunks, key, some) == want
-        assert ingest.chunk_column(idx.chunks, key) == [c.get(key) for c in chunks]
+        assert store_load.chunk_column(idx.chunks, key, np.array(some)) == want
+        assert store_load.chunk_column(chunks, key, some) == want
+        assert store_load.chunk_column(idx.chunks, key) == [c.get(key) for c in chunks]
 
 
 def test_the_stamp_hashes_each_stat_as_its_text(tmp_path):
     stats = {"a.md": [12, 1_780_000_000_123_456_789], "b/c.md": None, "d.md": [0, 5]}
-    old = hashlib.sha256(json.dumps([ingest.FORMAT, str(tmp_path), "builtin", [], None]).encode())
+    old = hashlib.sha256(json.dumps([store.FORMAT, str(tmp_path), "builtin", [], None]).encode())
     old.update("".join(f"\0{p}\0{s}" for p, s in stats.items()).encode("utf-8", "surrogatepass"))
     assert ingest._stamp(tmp_path, stats, [], None, None) == old.hexdigest()
     assert ingest._stamp(tmp_path, {**stats, "d.md": [0, 6]}, [], None, None) != old.hexdigest()

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-import models
+import embedder
 import version
 from retrieve import Candidate
 
@@ -68,7 +68,7 @@ def make_index(specs=FILES):
                            "entry_latest": (day == newest) if day else None,
                            "private": False, "text": text, "hash": str(len(chunks))})
     texts = [c["text"] for c in chunks]
-    emb = models.BuiltinEmbedder.fit(texts)
+    emb = embedder.BuiltinEmbedder.fit(texts)
     return SimpleNamespace(dir=None, manifest={"chunks_sha": "v"}, files=files,
                            chunks=chunks, vectors=emb.embed_documents(texts),
                            by_path={f["path"]: f for f in files}, cache={},

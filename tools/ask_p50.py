@@ -20,6 +20,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 import harness  # noqa: E402
 import ingest  # noqa: E402
 import models  # noqa: E402
+import store_load  # noqa: E402
 import synth  # noqa: E402
 
 WARM = 5      # questions asked once first (imports, caches), not timed
@@ -34,7 +35,7 @@ def main(argv=None) -> int:
         v = synth.make_vault(Path(tmp) / "vault", args.chunks, seed=0,
                              questions=args.questions)
         ingest.build_index(v.root, Path(tmp) / "idx")
-        idx, be = ingest.load_index(Path(tmp) / "idx"), models.load_backend("builtin")
+        idx, be = store_load.load_index(Path(tmp) / "idx"), models.load_backend("builtin")
         qs = [q["question"] for q in v.questions][:args.questions]
         for q in qs[:WARM]:
             harness.ask(q, index=idx, backend=be)

@@ -1,0 +1,160 @@
+"""Chunking: a note's body -> chunks along its headings, with the dates of dated sections.
+
+In:  the file records read by one ingest (body, title, date, family, privacy, date_order).
+Out: chunk dicts (heading trail, section_date, entry_latest, text, and the text to embed),
+     and chunk_dict, the one shape of a chunk, for a new build and a loaded index alike.
+Not: embedding (ingest.py, models.py), storing chunks (store.py), reading notes
+     (vault_walk.py) or dating whole notes (dating.py).
+
+Rules, decided by code:
+- Dated sections: a `##`/`###` heading that is or starts with a date is an entry; its
+  chunks carry section_date (= date) and entry_latest (true for the file's newest entry).
+- Chunks follow headings (trail "Plan > Week 3"); short sections merge forward within one
+  entry, long ones become line-aligned windows; table rows become "Header: value; ...".
+  A "word" longer than MAX_WORD_CHARS (base64, minified code) is cut into pieces first.
+"""
+
+from __future__ import annotations
+
+import re
+
+import dating
+
+CHUNK_WORDS = 180                  # most words in one chunk
+MAX_WORD_CHARS = 200               # longer "words" (base64, minified code) are cut in pieces
+OVERLAP = 40                       # words repeated between windows of a long section
+MIN_CHUNK_WORDS = 30               # shorter sections merge into the next (same date)
+HEADING_RE = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+FENCE_RE = re.compile(r"^\s*(```|~~~)")
+TABLE_SEP_RE = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def _tables(text: str) -> str:
+    """Markdown table rows -> "Header: value; Header: value." lines."""
+    lines, out, i = text.split("\n"), [], 0
+    while i < len(lines):
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        if "|" in lines[i] and "|" in nxt and TABLE_SEP_RE.match(nxt):
+            head, i = _cells(lines[i]), i + 2
+            while i < len(lines) and "|" in lines[i]:
+                pairs = [f"{h}: {v}" if h else v
+                         for h, v in zip(head, _cells(lines[i])) if v]
+                if pairs:
+                    out.append("; ".join(pairs).rstrip(".") + ".")
+                i += 1
+        else:
+            out.append(lines[i])
+            i += 1
+    return "\n".join(out)
+
+
+def _sections(body: str, date_order: str = "ymd") -> list[tuple[str, str | None, str,
+                                                               str]]:
+    """(heading trail, section date, last heading, text) per heading outside code."""
+    out, trail, lines, sdate, slevel, fence = [], [], [], None, 0, False
+
+    def flush():
+        out.append((" > ".join(t for _, t in trail), sdate, trail[-1][1] if trail else "",
+                    _tables("\n".join(lines)).strip()))
+
+    for line in body.split("\n"):
+        fence = fence != bool(FENCE_RE.match(line))
+        m = None if fence else HEADING_RE.match(line)
+        if not m:
+            lines.append(line)
+            continue
+        flush()
+        lines, level, title = [], len(m.group(1)), m.group(2).strip()
+        trail = [(lv, t) for lv, t in trail if lv < level] + [(level, title)]
+        if sdate and level <= slevel:
+            sdate = None
+        found = (dating.find_date(title.lstrip("*_ "), True, date_order) if level in (2, 3)
+                 else None)
+        if found:
+            sdate, slevel = found, level
+    flush()
+    return out
+
+
+def _windows(text: str) -> list[str]:
+    """Whole lines packed into windows of <= CHUNK_WORDS words; each window starts with
+    the previous one's last lines (or last words) up to OVERLAP words. A "word" longer
+    than MAX_WORD_CHARS is cut into pieces of that size first."""
+    units = []                                   # (line, words); blank runs kept once
+    for line in text.split("\n"):
+        words = line.split()
+        if any(len(w) > MAX_WORD_CHARS for w in words):    # no chunk of one 2 MB "word"
+            words = [w[i:i + MAX_WORD_CHARS] for w in words
+                     for i in range(0, len(w), MAX_WORD_CHARS)]
+            line = " ".join(words)
+        if len(words) > CHUNK_WORDS:             # a very long line: word windows
+            units += [(" ".join(words[i:i + CHUNK_WORDS]), len(words[i:i + CHUNK_WORDS]))
+                      for i in range(0, len(words) - OVERLAP, CHUNK_WORDS - OVERLAP)]
+        elif words or (units and units[-1][1]):
+            units.append((line, len(words)))
+    out, cur, count = [], [], 0
+    for unit in units:
+        if cur and count + unit[1] > CHUNK_WORDS:
+            out.append("\n".join(u for u, _ in cur).strip())
+            keep, kept = [], 0
+            for u in reversed(cur):
+                if kept + u[1] > OVERLAP:
+                    break
+                keep, kept = [u] + keep, kept + u[1]
+            if not kept:                         # last line too long: its last words,
+                tail = next(u for u, n in reversed(cur) if n).split()[-OVERLAP:]
+                if unit[0].split()[:len(tail)] != tail:   # unless the unit repeats them
+                    keep, kept = [(" ".join(tail), len(tail))], len(tail)
+            cur, count = (keep, kept) if kept + unit[1] <= CHUNK_WORDS else ([], 0)
+        cur.append(unit)
+        count += unit[1]
+    out.append("\n".join(u for u, _ in cur).strip())
+    return [w for w in out if w]
+
+
+def _pieces(body: str, date_order: str = "ymd") -> list[tuple[str, str | None, str]]:
+    """(heading, section_date, text) chunks of one file."""
+    merged = []
+    for heading, sdate, last, text in _sections(body, date_order):
+        prev = merged[-1] if merged else None
+        prev_words = len(prev[2].split()) if prev else 0
+        if prev and prev[1] == sdate and not prev[2]:
+            merged[-1] = (heading, sdate, text)
+        elif (prev and prev[1] == sdate and prev_words < MIN_CHUNK_WORDS
+              and prev_words + len(f"{last} {text}".split()) <= CHUNK_WORDS):
+            merged[-1] = (prev[0], sdate, f"{prev[2]}\n\n{last}\n{text}".strip())
+        else:
+            merged.append((heading, sdate, text))
+    out = [(h, d, w) for h, d, t in merged if t for w in _windows(t)]
+    return out or ([("", None, body.strip())] if body.strip() else [])
+
+
+def chunk_dict(cid: int, r: dict, heading: str, sdate, entry_latest, text: str,
+               digest: str) -> dict:
+    """A chunk as the pipeline sees it: its own fields plus those of its file's record
+    (the one home of this shape: a new build and a loaded index make it here)."""
+    return {"id": cid, "path": r["path"], "heading": heading, "section_date": sdate,
+            "date": sdate or r["date"],
+            "date_source": "section" if sdate else r["date_source"],
+            "family": r["family"], "is_latest": r["is_latest"], "entry_latest": entry_latest,
+            "private": r["private"], "text": text, "hash": digest}
+
+
+def chunk_all(recs: list[dict]) -> list[dict]:
+    """The chunks of the records read now (duplicates have none), with _embed text."""
+    chunks = []
+    for r in recs:
+        if r["duplicate_of"]:
+            continue
+        pieces = _pieces(r["_body"], r.get("_date_order", "ymd"))
+        newest = max((d for _, d, _ in pieces if d), default=None)
+        for heading, sdate, text in pieces:
+            chunks.append(chunk_dict(len(chunks), r, heading, sdate,
+                                     None if sdate is None else sdate == newest, text, ""))
+            chunks[-1]["_embed"] = f"{r['title']}\n{heading}\n{text}"
+    return chunks
+

@@ -1,0 +1,162 @@
+"""Dating notes: the day a note is of, from its name, frontmatter, a header line or mtime.
+
+In:  a note's file name, frontmatter and body and mtime; a heading; verso.toml's
+     date_order.
+Out: (ISO date, date_source) of a note (date_of); the first date a text names
+     (find_date); a note's frontmatter split from its body; names folded for comparing.
+Not: reading notes or the config (vault_walk.py), families and duplicates (families.py),
+     chunks and dated sections (chunking.py, which asks find_date of each heading).
+
+Rules, decided by code:
+- First hit wins: filename; frontmatter `updated:` > `date:` > `created:`; a header
+  line in the first HEADER_LINES body lines (`Updated: 2 July 2026`, `Last edited
+  2026-07-02`, `Date: ...`, `# Title - October 10, 2026`); else mtime (date_source
+  "mtime", weak). A month, ISO week (2026-W40) or quarter (Q3 2026) alone means its
+  first day, unless the note's frontmatter or header gives a day inside it. 03.10.2026
+  and 3/10/2026 are read only as verso.toml's date_order ("dmy"/"mdy") says; the default
+  "ymd" reads only unambiguous dates. Impossible dates are not dates. Names are compared
+  NFKC-folded, case-folded, with every Unicode dash as "-".
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+import unicodedata
+from datetime import date, datetime, timedelta
+
+import textkit
+
+HEADER_LINES = 15                  # body lines searched for an "Updated: ..." line
+
+MONTHS = textkit.MONTHS            # one month table for dating notes and for the reader
+_MON = textkit.MONTH_PATTERN + r"\.?"
+_YEAR = r"((?:19|20)\d\d)(?!\d)"
+DATE_PATTERNS = [  # most specific first; group order in the second field
+    (re.compile(r"(?<!\d)((?:19|20)\d\d)[-_.](\d{1,2})[-_.](\d{1,2})(?!\d)"), "ymd"),
+    (re.compile(_MON + r"[\s_-]+(\d{1,2})(?:st|nd|rd|th)?,?[\s_-]+" + _YEAR, re.I), "mdy"),
+    (re.compile(r"(?<![\da-z])(\d{1,2})(?:st|nd|rd|th)?[\s_-]+" + _MON + r",?[\s_-]+" + _YEAR,
+                re.I), "dmy"),
+    # 03.10.2026 or 3/10/2026: day-first or month-first only as the config's date_order says
+    (re.compile(r"(?<![\d.])(\d{1,2})([./-])(\d{1,2})\2((?:19|20)\d\d)(?!\d)"), "num"),
+    (re.compile(r"(?<![\da-z])((?:19|20)\d\d)[-_\s]?w(\d{1,2})(?![\da-z])", re.I), "yw"),
+    (re.compile(r"(?<![\da-z])q([1-4])[\s_-]*((?:19|20)\d\d)(?!\d)", re.I), "qy"),
+    (re.compile(r"(?<![\da-z])((?:19|20)\d\d)[\s_-]*q([1-4])(?![\da-z])", re.I), "yq"),
+    (re.compile(r"(?<!\d)((?:19|20)\d\d)[-_](\d{1,2})(?!\d|[-_.]\d)"), "ym"),
+    (re.compile(_MON + r"[\s_,-]*" + _YEAR, re.I), "my"),
+]
+DATE_ORDERS = ("ymd", "dmy", "mdy")   # config date_order; "ymd" reads no d/m/y digits
+HEADER_RE = re.compile(r"^[\s>*_#-]*(?:last[\s_-]+)?(?:updated|edited|modified|revised|"
+                       r"date|dated|created|written)\b", re.I)
+FRONT_KEYS = ("updated", "date", "created")    # frontmatter date keys, in preference order
+
+
+def fold(name: str) -> str:
+    """A name as it is compared: NFKC, case folded, every Unicode dash or hyphen "-"
+    ("Shop stats – April 2026" and "shop-stats-2026-04" then read alike)."""
+    name = unicodedata.normalize("NFKC", name).casefold()
+    return "".join("-" if unicodedata.category(ch) == "Pd" or ch == "\u2212" else ch
+                   for ch in name)
+
+
+def _span(groups, order: str, date_order: str = "ymd") -> tuple[date, date] | None:
+    """(first day, last day) of what a date match names (a day, week, month or
+    quarter), or None when it is no real date or its digit order is not known."""
+    if order == "num":
+        if date_order == "ymd":
+            return None
+        groups, order = (groups[0], groups[2], groups[3]), date_order
+    parts = {}
+    for key, value in zip(order, groups):    # casefold: re.I lets "ſep" match "sep"
+        parts[key] = int(value) if value.isdigit() else MONTHS.get(value.casefold()[:3])
+    if None in parts.values():
+        return None
+    y = parts["y"]
+    try:
+        if "w" in parts:
+            first = date.fromisocalendar(y, parts["w"], 1)
+            return first, first + timedelta(days=6)
+        if "q" in parts:
+            m = 3 * parts["q"] - 2
+            return date(y, m, 1), date(y, m + 2, calendar.monthrange(y, m + 2)[1])
+        if "d" in parts:
+            day = date(y, parts["m"], parts["d"])
+            return day, day
+        return date(y, parts["m"], 1), date(y, parts["m"],
+                                            calendar.monthrange(y, parts["m"])[1])
+    except ValueError:
+        return None
+
+
+def _find_span(text: str, at_start: bool = False,
+               date_order: str = "ymd") -> tuple[date, date] | None:
+    """First valid date in text as (first day, last day), most specific form first;
+    impossible ones are masked out so "31 Feb 2026" does not fall back to "Feb 2026"."""
+    for rx, order in DATE_PATTERNS:
+        for m in rx.finditer(text):
+            found = _span(m.groups(), order, date_order)
+            if found is None:
+                text = text[:m.start()] + " " * (m.end() - m.start()) + text[m.end():]
+            elif not at_start or m.start() == 0:
+                return found
+    return None
+
+
+def find_date(text: str, at_start: bool = False, date_order: str = "ymd") -> str | None:
+    """The first day of the first valid date in text, ISO; None if there is none."""
+    found = _find_span(text, at_start, date_order)
+    return found[0].isoformat() if found else None
+
+
+def frontmatter(text: str) -> tuple[dict, str]:
+    """(metadata, body) for a leading --- block of `key: value` lines; else ({}, text)."""
+    lines = text.split("\n")
+    if lines[0].strip() != "---":
+        return {}, text
+    end = next((i for i in range(1, min(len(lines), 200)) if lines[i].strip() in ("---", "...")), 0)
+    if not end:
+        return {}, text
+    meta, key = {}, None
+    for line in lines[1:end]:
+        m = re.match(r"^([A-Za-z_][\w-]*)\s*:\s*(.*)$", line)
+        if m:
+            key, value = m.group(1).lower(), m.group(2).strip()
+            if value.startswith("[") and value.endswith("]"):
+                value = [v.strip().strip("'\"") for v in value[1:-1].split(",") if v.strip()]
+            meta[key] = value.strip("'\"") if isinstance(value, str) else value
+        elif key and line.strip().startswith("- "):
+            meta[key] = (meta[key] if isinstance(meta[key], list) else []) + [
+                line.strip()[2:].strip().strip("'\"")]
+    return meta, "\n".join(lines[end + 1:])
+
+
+def _inner_date(meta: dict, body: str, date_order: str):
+    """(span, source) of the note's own date: frontmatter, else a header line; or None."""
+    for key in FRONT_KEYS:
+        value = meta.get(key)
+        found = _find_span(value, date_order=date_order) if isinstance(value, str) else None
+        if found:
+            return found, "frontmatter"
+    for line in body.split("\n")[:HEADER_LINES]:
+        if HEADER_RE.match(line) or line.startswith("# "):
+            found = _find_span(line, date_order=date_order)
+            if found:
+                return found, "header"
+    return None
+
+
+def date_of(stem: str, meta: dict, body: str, mtime: float,
+            date_order: str = "ymd") -> tuple[str, str]:
+    """(ISO date, date_source). The file name wins; when it names only a period (a
+    month, week or quarter) and the note itself gives a day inside it, that day
+    ("filename+header" / "filename+frontmatter"); a day outside it does not count."""
+    named = _find_span(fold(stem), date_order=date_order)
+    inner = _inner_date(meta, body, date_order)
+    if named:
+        if named[0] != named[1] and inner and inner[0][0] == inner[0][1] \
+                and named[0] <= inner[0][0] <= named[1]:
+            return inner[0][0].isoformat(), f"filename+{inner[1]}"
+        return named[0].isoformat(), "filename"
+    if inner:
+        return inner[0][0].isoformat(), inner[1]
+    return datetime.fromtimestamp(mtime).date().isoformat(), "mtime"

@@ -1,0 +1,187 @@
+"""Duplicates, version families and links: what the notes of a vault are to each other.
+
+In:  the file records of one ingest (path, sha256, date, date_source, shingle count,
+     versioned, wikilinks), each note's collapsed text on demand.
+Out: the records marked in place: duplicate_of, family, is_latest, links (wikilinks
+     resolved to vault paths); shingles, the word shingles a record counts.
+Not: reading notes (vault_walk.py), dating them (dating.py), or choosing versions for a
+     question (version.py).
+
+Rules, decided by code:
+- Exact duplicates: same sha256 (files.json "sha256") of the whole text, frontmatter
+  included, whitespace collapsed. Near-copies (word 5-shingle Jaccard >=
+  NEAR_COPY_JACCARD) are duplicates only when both have the same real (non-mtime) date.
+  The copy kept: the one without a copy marker, else the shorter path.
+- Family: folder + name without dates, v1/v2/final/draft, (1)/copy/copy 2/backup/bak/old
+  and separators. A name left empty ("2026-04-03.md") and files in `versioned = false`
+  folders are their own family. Newest real date is latest; mtime never beats a real date.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import dating
+
+NEAR_COPY_JACCARD = 0.9            # word 5-shingle similarity of a near-copy
+SHINGLE = 5
+COPY_RE = re.compile(r"\(\d+\)|(?<![a-z])(copy|backup|bak|old)(?![a-z])", re.I)
+COPY_N_RE = re.compile(r"\(\d+\)|(?<![a-z])copy[\s_-]+\d+(?!\d)")  # (1), macOS "copy 2"
+VERSION_RE = re.compile(r"(?<![a-z0-9])v\d+(?:\.\d+)*(?![a-z0-9])")
+MARKER_WORDS = {"final", "draft", "copy", "backup", "bak", "old"}
+SEPARATORS_RE = re.compile(r"[\s_\-.,()\[\]]+")   # after dating.fold: every dash is "-"
+WIKILINK_RE = re.compile(r"\[\[([^\]|#\n]*)(?:#[^\]|\n]*)?(?:\|[^\]\n]*)?\]\]")
+
+
+def _family_name(stem: str) -> str:
+    """"Rates v2 (1)", "rates_2026-06", "Rates – Sept 2026", "Rates copy 2" -> "rates"."""
+    s = dating.fold(stem)
+    for rx, _ in dating.DATE_PATTERNS:   # every date form, d/m/y digits too, whatever the order
+        s = rx.sub(" ", s)
+    s = VERSION_RE.sub(" ", COPY_N_RE.sub(" ", s))
+    return " ".join(w for w in SEPARATORS_RE.sub(" ", s).split() if w not in MARKER_WORDS)
+
+
+def _keeper_key(rec: dict):
+    stem = rec["path"].rsplit("/", 1)[-1].rsplit(".", 1)[0]    # Path(path).stem, faster
+    low = stem.lower()         # COPY_RE needs one of these (every character it matches
+    marked = ("(" in low or "copy" in low or "bak" in low or "old" in low  # ignoring
+              or "backup" in low) and bool(COPY_RE.search(stem))      # case lowers to it)
+    return (marked, len(rec["path"]), rec["path"])
+
+
+def shingles(words: list[str]) -> set:
+    if len(words) < SHINGLE:
+        return {tuple(words)}
+    return set(zip(*(words[i:] for i in range(SHINGLE))))
+
+
+def mark_duplicates(recs: list[dict], norm_of, known=None) -> None:
+    """Exact copies by hash; near-copies only among files with the same real date.
+    norm_of(rec) gives a record's whitespace-collapsed text (a reused record's note is
+    read only when its shingle count leaves a near-copy possible)."""
+    groups = defaultdict(list)
+    for r in recs:
+        groups[("sha", r["sha256"])].append(r)
+    for r in recs:
+        if r["date_source"] != "mtime":
+            groups[("date", r["date"])].append(r)
+    for (kind, _), members in groups.items():
+        if len(members) < 2:
+            continue
+        members = sorted((m for m in members if not m["duplicate_of"]), key=_keeper_key)
+        sets = {}
+        for i, keep in enumerate(members):
+            if keep["duplicate_of"]:    # only later members are marked in its own pass
+                continue
+            low, high = NEAR_COPY_JACCARD * keep["shingles"], keep["shingles"]
+            for other in members[i + 1:]:
+                if other["duplicate_of"]:
+                    continue
+                if kind == "sha":
+                    other["duplicate_of"] = keep["path"]
+                    continue
+                n = other["shingles"]     # _near_copy's first test, here: most pairs end
+                if n < low or high < NEAR_COPY_JACCARD * n:  # on it (19k at 12k notes)
+                    continue
+                if _near_copy(keep, other, sets, norm_of, known):
+                    other["duplicate_of"] = keep["path"]
+
+
+def _near_copy(a: dict, b: dict, sets: dict, norm_of, known=None) -> bool:
+    """Word-shingle Jaccard >= NEAR_COPY_JACCARD; the shingle counts rule most pairs out.
+    known: {"old": {pair: result}, "new": {}}: the last run's results stand for two
+    notes reused unread (same size and mtime); every result goes into "new"."""
+    if min(a["shingles"], b["shingles"]) < NEAR_COPY_JACCARD * max(a["shingles"],
+                                                                   b["shingles"]):
+        return False
+    pair = "\t".join(sorted((a["path"], b["path"])))
+    if known is not None and a.get("_reused") and b.get("_reused") and pair in known["old"]:
+        known["new"][pair] = known["old"][pair]
+        return known["new"][pair]
+    for r in (a, b):
+        if r["path"] not in sets:
+            sets[r["path"]] = shingles(norm_of(r).lower().split())
+    x, y = sets[a["path"]], sets[b["path"]]
+    near = len(x & y) / len(x | y) >= NEAR_COPY_JACCARD
+    if known is not None:
+        known["new"][pair] = near
+    return near
+
+
+def mark_families(recs: list[dict]) -> None:
+    fams = defaultdict(list)
+    for r in recs:
+        family = r.pop("_family", None)  # reused: same name, rules and config (reuse key)
+        if family is None:
+            folder, _, name = r["path"].rpartition("/")
+            norm = _family_name(Path(name).stem) if r["versioned"] else ""
+            family = f"{folder}/{norm}" if norm and folder else (norm or r["path"])
+        r["family"] = family
+        if not r["duplicate_of"]:
+            fams[family].append(r)
+    for members in fams.values():
+        if len(members) == 1:           # most families: one file, the latest of itself
+            members[0]["is_latest"] = True
+            continue
+        pool = [m for m in members if m["date_source"] != "mtime"] or members
+        top = max(m["date"] for m in pool)
+        for m in pool:
+            m["is_latest"] = m["date"] == top
+
+
+def _link_name(raw: str) -> str:
+    """A wikilink target, case and note extension dropped: "Ana.md" -> "ana"."""
+    return raw.strip().lower().removesuffix(".md").removesuffix(".txt")
+
+
+def _link_key(raw: str) -> str | None:
+    """A wikilink target as resolve_links looks it up (None: an embed of an image or
+    another attachment, or empty)."""
+    key = _link_name(raw)
+    ext = os.path.splitext(key)[1]
+    return None if not key or (ext and ext[1:].isalpha()) else key
+
+
+def _path_keys(path: str) -> tuple[str, str]:
+    """The names a wikilink finds a note by: its path and its stem, lower case, without
+    the extension ("people/Ana.md" -> "people/ana", "ana")."""
+    no_ext = path.rsplit(".", 1)[0].lower()
+    return no_ext, no_ext.rsplit("/", 1)[-1]
+
+
+def resolve_links(recs: list[dict], changed: set | None = None) -> None:
+    """Wikilink targets -> vault-relative paths by stem or path (case-insensitive).
+    changed: the paths that appeared, went or changed duplicate status since the last
+    run (None: every record is resolved). A reused record's links then stand as they
+    were unless one of its links names such a path (by path or stem): only those names
+    have other candidates now, and only the names the resolved links ask for are
+    looked up."""
+    if changed is None:
+        todo = recs
+    else:
+        hit = {k for p in changed for k in _path_keys(p)}
+        todo = [r for r in recs if not r.get("_reused") or (hit and not hit.isdisjoint(
+            map(_link_name, r["wikilinks"])))]    # a superset of _link_key's: embeds too
+    wanted = ({k for r in todo for k in map(_link_key, r["wikilinks"])}
+              if changed is not None else None)
+    by_key = defaultdict(list)
+    for r in recs:
+        for key in _path_keys(r["path"]):
+            if wanted is None or key in wanted:
+                by_key[key].append(r)
+    for r in todo:
+        links, folder = [], r["path"].rpartition("/")[0]
+        for raw in r["wikilinks"]:
+            key = _link_key(raw)
+            if key is None:
+                continue  # embeds of images and other attachments
+            hits = sorted(by_key.get(key, []), key=lambda h: (
+                bool(h["duplicate_of"]), h["path"].rpartition("/")[0] != folder, len(h["path"])))
+            target = hits[0]["path"] if hits else raw.strip()
+            if target not in links:
+                links.append(target)
+        r["links"] = links

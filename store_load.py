@@ -1,0 +1,457 @@
+"""The index on disk, its load side: an index dir -> an Index, checked, mapped, lazy.
+
+In:  an index dir written by store.py (default store.default_index_dir()), and the
+     backend of a non-builtin embedder.
+Out: an Index: the manifest, the file records, the live chunks (built when asked for,
+     their texts read then), the vectors over the segments' memory maps (never copied),
+     the embedder. Damage, another format or another embedder is one line naming the fix
+     (store.IndexProblem). built_from says which vault an index was made from.
+Not: writing (store.py), building (ingest.py), BM25 or retrieval (retrieve.py).
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import json
+import os
+import shlex
+import zlib
+from collections.abc import Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+import embedder
+import chunking
+import models
+import store
+
+LOAD_TRIES = 3                     # load_index re-reads a manifest a commit replaced meanwhile
+
+
+@dataclass
+class Index:
+    dir: Path
+    manifest: dict
+    files: list
+    chunks: list
+    vectors: object              # float32 [n_chunks, dim] over memory maps, row i == chunks[i]
+    by_path: dict
+    embedder: object
+    cache: dict = field(default_factory=dict)   # free for retrieve/version to memoise
+    stat: list = field(default_factory=list)    # index_stat of the files it was read from
+    segments: list = field(default_factory=list)  # the Segments, in manifest order
+    where: dict = field(default_factory=dict)     # path -> [(segment, first row, rows)]
+    base: tuple | None = None    # (name, sha, records) of the file records' base
+
+
+def _line(e: Exception) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+
+
+def _fix(index_dir: Path, vault=None) -> str:
+    default = index_dir == store.default_index_dir().resolve()
+    extra = "" if default else f" --index {shlex.quote(str(index_dir))}"
+    return f"python ingest.py {shlex.quote(vault) if vault else 'VAULT'}{extra} --rebuild"
+
+
+def _read_json(index_dir: Path, name: str, key: str, vault=None):
+    try:
+        raw = (index_dir / name).read_bytes()
+        data = json.loads(raw)
+    except (OSError, ValueError) as e:
+        raise store.IndexProblem(f"{name} in {index_dir} is unreadable ({type(e).__name__}): "
+                                 f"run {_fix(index_dir, vault)}") from None
+    if not vault and isinstance(data, dict) and isinstance(data.get("vault"), str):
+        vault = data["vault"]
+    if not isinstance(data, dict) or data.get("format") != store.FORMAT or key not in data:
+        raise store.IndexProblem(f"{name} in {index_dir} has unknown format "
+                                 f"{data.get('format') if isinstance(data, dict) else '?'} "
+                                 f"(this Verso reads {store.FORMAT}): run "
+                                 f"{_fix(index_dir, vault)}")
+    return data, raw
+
+
+def built_from(index_dir=None) -> tuple[str, str] | None:
+    """(vault folder, creation time) recorded by the index in index_dir (default
+    store.default_index_dir()); None when no index is there. Read from the manifest
+    alone, so an index of another format still says where it came from."""
+    d = Path(index_dir or store.default_index_dir()).expanduser().resolve()
+    if not (d / "manifest.json").exists():
+        return None
+    try:
+        manifest = json.loads((d / "manifest.json").read_bytes())
+        return str(manifest["vault"]), str(manifest.get("created") or "an unknown date")
+    except (OSError, ValueError, KeyError, TypeError):
+        raise store.IndexProblem(f"the index in {d} is damaged and does not say which vault it "
+                                 f"was built from: run python ingest.py YOUR_NOTES --index {d} "
+                                 f"--rebuild") from None
+
+
+@dataclass
+class Segment:
+    """One segment, memory-mapped: rows of chunks of whole notes."""
+    name: str
+    files: list                  # [[path, first row, rows]] in row order
+    heading: list
+    section_date: list
+    entry_latest: list
+    vectors: np.ndarray          # float32 [rows, dim] (memory map)
+    rows: np.ndarray             # store.ROWS [rows] (memory map)
+    blob: object                 # the texts: a _Text (b"" when empty)
+    where: str                   # "s3.text in DIR", for errors
+    fix: str                     # the command that rebuilds the index
+
+    def text(self, r: int) -> str:
+        start = int(self.rows["end"][r - 1]) if r else 0
+        raw = bytes(self.blob[start:int(self.rows["end"][r])])
+        if zlib.crc32(raw) != int(self.rows["crc"][r]):
+            raise store.IndexProblem(f"{self.where} does not match its rows (edited or damaged): "
+                                     f"run {self.fix}")
+        return raw.decode("utf-8")
+
+    def digest(self, r: int) -> str:
+        return bytes(self.rows["hash"][r]).hex()
+
+    def row_paths(self) -> list[str]:
+        return [p for p, _, n in self.files for _ in range(n)]
+
+
+class _Text:
+    """A segment's texts, read by offset (blob[a:b] -> bytes, one pread): not a memory map,
+    whose every first touch maps megabytes of the file into the process (large folios),
+    for a chunk of a kilobyte."""
+
+    def __init__(self, path: Path):
+        self.file = open(path, "rb", buffering=0)        # closed with the segment
+
+    def __getitem__(self, sl: slice) -> bytes:
+        start, stop = sl.start or 0, sl.stop
+        if hasattr(os, "pread"):
+            return os.pread(self.file.fileno(), stop - start, start)
+        self.file.seek(start)
+        return self.file.read(stop - start)
+
+
+class _Vectors:
+    """The vectors of the live chunks in chunk-id order, over the segments' memory maps
+    (never copied): `v @ q`, `v[i]`, `v[ids]`, shape, dtype, nbytes, np.asarray(v)."""
+
+    def __init__(self, mats: list, seg_of: np.ndarray, row: np.ndarray, dim: int):
+        self.mats = [np.asarray(m) for m in mats]
+        base = np.cumsum([0] + [m.shape[0] for m in mats])
+        self.base, self.rows = base, base[seg_of] + row      # chunk id -> global row
+        self.shape, self.dtype, self.ndim = (len(row), dim), np.dtype(np.float32), 2
+        self.nbytes = len(row) * dim * 4
+        self.plain = (self.mats[0] if len(mats) == 1 and base[-1] == len(row)
+                      and np.array_equal(self.rows, np.arange(len(row))) else None)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __matmul__(self, q):
+        if self.plain is not None:
+            return self.plain @ q
+        return np.concatenate([m @ q for m in self.mats])[self.rows]
+
+    def __getitem__(self, i):
+        if self.plain is not None:
+            return self.plain[i]
+        g = self.rows[i]
+        if np.ndim(g) == 0:
+            s = int(np.searchsorted(self.base, g, "right")) - 1
+            return self.mats[s][g - self.base[s]]
+        g = np.asarray(g)
+        out = np.empty(g.shape + (self.shape[1],), np.float32)
+        seg = np.searchsorted(self.base, g, "right") - 1
+        for s in range(len(self.mats)):        # not np.unique: it imports numpy.ma
+            at = seg == s
+            if not at.any():
+                continue
+            out[at] = self.mats[s][g[at] - self.base[s]]
+        return out
+
+    def __array__(self, dtype=None, copy=None):
+        out = self[np.arange(len(self))] if self.plain is None else np.array(self.plain)
+        return out if dtype is None else out.astype(dtype)
+
+
+class _Chunks(Sequence):
+    """The live chunks in id order, each dict built from its segment and its file's
+    record when first asked for (its text read then); equal to the list a full build
+    makes. column(key) gives one field of every chunk without building the dicts."""
+
+    def __init__(self, files: list, segments: list, file_of, seg_of, row):
+        self.files, self.segments = files, segments
+        self.file_of, self.seg_of, self.row = file_of, seg_of, row
+        self.memo: dict[int, dict] = {}
+
+    def __len__(self) -> int:
+        return len(self.row)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        i = int(i) + (len(self) if int(i) < 0 else 0)
+        if not 0 <= i < len(self):
+            raise IndexError("chunk id out of range")
+        c = self.memo.get(i)
+        if c is None:
+            seg, r = self.segments[self.seg_of[i]], int(self.row[i])
+            c = self.memo[i] = chunking.chunk_dict(i, self.files[self.file_of[i]], seg.heading[r],
+                                                   seg.section_date[r], seg.entry_latest[r],
+                                                   seg.text(r), seg.digest(r))
+        return c
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def segment_ids(self, s: int) -> np.ndarray:
+        """int64 [rows of segment s]: each row's chunk id, -1 when tombstoned."""
+        out = np.full(len(self.segments[s].rows), -1, dtype=np.int64)
+        at = np.flatnonzero(self.seg_of == s)
+        out[self.row[at]] = at
+        return out
+
+    def files_of(self) -> tuple[np.ndarray, list]:
+        """(int64 [n]: each chunk's position in files, ascending; files)."""
+        return self.file_of, self.files
+
+    def column(self, key: str) -> list:
+        if key == "id":
+            return list(range(len(self)))
+        if key in ("path", "private", "family", "is_latest"):
+            values = np.array([f[key] for f in self.files] + [None], dtype=object)[:-1]
+            return values[self.file_of].tolist()
+        if key in ("heading", "section_date", "entry_latest"):
+            out = np.empty(len(self), dtype=object)
+            for s, seg in enumerate(self.segments):
+                at = self.seg_of == s
+                out[at] = np.array(getattr(seg, key) + [None], dtype=object)[:-1][self.row[at]]
+            return out.tolist()
+        return [c.get(key) for c in self]
+
+
+def chunk_files(chunks):
+    """(each chunk's position in the file records, the records) when the chunks come
+    from a loaded index, else None (a plain list: read the dicts)."""
+    return chunks.files_of() if isinstance(chunks, _Chunks) else None
+
+
+def chunk_column(chunks, key: str, ids=None) -> list:
+    """One field of every chunk in id order, or of the chunks `ids`; from an index's
+    columns when it has them (no chunk dict built, no text read), else from the dicts."""
+    if ids is not None:
+        ids = [int(i) for i in ids]
+        if isinstance(chunks, _Chunks) and key in ("heading", "section_date", "entry_latest"):
+            segs, rows = chunks.seg_of[ids].tolist(), chunks.row[ids].tolist()
+            return [getattr(chunks.segments[s], key)[r] for s, r in zip(segs, rows)]
+        return [chunks[i].get(key) for i in ids]
+    if isinstance(chunks, _Chunks):
+        return chunks.column(key)
+    return [c.get(key) for c in chunks]
+
+
+def load_index(index_dir=None, backend=None) -> Index:
+    """The index in index_dir (store.default_index_dir()), checked: format, the files and
+    segments the manifest names, vector rows and dim, and the embedder. Texts are read
+    (and checked) only when a chunk is asked for. `backend` supplies the embedder of a
+    non-builtin index. An ingest that commits meanwhile is followed to its new manifest."""
+    d = Path(index_dir or store.default_index_dir()).expanduser().resolve()
+    if not (d / "manifest.json").exists():
+        raise store.IndexProblem(f"no index in {d}: run python ingest.py VAULT"
+                                 + ("" if d == store.default_index_dir().resolve()
+                                    else f" --index {d}"))
+    for attempt in range(LOAD_TRIES):
+        seen = _manifest_bytes(d)
+        try:
+            with bulk():
+                return _load(d, backend)
+        except store.IndexProblem:
+            if attempt + 1 < LOAD_TRIES and _manifest_bytes(d) != seen:
+                continue                       # a commit replaced the files: read anew
+            if (pid := store.holder(d)) is not None:
+                raise store.IndexProblem(f"an ingest (pid {pid}) is writing {d}: try again when "
+                                         "it finishes") from None
+            raise
+
+
+def _manifest_bytes(d: Path) -> bytes:
+    try:
+        return (d / "manifest.json").read_bytes()
+    except OSError:
+        return b""
+
+
+def index_stat(d: Path) -> list:
+    """[name, size, mtime_ns] of every file in the index dir but the lock and temp files:
+    an equal list means the files on disk are the ones that were read (a commit, a merge
+    or a damaged file all show as a change)."""
+    try:
+        entries = list(os.scandir(d))
+    except OSError:
+        return []
+    out = []
+    for e in entries:
+        if e.name != store.LOCK_NAME and not e.name.startswith(".") and e.is_file():
+            st = e.stat()
+            out.append([e.name, st.st_size, st.st_mtime_ns])
+    return sorted(out)
+
+
+def _load(d: Path, backend) -> Index:
+    stat = index_stat(d)              # before reading: a later replacement shows as a change
+    manifest, _ = _read_json(d, "manifest.json", "embedder")
+    vault = manifest.get("vault") if isinstance(manifest.get("vault"), str) else None
+    fix = _fix(d, vault)
+    dim = manifest.get("dim")
+    if not isinstance(manifest["embedder"], str) or type(dim) is not int or dim < 1:
+        raise store.IndexProblem(f"manifest.json in {d} has a bad embedder or dim "
+                                 f"({manifest['embedder']!r}, {dim!r}): run {fix}")
+    try:
+        names = [(s["name"], s["rows"], s["sha"]) for s in manifest["segments"]]
+        dead = {k: set(v) for k, v in manifest["dead"].items()}
+        files_file = str(manifest["files_file"])
+    except (KeyError, TypeError, AttributeError):
+        raise store.IndexProblem(f"manifest.json in {d} lacks its segments or files: run "
+                                 f"{fix}") from None
+    base, files = _load_files(d, manifest, files_file, vault, fix)
+    segments = [_load_segment(d, name, rows, sha, dim, vault) for name, rows, sha in names]
+    where = _live_notes(segments, dead)
+    file_of, seg_of, row = _layout(d, files, where, fix)
+    embedder = _load_embedder(d, manifest, backend, fix)
+    idx = Index(d, manifest, files, _Chunks(files, segments, file_of, seg_of, row),
+                _Vectors([s.vectors for s in segments], seg_of, row, dim),
+                {f["path"]: f for f in files}, embedder, stat=stat)
+    idx.segments, idx.where, idx.base = segments, where, base
+    return idx
+
+
+def _load_files(d: Path, manifest: dict, files_file: str, vault, fix: str):
+    """((base name, its sha, its records), the file records): the base, with the delta
+    the manifest names (if any) applied; each file checked against its digest."""
+    data, raw = _read_json(d, files_file, "files", vault)
+    if hashlib.sha256(raw).hexdigest() != manifest.get("files_sha"):
+        raise store.IndexProblem(f"{files_file} in {d} does not match its manifest (edited, or an "
+                                 f"ingest was interrupted): run {fix}")
+    base = (files_file, manifest["files_sha"], data["files"])
+    name = manifest.get("files_delta")
+    if not name:
+        return base, data["files"]
+    delta, raw = _read_json(d, str(name), "files", vault)
+    recs, n = data["files"], len(data["files"])
+    try:
+        ok = (hashlib.sha256(raw).hexdigest() == manifest.get("delta_sha")
+              and delta.get("base") == files_file)
+        files = [recs[e] if type(e) is int and 0 <= e < n else e if type(e) is dict
+                 else None for e in delta["files"]] if ok else [None]
+    except TypeError:
+        files = [None]
+    if None in files:
+        raise store.IndexProblem(f"{name} in {d} does not match its manifest (edited, or an "
+                                 f"ingest was interrupted): run {fix}")
+    return base, files
+
+
+def _mapped(path: Path, fix: str, dtype=None, shape=None):
+    """np.load(mmap) of a .npy, checked against dtype and shape (one line if not)."""
+    try:
+        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError, EOFError) as e:
+        raise store.IndexProblem(f"{path.name} in {path.parent} is unreadable ({_line(e)}): run "
+                                 f"{fix}") from None
+    if arr.dtype != dtype or arr.shape != shape:
+        raise store.IndexProblem(f"{path.name} in {path.parent} has shape {arr.shape} "
+                                 f"{arr.dtype}, expected {shape} {np.dtype(dtype)}: run {fix}")
+    return arr
+
+
+def _load_segment(d: Path, name: str, n: int, sha: str, dim: int, vault) -> Segment:
+    fix = _fix(d, vault)
+    meta, raw = _read_json(d, f"{name}.chunks.json", "files", vault)
+    if hashlib.sha256(raw).hexdigest() != sha:
+        raise store.IndexProblem(f"{name}.chunks.json in {d} does not match its manifest (edited, "
+                                 f"or an ingest was interrupted): run {fix}")
+    vectors = _mapped(d / f"{name}.vectors.npy", fix, np.float32, (n, dim))
+    rows = _mapped(d / f"{name}.rows.npy", fix, store.ROWS, (n,))
+    text = d / f"{name}.text"
+    try:
+        size = text.stat().st_size
+        blob = _Text(text) if size else b""
+    except (OSError, ValueError) as e:
+        raise store.IndexProblem(f"{name}.text in {d} is unreadable ({_line(e)}): run "
+                                 f"{fix}") from None
+    if size != (int(rows["end"][-1]) if n else 0) or not all(
+            len(meta.get(k) or []) == n for k in ("heading", "section_date", "entry_latest")):
+        raise store.IndexProblem(f"{name}.text in {d} does not match its rows (edited or "
+                                 f"damaged): run {fix}")
+    return Segment(name, meta["files"], meta["heading"], meta["section_date"],
+                   meta["entry_latest"], vectors, rows, blob, f"{name}.text in {d}", fix)
+
+
+def _live_notes(segments: list, dead: dict) -> dict:
+    """path -> [(segment, first row, rows)] of every note not tombstoned (one each in a
+    whole index)."""
+    where = {}
+    for s, seg in enumerate(segments):
+        gone = dead.get(seg.name, ())
+        for path, start, count in seg.files:
+            if path not in gone:
+                where.setdefault(path, []).append((s, start, count))
+    return where
+
+
+def _layout(d: Path, files: list, where: dict, fix: str):
+    """(file_of, seg_of, row): for each live chunk, in full-build order (notes by path,
+    then their rows), its file's position in files, its segment and its row there."""
+    live = [(j, f["path"]) for j, f in enumerate(files) if not f.get("duplicate_of")]
+    if len(where) != len(live) or any(len(where.get(p, ())) != 1 for _, p in live):
+        raise store.IndexProblem(f"the segments in {d} do not match its files (a note missing or "
+                                 f"indexed twice): run {fix}")
+    loc = np.array([where[p][0] for _, p in live], dtype=np.int64).reshape(-1, 3)
+    counts = loc[:, 2]
+    first = np.cumsum(counts) - counts                 # each note's first chunk id
+    row = np.arange(int(counts.sum()), dtype=np.int64) + np.repeat(loc[:, 1] - first, counts)
+    return (np.repeat(np.array([j for j, _ in live], dtype=np.int64), counts),
+            np.repeat(loc[:, 0], counts), row)
+
+
+def _load_embedder(d: Path, manifest: dict, backend, fix: str):
+    """The embedder the vectors were made with: builtin from its IDF file, Ollama by
+    model name (no server call), anything else from the backend passed in."""
+    eid = manifest["embedder"]
+    if backend is not None:
+        emb = getattr(backend, "embedder", backend)
+    elif eid.startswith(embedder.BUILTIN_EMBEDDER):
+        name = str(manifest.get("idf_file"))
+        try:
+            emb = embedder.BuiltinEmbedder(np.load(d / name))
+        except (OSError, ValueError, EOFError) as e:
+            raise store.IndexProblem(f"{name} in {d} is unreadable ({_line(e)}): run "
+                                     f"{fix}") from None
+    elif eid.startswith("ollama:") and hasattr(models, "OllamaEmbedder"):
+        emb = models.OllamaEmbedder(eid[len("ollama:"):], dim=manifest["dim"])
+    else:
+        raise store.IndexProblem(f"index {d} was built with embedder {eid}, which needs its "
+                                 f"backend to load: pass it, or run {fix}")
+    if emb.id != eid or emb.dim != manifest["dim"]:
+        raise store.IndexProblem(f"index {d} was built with embedder {eid} (dim "
+                                 f"{manifest['dim']}), not {emb.id} (dim {emb.dim}): run {fix}")
+    return emb
+
+
+@contextmanager
+def bulk():
+    """Python's cycle collector paused while many acyclic objects are made (parsed
+    records, chunk dicts): each full collection walks all of them (0.1 s of an edit at
+    12k notes). Reference counting still frees everything; the collector runs again after."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
