@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -29,6 +30,7 @@ import retrieve
 import route as route_stage
 import store
 import store_load
+import vault_walk
 import verify as verify_stage
 import version
 
@@ -70,6 +72,7 @@ class Answer:
     reply: str = ""                                # what it said, before parsing
     calls: list = field(default_factory=list)      # the ledger: one row per model call
     sample_vault: bool = False                     # answered from the bundled sample vault
+    index_config: dict = field(default_factory=dict)   # the config the index was built with
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -160,14 +163,16 @@ def load(index=None, vault=None, backend="auto", judge=None, rebuild=False):
 
     The backend is chosen first, so the index is built with its embedder; queries are
     then always embedded by the embedder the index was built with."""
-    be = backend if isinstance(backend, models.Backend) else models.load_backend(
-        backend, judge=judge)
-    if isinstance(index, store_load.Index):
-        idx = index
-    else:
+    folder = None
+    if not isinstance(index, store_load.Index):
         folder, warning = resolve_vault(index, vault)
         if warning:
             print(warning, file=sys.stderr)
+    be = backend if isinstance(backend, models.Backend) else models.load_backend(
+        backend, judge=judge, timeout=_config_timeout(index, folder))
+    if isinstance(index, store_load.Index):
+        idx = index
+    else:
         if folder is None:
             idx = store_load.load_index(index, None if be.name == "builtin" else be)
         else:
@@ -176,6 +181,17 @@ def load(index=None, vault=None, backend="auto", judge=None, rebuild=False):
             idx = ingest.refresh(folder, index_dir=index, rebuild=rebuild, backend=be)
     be.embedder = idx.embedder
     return idx, be
+
+
+def _config_timeout(index, folder) -> float | None:
+    """`timeout` of the vault's config (the one its index keeps), unless --timeout or
+    $VERSO_OLLAMA_TIMEOUT set one: those come first."""
+    if folder is None or os.environ.get(models.TIMEOUT_ENV):
+        return None
+    d = Path(index or store.default_index_dir()).expanduser().resolve()
+    folder = Path(folder).expanduser().resolve()
+    cfg, _ = vault_walk.load_config(folder, ingest.kept_config(d, folder))
+    return cfg.get("timeout")
 
 
 def _same_vault(index_dir: Path, vault) -> None:
@@ -204,7 +220,7 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     ledger = cost_ledger.Ledger()
     clock = _Clock(ledger)
     out = Answer(question=question, backend=be.name, backend_note=be.note,
-                 sample_vault=from_sample(idx))
+                 sample_vault=from_sample(idx), index_config=ingest.config_of(idx.manifest))
     out.route = clock.run("route", route_stage.route, question, ledger=ledger)
     out.time_mode = mode or out.route["time_mode"]
     if not out.route["needs_retrieval"]:

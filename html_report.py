@@ -307,6 +307,17 @@ def _cost(a: dict) -> str:
                 if calls else ""))
 
 
+def _provenance(a: dict) -> str:
+    """Where the index came from: the sample vault, the config it was built with."""
+    cfg, out = a.get("index_config") or {}, ""
+    if cfg.get("path"):
+        out += (f" \u00b7 config {_e(cfg['path'])} (sha256 {_e((cfg.get('sha256') or '')[:12])}"
+                f"{', kept from --config' if cfg.get('given') else ''})")
+    if a.get("sample_vault"):
+        out += " \u00b7 <strong>answered from the bundled sample vault</strong>"
+    return out
+
+
 def trace_fragment(a: dict, gold=(), back: str | None = None, facts=None) -> str:
     """Every stage of one answer as a <div class="verso"> (styles scoped to it);
     `facts` ({label: value}) is shown under the question (the evaluation's scoring)."""
@@ -317,7 +328,8 @@ def trace_fragment(a: dict, gold=(), back: str | None = None, facts=None) -> str
     if facts:
         legend += _table(["", ""], [[_e(k), _e(v)] for k, v in facts.items()])
     head = (f"<h1>{_e(a['question'])}</h1><p class=\"muted\">backend {_e(a['backend'])}"
-            f" ({_e(a.get('backend_note', ''))}) \u00b7 time mode {_e(a['time_mode'])}</p>")
+            f" ({_e(a.get('backend_note', ''))}) \u00b7 time mode {_e(a['time_mode'])}"
+            f"{_provenance(a)}</p>")
     body = [_answer(a, gold), _route(a), _retrieve(a, gold), _version(a, gold),
             _rerank(a, gold), _generate(a), _verify(a), _cost(a)]
     links = " \u00b7 ".join(f'<a href="#{s.lower()}">{s}</a>' for s in SECTIONS[1:])

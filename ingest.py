@@ -187,6 +187,34 @@ def _embedder_for(backend, builtin: bool, prev, note: str, texts: list[str]):
     return emb, prev, note, name
 
 
+def kept_config(index_dir: Path, vault: Path) -> str | None:
+    """The --config file an index of this vault was built with, for a build that names
+    none (harness's refresh, a later ingest): an index keeps its config. A kept file
+    that is gone is an error naming the fix."""
+    try:
+        m = json.loads((index_dir / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None                 # no index yet, or a damaged one: loading says why
+    if not isinstance(m, dict) or not m.get("config_given") or m.get("vault") != str(vault):
+        return None
+    if not Path(m["config"]).is_file():
+        raise ValueError(f"the index was built with --config {m['config']}, which is gone: "
+                         f"pass --config FILE (VAULT/{vault_walk.CONFIG_NAME} for the "
+                         f"vault's own)")
+    return m["config"]
+
+
+def _digest(path) -> str | None:
+    """sha256 of a config file's bytes (None without one)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path else None
+
+
+def config_of(manifest: dict) -> dict:
+    """{"path", "sha256", "given"}: the config an index was built with."""
+    return {"path": manifest.get("config"), "sha256": manifest.get("config_sha256"),
+            "given": bool(manifest.get("config_given"))}
+
+
 def _reuse_key(cfg_path) -> list:
     """What per-file reuse depends on besides the note itself: the rules and the config
     file (its stat). A previous index with another key is not reused per file."""
@@ -361,7 +389,8 @@ def _unchanged(index_dir: Path, vault: Path, stamp: str, backend, current=None):
             "files_reused": len(idx.files), "files_reread": 0,
             "dated": dict(Counter(f["date_source"] for f in idx.files)),
             "skipped": m.get("skipped", []), "seconds": 0.0, "index": str(index_dir),
-            "embedder": m["embedder"], "note": "nothing changed since the last ingest"}, idx
+            "embedder": m["embedder"], "config": config_of(m),
+            "note": "nothing changed since the last ingest"}, idx
 
 
 def _files_and_chunks(vault: Path, paths: list, cfg: dict, progress, stats: dict,
@@ -462,6 +491,8 @@ def _build_now(vault, index_dir, config, rebuild, backend, progress, current=Non
     if index_dir == vault or vault in index_dir.parents:
         raise ValueError(f"index dir {index_dir} is inside the vault; Verso never writes "
                          f"there: pass --index DIR outside it or set VERSO_HOME")
+    given = config is not None
+    config = config if given else kept_config(index_dir, vault)
     cfg, cfg_path = vault_walk.load_config(vault, config)
     stats = {}
     paths, passed_over = vault_walk.scan(vault, cfg, stats)
@@ -495,11 +526,14 @@ def _build_now(vault, index_dir, config, rebuild, backend, progress, current=Non
                    "seconds": 0.0, "index": str(index_dir), "embedder": emb.id, "note": note}
         manifest.update({
             "backend": name, "vault": str(vault), "stamp": stamp,
-            "config": str(cfg_path) if cfg_path else None, "reuse": key,
+            "config": str(cfg_path) if cfg_path else None,
+            "config_sha256": _digest(cfg_path), "config_given": config is not None,
+            "reuse": key,
             "counts": {**{k: summary[k] for k in ("files_seen", "indexed", "duplicates",
                                                   "families", "chunks")},
                        "skipped": len(summary["skipped"])},
             "skipped": summary["skipped"]})
+        summary["config"] = config_of(manifest)
         manifest["near_file"] = f"g{manifest['gen']}.near.json"
         store.commit(index_dir, manifest, files, manifest.pop("_pieces"),
                      manifest.pop("_idf"), known["new"])
@@ -583,8 +617,35 @@ def _human(s: dict) -> str:
              f"{s['files_reread']}); chunks embedded {s['embedded']}, reused {s['reused']} "
              f"in {s['seconds']:.2f} s; "
              f"dated by {dated or 'nothing'}", f"index: {s['index']}"]
+    cfg = s.get("config") or {}
+    if cfg.get("path"):
+        lines.append(f"config: {cfg['path']}" + (" (kept: the index answers with it)"
+                                                 if cfg["given"] else ""))
     lines += [f"skipped {x['path']}: {x['reason']}" for x in s["skipped"]]
     return "\n".join(lines + ([s["note"]] if s["note"] else []))
+
+
+FILE_FIELDS = ("path", "date", "date_source", "family", "duplicate_of", "private",
+               "is_latest")
+
+
+def file_listing(files: list[dict]) -> list[dict]:
+    """One row per note of the index, as ingest saw it: FILE_FIELDS, sorted by path."""
+    return sorted(({k: f.get(k) for k in FILE_FIELDS} for f in files),
+                  key=lambda r: r["path"])
+
+
+def _files_table(rows: list[dict]) -> str:
+    """--files: the listing as aligned columns (copy of: the note it duplicates)."""
+    head = ["path", "date", "dated by", "family", "latest", "copy of", "private"]
+    size = Counter(r["family"] for r in rows if not r["duplicate_of"])
+    body = [[r["path"], r["date"] or "", r["date_source"] or "",
+             r["family"] if size[r["family"]] > 1 or r["duplicate_of"] else "",
+             "yes" if r["is_latest"] else "", r["duplicate_of"] or "",
+             "yes" if r["private"] else ""] for r in rows]
+    widths = [max(len(x) for x in col) for col in zip(head, *body)]
+    return "\n".join("  ".join(x.ljust(w) for x, w in zip(line, widths)).rstrip()
+                     for line in [head, *body])
 
 
 class _Meter:
@@ -620,11 +681,18 @@ def main(argv=None) -> int:
                    help="embedder: builtin (offline) or ollama (nomic-embed-text)")
     p.add_argument("--quiet", action="store_true",
                    help="no progress line (it is shown only on a terminal anyway)")
+    p.add_argument("--timeout", type=float, default=None, help="seconds one Ollama request "
+                   "may take (default 120, or $VERSO_OLLAMA_TIMEOUT)")
+    p.add_argument("--files", action="store_true", help="also list every note: its date, "
+                   "how it was dated, its family, the note it copies, private or not")
     a = p.parse_args(argv)
     meter = None if a.quiet or not sys.stderr.isatty() else _Meter(sys.stderr)
     try:
+        models.use_timeout(a.timeout)
         s = build_index(a.vault, a.index, a.config, a.rebuild, backend=a.backend,
                         progress=meter, keep=_AT_EXIT)
+        if a.files:
+            s["files"] = file_listing(store_load.load_index(s["index"]).files)
     except (ValueError, store.IndexProblem, store.IndexBusy, models.BackendError, OSError) as e:
         print(f"{chr(10) if meter and meter.stage else ''}ingest: {e}", file=sys.stderr)
         return 2
@@ -633,7 +701,10 @@ def main(argv=None) -> int:
         return 130
     if meter:
         meter.clear()
-    print(json.dumps(s, indent=2) if a.json else _human(s))
+    if a.json:
+        print(json.dumps(s, indent=2))
+    else:
+        print(_human(s) + (f"\n\n{_files_table(s['files'])}" if a.files else ""))
     return 0
 
 

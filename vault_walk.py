@@ -27,6 +27,7 @@ MAX_FILE_BYTES = 5 * 1024 * 1024   # larger notes are skipped ("too large")
 TEXT_EXTS = (".md", ".txt")
 SKIP_DIRS = ("attachments",)       # plus every hidden folder (.obsidian, .git, .trash)
 CONFIG_NAME = "verso.toml"
+CONFIG_KEYS = ("ignore", "folders", "date_order", "timeout")
 FOLDER_KEYS = {"versioned": bool, "privacy": str}
 PRIVACY = ("private", "shareable")
 
@@ -36,19 +37,23 @@ def load_config(vault: Path, config=None) -> tuple[dict, Path | None]:
     if not path.is_file():
         if config:
             raise ValueError(f"config file {path} not found")
-        return {"ignore": [], "folders": {}, "date_order": "ymd"}, None
+        return {"ignore": [], "folders": {}, "date_order": "ymd", "timeout": None}, None
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"{path} is not valid TOML: {e}") from None
     for key in data:
-        if key not in ("ignore", "folders", "date_order"):
-            raise ValueError(f"{path}: unknown key {key!r} (known: ignore, folders, "
-                             f"date_order)")
+        if key not in CONFIG_KEYS:
+            raise ValueError(f"{path}: unknown key {key!r} (known: {', '.join(CONFIG_KEYS)})")
     date_order = data.get("date_order", "ymd")
     if date_order not in dating.DATE_ORDERS:
         raise ValueError(f"{path}: date_order = {date_order!r} is invalid (ymd: only "
                          f"unambiguous dates; dmy: 03.10.2026 is 3 October; mdy: March 10)")
+    timeout = data.get("timeout")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(
+            timeout, (int, float)) or not 0 < timeout < float("inf")):
+        raise ValueError(f"{path}: timeout = {timeout!r} is invalid (seconds one Ollama "
+                         f"request may take, a number above 0)")
     ignore = data.get("ignore", [])
     if not isinstance(ignore, list) or not all(isinstance(g, str) for g in ignore):
         raise ValueError(f"{path}: ignore must be a list of glob strings")
@@ -65,7 +70,8 @@ def load_config(vault: Path, config=None) -> tuple[dict, Path | None]:
                 raise ValueError(f"{path}: folders.{name}.{key} = {value!r} is invalid "
                                  f"(versioned: true/false; privacy: private/shareable)")
         folders[name.strip("/")] = table
-    return {"ignore": ignore, "folders": folders, "date_order": date_order}, path.resolve()
+    return ({"ignore": ignore, "folders": folders, "date_order": date_order,
+             "timeout": timeout}, path.resolve())
 
 
 def folder_flags(rel: str, cfg: dict) -> dict:

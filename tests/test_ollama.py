@@ -475,3 +475,21 @@ def test_a_backend_that_keeps_failing_stops_asking_after_a_streak():
     records = evaluate.run_variant(qs, ask, "full")
     assert len(asked) == evaluate.FAIL_STREAK and len(records) == 5
     assert records[-1]["error"].startswith("not asked: 3 questions in a row failed")
+
+
+def test_the_vault_config_sets_the_timeout_unless_the_flag_or_env_does(fake, tmp_path,
+                                                                      monkeypatch):
+    import harness
+    vault, _ = _rent_vault(tmp_path, 1)
+    (vault / "verso.toml").write_text("timeout = 7\n")
+    monkeypatch.setenv("OLLAMA_HOST", fake.url)
+    monkeypatch.delenv(models.TIMEOUT_ENV, raising=False)
+    idx, be = harness.load(tmp_path / "idx", vault, "ollama", judge="builtin")
+    assert be.writer.api.timeout == 7.0
+    monkeypatch.setenv(models.TIMEOUT_ENV, "9")                # --timeout 9 or the env
+    _, be = harness.load(tmp_path / "idx", vault, "ollama", judge="builtin")
+    assert be.writer.api.timeout == 9.0
+    (vault / "verso.toml").write_text("timeout = -1\n")
+    monkeypatch.delenv(models.TIMEOUT_ENV)
+    with pytest.raises(ValueError, match="timeout = -1 is invalid"):
+        harness.load(tmp_path / "idx", vault, "ollama", judge="builtin")

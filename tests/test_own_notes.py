@@ -208,3 +208,50 @@ def test_mcp_serves_the_vault_its_index_records(notes, home, tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 0, out
     assert f"--vault {notes}" in out.splitlines()[0] and "sample-vault" not in out
+
+
+def test_the_index_keeps_the_config_it_was_built_with(notes, home, tmp_path, capsys):
+    # issue 23: `ingest --config alt.toml` ignoring studio/**, then a question refreshed
+    # the index with the vault's own verso.toml and answered from the ignored note
+    write(notes, "verso.toml", "")
+    alt = tmp_path / "alt.toml"
+    alt.write_text('ignore = ["studio/**"]\n')
+    assert ingest.main([str(notes), "--config", str(alt), "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["indexed"] == 1 and first["config"]["given"]          # garden/seeds.md
+    assert first["config"]["path"] == str(alt.resolve())
+    assert harness.main([QUESTION, "--backend", "builtin", "--json"]) == 0
+    a = json.loads(capsys.readouterr().out)
+    assert not any(s["path"].startswith("studio/") for s in a["sources"])
+    assert a["index_config"]["path"] == str(alt.resolve()) and a["index_config"]["sha256"]
+    assert ingest.main([str(notes), "--json"]) == 0                     # no --config again
+    again = json.loads(capsys.readouterr().out)
+    assert again["note"] == "nothing changed since the last ingest" and again["indexed"] == 1
+    alt.write_text('ignore = ["garden/**"]\n')                         # a changed config
+    assert ingest.main([str(notes), "--json"]) == 0
+    changed = json.loads(capsys.readouterr().out)
+    assert changed["files_read"] > 0 and changed["config"]["sha256"] != first["config"]["sha256"]
+    alt.unlink()
+    assert ingest.main([str(notes)]) == 2
+    assert "built with --config" in capsys.readouterr().err
+
+
+def test_ingest_lists_every_note_with_files(notes, tmp_path, capsys):
+    write(notes, "studio/studio rent 2026-09 (1).md", "# Studio rent\nFrom September the "
+          "studio rent is £655 a month, paid on the 1st.")
+    assert ingest.main([str(notes), "--index", str(tmp_path / "i"), "--files", "--json"]) == 0
+    rows = {r["path"]: r for r in json.loads(capsys.readouterr().out)["files"]}
+    assert set(rows) == {"garden/seeds.md", "studio/studio rent 2026-03.md",
+                         "studio/studio rent 2026-09.md", "studio/studio rent 2026-09 (1).md"}
+    new = rows["studio/studio rent 2026-09.md"]
+    assert (new["date"], new["date_source"], new["is_latest"]) == ("2026-09-01", "filename",
+                                                                   True)
+    assert rows["studio/studio rent 2026-03.md"]["family"] == new["family"]
+    assert rows["studio/studio rent 2026-09 (1).md"]["duplicate_of"] == new["path"]
+    assert ingest.main([str(notes), "--index", str(tmp_path / "i"), "--files"]) == 0
+    table = capsys.readouterr().out.split("\n\n", 1)[1].splitlines()
+    assert table[0].split() == ["path", "date", "dated", "by", "family", "latest", "copy",
+                                "of", "private"]
+    copy = next(r for r in table if r.startswith("studio/studio rent 2026-09 (1).md"))
+    assert len(table) == 5 and copy.split("  ")[-1].strip() == "yes"     # private
+    assert "studio/studio rent 2026-09.md" in copy.split("filename", 1)[1]
