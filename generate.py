@@ -145,7 +145,7 @@ class Draft:
     reply: str = ""                                # the writer's reply as it came
 
 
-def _note_status(c) -> str:
+def note_status(c) -> str:
     """latest / older version[, superseded by X] / older entry, as the prompt shows it."""
     if c.superseded_by:
         kind = extract.STATUS_OLDER_ENTRY if c.path in c.superseded_by else extract.STATUS_OLDER
@@ -174,7 +174,7 @@ def build_messages(question: str, notes: list, time_mode: str,
         header = extract.NOTE_HEADER.format(
             id=f"{i}" if form == "numbered" else f"c{i}", path=c.path,
             section=c.chunk.get("heading") or "-", date=c.date or extract.UNDATED,
-            status=_note_status(c))
+            status=note_status(c))
         blocks.append([header, c.chunk.get("text", "").strip(), ""])
 
     def size():

@@ -20,6 +20,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import calibrate
 import generate
 import ingest
 import models
@@ -30,6 +31,7 @@ import retrieve
 import route as route_stage
 import store
 import store_load
+import unsure
 import vault_walk
 import verify as verify_stage
 import version
@@ -71,6 +73,9 @@ class Answer:
     messages: list = field(default_factory=list)   # what the writer was sent
     reply: str = ""                                # what it said, before parsing
     calls: list = field(default_factory=list)      # the ledger: one row per model call
+    shown: str = ""                                # what a person reads (unsure.py)
+    look_at: list = field(default_factory=list)    # the notes to open when unsure
+    confidence: float | None = None                # calibrate's p(right); None: abstained
     sample_vault: bool = False                     # answered from the bundled sample vault
     index_config: dict = field(default_factory=dict)   # the config the index was built with
 
@@ -258,7 +263,7 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
                     "text": c.chunk.get("text", "")} for c in kept]
     reason = rerank_stage.gate(kept) if rerank else (None if kept else "nothing retrieved")
     if reason:
-        return _abstain(out, clock, reason)
+        return _abstain(out, clock, reason, kept)
     if write:                           # else the evidence only: no writer, no verify
         _write_and_verify(out, kept, be, clock)
     out.stages, out.calls = clock.rows(), list(ledger.rows)
@@ -276,23 +281,37 @@ def _write_and_verify(out: Answer, kept: list, be, clock: _Clock) -> None:
     ver = clock.run("verify", verify_stage.verify, draft.text, kept, out.time_mode,
                     be.judge, ledger=clock.ledger, question=out.question,
                     repairs=draft.repairs)
-    out.verdict = "ABSTAIN" if draft.abstained else ver.verdict
     out.checks = {"rules_ok": ver.rules_ok, "on_question": ver.on_question,
-                  "sentences": ver.sentences}
+                  "sentences": ver.sentences, "passed": ver.verdict == "SHIP"}
+    if draft.abstained:
+        out.verdict = "ABSTAIN"
+    else:
+        cal = clock.run("calibrate", calibrate.calibrate, out.question,
+                        draft.messages[-1]["content"], ver, kept, be.name)
+        out.verdict, out.confidence = cal["verdict"], cal["p"]
+        out.checks["calibration"] = {k: cal[k] for k in ("features", "threshold", "why")}
+    out.shown, out.look_at = unsure.advise(out.verdict, out.question, out.answer,
+                                           out.abstain_reason, ver.sentences, kept)
     by_id = {f"c{i}": c for i, c in enumerate(kept, 1)}
     out.citations = [{"id": cid, "path": by_id[cid].path, "date": by_id[cid].date}
                      for cid in draft.citations if cid in by_id]
 
 
-def _abstain(out: Answer, clock: _Clock, reason: str) -> Answer:
+def _abstain(out: Answer, clock: _Clock, reason: str, kept=()) -> Answer:
     out.answer, out.abstained, out.abstain_reason = generate.ABSTAIN, True, reason
     out.verdict, out.stages, out.calls = "ABSTAIN", clock.rows(), list(clock.ledger.rows)
+    out.shown, out.look_at = unsure.advise("ABSTAIN", out.question, out.answer, reason, [],
+                                           list(kept))
     return out
 
 
 def render(a: Answer) -> str:
-    """The human report: stage table, total, sources, verdict."""
-    lines = [a.answer, ""]
+    """The human report: what to read (and where to look when unsure), stage table,
+    total, sources, verdict."""
+    lines = [a.shown or a.answer]
+    lines += [f"  [{x['id']}] {x['path']} ({x['date']}): {' '.join(x['line'].split())[:110]}"
+              for x in a.look_at]
+    lines.append("")
     if a.abstain_reason:
         lines += [f"abstained: {a.abstain_reason}", ""]
     lines.append(f"{'stage':<15}{'ms':>9}{'tokens in':>11}{'out':>7}{'$':>11}")
@@ -310,7 +329,10 @@ def render(a: Answer) -> str:
     for c in a.candidates.get("version", []):
         if c.get("dropped"):
             lines.append(f"  set aside: {c['date']}  {c['path']} ({c['dropped']})")
-    lines.append(f"verdict: {a.verdict}")
+    why = (a.checks.get("calibration") or {}).get("why")
+    conf = "" if a.confidence is None else f"confidence {a.confidence:.2f}"
+    lines.append(f"verdict: {a.verdict}" + (f" ({'; '.join(filter(None, (conf, why)))})"
+                                            if conf or why else ""))
     for s in a.checks.get("sentences", []):
         if not s.get("ok", True):
             why = "; ".join(s.get("reasons", [])) or "the judge found it unsupported"

@@ -125,7 +125,11 @@ def _banner(a: dict) -> str:
         why = (f"{len(failing)} of {len(a['checks']['sentences'])} sentences failed: "
                f"{'; '.join(failing[0].get('reasons', []))}")
     else:
-        why = "every sentence passed the code checks and the judge"
+        cal = (a["checks"].get("calibration") or {})
+        why = ("every sentence passed the code checks and the judge" if a["verdict"] == "SHIP"
+               else f"the checks passed, but {cal.get('why') or 'it is not calibrated'}")
+    if a.get("confidence") is not None:
+        why += f" \u00b7 confidence {a['confidence']:.2f}"
     colour = VERDICT_COLOURS.get(a["verdict"], "#5a6270")
     return (f'<div class="banner" style="background:{colour}">{_e(a["verdict"])}'
             f' \u2014 {_e(why)}</div>')
@@ -133,14 +137,23 @@ def _banner(a: dict) -> str:
 
 def _answer(a: dict, gold) -> str:
     ids = {f"c{i}" for i in range(1, len(a["sources"]) + 1)}
-    out = [_banner(a), f'<p class="answer">{_cited(a["answer"], ids)}</p>',
-           _h2("Kept passages", "passages") if a["sources"] else ""]
+    shown = a.get("shown") or a["answer"]
+    out = [_banner(a), f'<p class="answer">{_cited(shown, ids)}</p>', _look_at(a)]
+    out.append(_h2("Kept passages", "passages") if a["sources"] else "")
     for i, s in enumerate(a["sources"], 1):
         tag = "latest" if s["is_latest"] else "older"
         out.append(f'<div id="c{i}"><b>[c{i}]</b> {_note(s, gold)} \u00b7 {_e(s["date"])}'
                    f' \u00b7 <span class="tag">{tag}</span> \u00b7 score {_f(s["score"])}'
                    f'<div class="note">{_e(s.get("text", ""))}</div></div>')
     return "".join(out)
+
+
+def _look_at(a: dict) -> str:
+    """Where to look when unsure: each note with the line to check."""
+    rows = [[_e(x["id"]), _e(x["path"]), _e(x["date"]), _e(x["line"])]
+            for x in a.get("look_at") or []]
+    return ("<h3>Where to look</h3>" + _table(["", "note", "date", "line"], rows)
+            if rows else "")
 
 
 def _route(a: dict) -> str:

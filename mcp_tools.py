@@ -82,9 +82,15 @@ TOOLS = [
                                                 "copy_of": T["string"]}))})},
     {"name": "ask", "title": "Ask Verso (its own cited answer)",
      "description": "Verso's whole pipeline on the shareable notes: a cited answer, the "
-     "verify verdict (SHIP, ESCALATE or ABSTAIN), its sources and per-stage cost.",
+     "verdict (SHIP: checked and calibrated as right; ESCALATE: shown marked 'Not sure', "
+     "check the cited lines; ABSTAIN: the notes to look in), its confidence, sources and "
+     "per-stage cost.",
      "inputSchema": _obj({"question": QUERY}, additionalProperties=False),
      "outputSchema": _obj({"answer": T["string"], "verdict": T["string"],
+                           "shown": T["string"], "confidence": {"type": ["number", "null"]},
+                           "checks_passed": {"type": "boolean"},
+                           "look_at": _arr(_obj({"id": T["string"], "path": T["string"],
+                                                 "date": T["string"], "line": T["string"]})),
                            "abstain_reason": OPT, "time_mode": T["string"],
                            "citations": _arr(_obj({"id": T["string"], "path": T["string"],
                                                    "date": T["string"]})),
@@ -261,7 +267,9 @@ def ask(srv, args: dict) -> dict:
     if why := _nothing_shareable(idx):
         raise ToolError(why)
     a = harness.ask(args["question"], index=idx, backend=srv.be, include_private=False)
-    return {"answer": a.answer, "verdict": a.verdict, "abstain_reason": a.abstain_reason,
+    return {"answer": a.answer, "verdict": a.verdict, "shown": a.shown,
+            "confidence": a.confidence, "checks_passed": bool(a.checks.get("passed")),
+            "look_at": a.look_at, "abstain_reason": a.abstain_reason,
             "time_mode": a.time_mode, "citations": a.citations,
             "sources": [{k: s[k] for k in SOURCE["properties"]} for s in a.sources],
             "stages": a.stages, "backend": a.backend}

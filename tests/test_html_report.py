@@ -95,7 +95,7 @@ def test_abstain_and_bad_citation_render_plainly(sample):
     assert "ABSTAIN \u2014 no passage reached" in page
     assert "the writer was not called" in page
     d = _ask(sample, RATE_Q).to_dict()
-    d["answer"] = "Rate is 760 [c1, c9]."
+    d["answer"] = d["shown"] = "Rate is 760 [c1, c9]."
     page = html_report.trace_page(d)
     assert 'href="#c1"' in page and 'href="#c9"' not in page and "c9?" in page
 

@@ -14,7 +14,8 @@ LAYERS = [
     {"reader", "extract"},                                       # the builtin reader, writer
     {"models"},                                                  # model clients, backends
     {"vault_walk", "dating", "families", "chunking", "store", "store_load"},   # the index
-    {"ingest", "retrieve", "version", "route", "rerank", "generate", "verify"},   # stages
+    {"ingest", "retrieve", "version", "route", "rerank", "generate", "verify",
+     "calibrate", "unsure"},   # stages
     {"scorecard", "html_report"},                                # renderers of plain data
     {"harness"},                                                 # the pipeline
     {"evaluate", "mcp_tools"},                                   # runs, the MCP tools

@@ -94,7 +94,7 @@ def test_every_citation_exists(answers):
 
 def test_every_number_of_a_shipped_answer_stands_in_a_cited_passage(answers):
     for q, a in _answered(answers):
-        if a["verdict"] != "SHIP" or a["abstained"]:
+        if not a["checks"].get("passed") or a["abstained"]:
             continue
         by_id = {f"c{i}": s for i, s in enumerate(a["sources"], 1)}
         for sentence, ids in _sentences(a):
@@ -107,7 +107,7 @@ def test_every_number_of_a_shipped_answer_stands_in_a_cited_passage(answers):
 
 def test_a_present_answer_never_cites_a_superseded_version(answers):
     for q, a in _answered(answers):
-        if a["time_mode"] != "present" or a["verdict"] != "SHIP":
+        if a["time_mode"] != "present" or not a["checks"].get("passed"):
             continue
         trace = {c["id"]: c for c in a["candidates"].get("version", [])
                  if not c.get("dropped")}

@@ -602,7 +602,7 @@ def ask_ollama(fake, idx, judge="builtin", timeout=T):
 def test_backend_faults_that_recover(small, ollama, path, fault, times, judge):
     ollama.fault(path, fault, times)
     a = ask_ollama(ollama, small[1], judge=judge)
-    assert a.verdict == "SHIP" and "1200" in a.answer and a.citations
+    assert a.checks["passed"] and "1200" in a.answer and a.citations
 
 
 @pytest.mark.parametrize("fault, judge, words", [
@@ -638,7 +638,7 @@ def test_ollama_gone_after_start_and_refused_at_start(small, monkeypatch, capsys
 def test_wrong_embedding_dimension_at_question_and_at_ingest(small, ollama, tmp_path):
     vault, d = small[0], tmp_path / "idx"
     be = models.load_backend("ollama", host=ollama.url, timeout=T, judge="builtin")
-    assert harness.ask(Q, vault=vault, index=d, backend=be).verdict == "SHIP"
+    assert harness.ask(Q, vault=vault, index=d, backend=be).checks["passed"]
     before = _chunks(d)
     ollama.fault("/api/embed", "dim")
     with pytest.raises(models.BackendError) as e:
@@ -675,7 +675,7 @@ def test_jev_429_with_retry_after_recovers(small, jev):
     jev.fault("/v1/systemone", "429", times=2)
     be = models.load_backend("builtin", judge="jev")
     a = harness.ask(Q, index=small[1], backend=be)
-    assert a.verdict == "SHIP" and "1200" in a.answer
+    assert a.checks["passed"] and "1200" in a.answer
     assert len(jev.requests) == 4                 # rerank: 429, 429, 200; verify: 200
 
 
@@ -728,7 +728,7 @@ def grounded(a, idx):
     assert a.verdict in ("SHIP", "ESCALATE", "ABSTAIN")
     paths = {c["path"] for c in idx.chunks}
     assert all(c["path"] in paths for c in a.citations)
-    if a.verdict == "SHIP" and not a.abstained:
+    if a.checks.get("passed") and not a.abstained:
         assert a.citations and all(s["ok"] for s in a.checks["sentences"])
         cited = " ".join(c["text"] for c in idx.chunks
                          if c["path"] in {x["path"] for x in a.citations})
@@ -761,7 +761,7 @@ def test_other_scripts_and_metacharacters(hostile, q, expect):
     a = harness.ask(q, index=hostile[0], backend=hostile[1])
     grounded(a, hostile[0])
     if expect:
-        assert a.verdict == "SHIP" and expect in a.answer
+        assert a.checks["passed"] and expect in a.answer
 
 
 class Obedient:
@@ -809,4 +809,4 @@ def test_no_shipped_answer_carries_an_injected_value(hostile, writer):
                 return f"The rent is 9999 [{cid}].", 50, 8
         be = models.Backend("obedient", builtin.embedder, builtin.judge, CitesPlanted(None))
     a = harness.ask(Q, index=idx, backend=be)
-    assert not (a.verdict == "SHIP" and "9999" in a.answer)
+    assert not (a.checks.get("passed") and "9999" in a.answer)

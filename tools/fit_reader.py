@@ -71,11 +71,11 @@ def rows(idx, questions: list[dict]) -> tuple[np.ndarray, np.ndarray]:
     return np.array(X, dtype=np.float64), np.array(y, dtype=np.float64)
 
 
-def logistic(X: np.ndarray, y: np.ndarray, steps: int = 50) -> np.ndarray:
+def logistic(X: np.ndarray, y: np.ndarray, steps: int = 50, ridge: float = RIDGE) -> np.ndarray:
     """[bias, w1..wk] of a ridge logistic regression (Newton's method; bias unpenalised)."""
     A = np.hstack([np.ones((len(X), 1)), X])
     w = np.zeros(A.shape[1])
-    penalty = RIDGE * np.eye(A.shape[1])
+    penalty = ridge * np.eye(A.shape[1])
     penalty[0, 0] = 0.0
     for _ in range(steps):
         p = 1.0 / (1.0 + np.exp(-(A @ w)))

@@ -1,0 +1,164 @@
+"""calibrate: the probability that an answer is right, and the verdict it earns.
+
+Stage: calibrate (after verify).
+In:  the question, the writer's prompt (numbered, dated notes as generate wrote them),
+     verify's rows (claims, citations, judge support), whether verify's checks passed,
+     the kept candidates (rerank relevance) and the backend's name.
+Out: FEATURES (numbers any written answer has), p = the backend's fitted logistic model's
+     probability that the answer holds the asked facts, and the verdict: SHIP when the
+     code checks and the judge passed and p >= that backend's threshold, else ESCALATE.
+Not: abstaining (the gate and the writer do), fitting (tools/fit_verdict.py writes
+     CALIBRATIONS), or reading rules of its own: line scores are the builtin reader's
+     (reader.py, frozen), read a second time over the same notes.
+
+The features describe how an answer came about: how strongly the builtin reader scores
+the line the answer came from and by how much it beats the best line stating something
+else; whether that line names the asked thing in its own words or only under its
+heading; how many asked words the cited note never mentions; whether the question's
+names stand in it; the gate's relevance; how many other notes state the same values;
+the version status of what is cited; whether the writer's line is the reader's top line
+(for a model writer, a second, independent reader); the judge's support; the on-question
+check. A backend with no calibration here never SHIPs: nothing says its answers are
+right often enough.
+
+    python tools/fit_verdict.py --write      # refit the builtin calibration in place
+"""
+
+from __future__ import annotations
+
+import math
+
+import extract
+import reader
+import textkit
+
+FEATURES = ("line_evidence", "margin", "line_named", "line_heading", "missing_in_note",
+            "names_held", "relevance", "agreeing_notes", "cited_latest", "readers_agree",
+            "support", "on_question")
+PRECISION = 0.9          # the share of SHIPs that must be right (held out, tuning splits)
+CLIP = 10.0              # reader logits beyond this say nothing more
+NOT_CALIBRATED = "no calibration for this backend: nothing says its answers are right often enough"
+
+# --- fitted by tools/fit_verdict.py; do not edit by hand --------------------------------
+CALIBRATIONS: dict = {'builtin': {'backend': 'builtin',
+             'bias': -0.2723,
+             'features': ['line_evidence', 'margin', 'line_named', 'line_heading',
+                          'missing_in_note', 'names_held', 'relevance',
+                          'agreeing_notes', 'cited_latest', 'readers_agree', 'support',
+                          'on_question'],
+             'fitted_on': ['dev', 'dev2', 'dev3', 'dev4', 'dev5', 'dev6'],
+             'held_out': {'dev': [0, 0, 20],
+                          'dev2': [0, 0, 13],
+                          'dev3': [0, 0, 8],
+                          'dev4': [0, 0, 17],
+                          'dev5': [0, 0, 6],
+                          'dev6': [0, 0, 13]},
+             'mean': [-2.4738, 0.6655, 0.4594, 0.1288, 1.2571, 0.8638, 0.756, 0.2571,
+                      0.8557, 0.7486, 0.9899, 0.84],
+             'right': 77,
+             'rows': 175,
+             'scale': [1.323, 0.8383, 0.2416, 0.1763, 0.9897, 0.3329, 0.1547, 0.5628,
+                       0.3166, 0.4338, 0.0468, 0.3666],
+             'threshold': 1.01,
+             'weights': [0.0818, 0.221, -0.0791, 0.2175, -0.0858, 0.0469, 0.3118,
+                         -0.3713, -0.1945, 0.2507, 0.0117, -0.0926]}}
+# --- end of fitted constants ------------------------------------------------------------
+
+
+def _line_of(claim: str, units: list):
+    """The unit a sentence came from: the one sharing most of its terms."""
+    words = set(textkit.terms(claim))
+    if not words or not units:
+        return None
+    best = max(units, key=lambda u: (len(words & set(textkit.terms(u.text))), u.ev))
+    return best if words & set(textkit.terms(best.text)) else None
+
+
+def _clip(x: float) -> float:
+    return max(-CLIP, min(CLIP, float(x)))
+
+
+def _share(terms, tset) -> float:
+    return sum(1 for t in terms if reader.match(t, tset)) / len(terms) if terms else 1.0
+
+
+def _cited_lines(notes: list, units: list, rows: list) -> list:
+    by_note: dict = {}
+    for u in units:
+        by_note.setdefault(u.note["id"], []).append(u)
+    lines = [_line_of(r["claim"], [u for c in r["citations"] for u in by_note.get(c, [])])
+             for r in rows if r.get("citations")]
+    return [u for u in lines if u is not None]
+
+
+def features(question: str, prompt: str, rows: list, kept: list) -> dict | None:
+    """FEATURES of an answer (None when none of its sentences comes from a cited line)."""
+    notes = extract.parse_prompt(prompt)[2]
+    ask = reader.analyse(question)
+    units = extract.unit_rows(ask, notes)
+    lines = _cited_lines(notes, units, rows)
+    if not lines:
+        return None
+    line, top = lines[0], max(units, key=lambda u: u.ev)
+    said = extract.values(line.text)
+    rival = max((u.ev for u in units if extract.values(u.text) != said), default=-CLIP)
+    agree = {u.note["id"] for u in units if said and said <= extract.values(u.text)}
+    cited = {c for r in rows for c in r.get("citations", [])} & {n["id"] for n in notes}
+    by_id = {f"c{i}": c for i, c in enumerate(kept, 1)}
+    rel = [by_id[c].relevance for c in cited if c in by_id and by_id[c].relevance is not None]
+    support = [r["support"] for r in rows if r.get("support") is not None]
+    own = textkit.evidence_terms(line.text) | extract.label_terms(line.note)
+    mentioned = textkit.evidence_terms(line.note["text"]) | extract.label_terms(line.note)
+    return {"line_evidence": _clip(line.ev), "margin": max(0.0, _clip(line.ev - rival)),
+            "line_named": line.f[0], "line_heading": line.f[1],
+            "missing_in_note": float(min(3, sum(1 for t in ask.terms
+                                                if not reader.match(t, mentioned)))),
+            "names_held": _share(sorted(ask.names), own),
+            "relevance": max(rel, default=0.5),
+            "agreeing_notes": float(min(3, len(agree - {line.note["id"]}))),
+            "cited_latest": sum(n["status"] == extract.STATUS_LATEST for n in notes
+                                if n["id"] in cited) / max(1, len(cited)),
+            "readers_agree": float(line.ev >= top.ev),
+            "support": min(support, default=0.5),
+            "on_question": 1.0}
+
+
+def probability(f: dict | None, backend: str) -> float | None:
+    """The backend's fitted p(right) for features f (None: no features or no calibration)."""
+    cal = CALIBRATIONS.get(backend)
+    if f is None or cal is None:
+        return None
+    z = cal["bias"] + sum(w * (f[n] - m) / s for n, w, m, s in zip(
+        cal["features"], cal["weights"], cal["mean"], cal["scale"]))
+    return 1.0 / (1.0 + math.exp(-z))
+
+
+def threshold(backend: str) -> float | None:
+    cal = CALIBRATIONS.get(backend)
+    return None if cal is None else cal["threshold"]
+
+
+def decide(checks_passed: bool, p: float | None, backend: str) -> str:
+    """SHIP only when the code checks and the judge passed and p clears the threshold."""
+    t = threshold(backend)
+    return "SHIP" if checks_passed and p is not None and t is not None and p >= t \
+        else "ESCALATE"
+
+
+def calibrate(question: str, prompt: str, ver, kept: list, backend: str) -> dict:
+    """{"features", "p", "threshold", "verdict", "why"} of a written, non-abstaining answer."""
+    f = features(question, prompt, ver.sentences, kept)
+    if f is not None:
+        f["on_question"] = float(ver.on_question)
+    p = probability(f, backend)
+    verdict = decide(ver.verdict == "SHIP", p, backend)
+    t = threshold(backend)
+    why = (None if verdict == "SHIP" else
+           "a code check or the judge failed" if ver.verdict != "SHIP" else
+           NOT_CALIBRATED if t is None else
+           "no sentence comes from a cited line" if p is None else
+           f"at no confidence were this backend's answers right {PRECISION:.0%} of the time "
+           "on the tuning splits, so none ships unchecked" if t > 1 else
+           f"below {t:.2f}, where answers were right {PRECISION:.0%} of the time")
+    return {"features": f, "p": None if p is None else round(p, 4), "threshold": t,
+            "verdict": verdict, "why": why}

@@ -1,0 +1,168 @@
+"""Fit the calibrated verdict (calibrate.py) on the tuning splits; print its constants.
+
+    python tools/fit_verdict.py                      # builtin backend: fit and print
+    python tools/fit_verdict.py --write              # ... and write it into calibrate.py
+    OLLAMA_HOST=... python tools/fit_verdict.py --backend ollama --write   # a model backend
+
+The procedure, all of it here:
+1. Every tuning split of questions/splits.json (role "tuning"; the frozen splits are never
+   read) is answered by harness.ask with the backend, full variant. Each answer that was
+   written and did not abstain is one row: calibrate.FEATURES as calibrate computed them,
+   the label evaluate.answer_correct (an answer to an unanswerable question is wrong),
+   and whether verify's code checks and judge passed.
+2. The features are standardised (mean and standard deviation over the rows) and a ridge
+   logistic regression (tools/fit_reader.logistic, RIDGE below, bias unpenalised) gives
+   the bias and one weight per feature.
+3. The threshold comes from held-out probabilities: each tuning split is scored by the
+   model fitted on the other tuning splits. Among the rows whose checks passed, ordered by
+   that probability, the threshold is the lowest probability at which the rows at or above
+   it are right at least calibrate.PRECISION of the time (the most answers shipped at that
+   precision); when no probability reaches it, the threshold is above 1: nothing SHIPs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pprint
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tools")]
+
+import calibrate  # noqa: E402
+import evaluate  # noqa: E402
+import fit_reader  # noqa: E402
+import harness  # noqa: E402
+
+RIDGE = 5.0          # on standardised features: ~200 rows, a dozen features
+NEVER = 1.01         # a threshold no probability reaches
+BEGIN, END = "# --- fitted by tools/fit_verdict.py", "# --- end of fitted constants"
+
+
+def tuning_splits() -> dict:
+    """{split: vault path} of the tuning splits."""
+    table = json.loads((ROOT / "questions" / "splits.json").read_text(encoding="utf-8"))
+    return {s: ROOT / row["vault"] for s, row in table["splits"].items()
+            if row["role"] == "tuning"}
+
+
+def collect(splits: dict, backend: str = "builtin") -> list[dict]:
+    """One row per written, non-abstaining answer: split, id, features, right, passed."""
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        loaded: dict = {}
+        for split, vault in splits.items():
+            if vault not in loaded:
+                loaded[vault] = harness.load(index=str(Path(tmp) / str(len(loaded))),
+                                             vault=vault, backend=backend)
+            idx, be = loaded[vault]
+            for q in evaluate.load_questions(ROOT / "questions" / f"{split}.jsonl"):
+                a = harness.ask(q["question"], index=idx, backend=be).to_dict()
+                f = (a["checks"].get("calibration") or {}).get("features")
+                if a["abstained"] or f is None:
+                    continue
+                out.append({"split": split, "id": q["id"], "features": f,
+                            "right": evaluate.answer_correct(q, a),
+                            "passed": bool(a["checks"].get("passed"))})
+    return out
+
+
+def _matrix(rows: list[dict]) -> np.ndarray:
+    return np.array([[r["features"][n] for n in calibrate.FEATURES] for r in rows], float)
+
+
+def fit(rows: list[dict]) -> dict:
+    """{"mean", "scale", "weights", "bias"} of the standardised ridge logistic model."""
+    X, y = _matrix(rows), np.array([float(r["right"]) for r in rows])
+    mean, scale = X.mean(axis=0), X.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    w = fit_reader.logistic((X - mean) / scale, y, ridge=RIDGE)
+    return {"mean": mean, "scale": scale, "weights": w[1:], "bias": w[0]}
+
+
+def predict(model: dict, rows: list[dict]) -> np.ndarray:
+    z = model["bias"] + ((_matrix(rows) - model["mean"]) / model["scale"]) @ model["weights"]
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def held_out(rows: list[dict]) -> np.ndarray:
+    """Each row's probability from the model fitted on the other splits."""
+    p = np.zeros(len(rows))
+    for split in sorted({r["split"] for r in rows}):
+        inside = [i for i, r in enumerate(rows) if r["split"] == split]
+        p[inside] = predict(fit([r for r in rows if r["split"] != split]),
+                            [rows[i] for i in inside])
+    return p
+
+
+def threshold(p, right, passed, precision: float = calibrate.PRECISION) -> float:
+    """The lowest p at which the passed rows at or above it are right >= precision of
+    the time; NEVER when no such p exists."""
+    order = sorted(((float(pi), bool(ri)) for pi, ri, ok in zip(p, right, passed) if ok),
+                   reverse=True)
+    best, k = NEVER, 0
+    for n, (pi, ri) in enumerate(order, 1):
+        k += ri
+        if k / n >= precision and (n == len(order) or order[n][0] < pi):
+            best = pi
+    return best
+
+
+def report(rows, p, t) -> dict:
+    """Per split, held out: [right among SHIP, SHIP, right answers]."""
+    out = {}
+    for split in sorted({r["split"] for r in rows}):
+        rs = [(pi, r) for pi, r in zip(p, rows) if r["split"] == split]
+        ship = [r for pi, r in rs if r["passed"] and pi >= t]
+        out[split] = [sum(r["right"] for r in ship), len(ship), sum(r["right"] for _, r in rs)]
+    return out
+
+
+def calibration(rows: list[dict], backend: str) -> dict:
+    probs = held_out(rows)
+    t = threshold(probs, [r["right"] for r in rows], [r["passed"] for r in rows])
+    m = fit(rows)
+    r4 = lambda xs: [round(float(x), 4) for x in xs]  # noqa: E731
+    return {"features": list(calibrate.FEATURES), "mean": r4(m["mean"]),
+            "scale": r4(m["scale"]), "weights": r4(m["weights"]),
+            "bias": round(float(m["bias"]), 4), "threshold": round(t, 4),
+            "fitted_on": sorted({r["split"] for r in rows}), "backend": backend,
+            "rows": len(rows), "right": sum(r["right"] for r in rows),
+            "held_out": report(rows, probs, t)}
+
+
+def write(backend: str, cal: dict, path: Path = ROOT / "calibrate.py") -> None:
+    """Replace the fitted block of calibrate.py, keeping other backends' entries."""
+    text = path.read_text(encoding="utf-8")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    cals = {**calibrate.CALIBRATIONS, backend: cal}
+    block = ("; do not edit by hand " + "-" * 32 + "\nCALIBRATIONS: dict = "
+             + pprint.pformat(cals, width=88, compact=True, sort_dicts=True) + "\n")
+    path.write_text(head + BEGIN + block + END + tail, encoding="utf-8")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--backend", choices=("builtin", "ollama"), default="builtin")
+    p.add_argument("--write", action="store_true", help="write the fit into calibrate.py")
+    args = p.parse_args(argv)
+    rows = collect(tuning_splits(), args.backend)
+    cal = calibration(rows, args.backend)
+    print(f"# {cal['rows']} answers, {cal['right']} right, "
+          f"{sum(r['passed'] for r in rows)} passed the checks")
+    for split, (ok, ship, right) in cal["held_out"].items():
+        print(f"# held out {split}: SHIP {ok}/{ship} right; right answers shipped {ok}/{right}")
+    print(json.dumps(cal, indent=1))
+    if args.write:
+        write(args.backend, cal)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
