@@ -28,6 +28,7 @@ from pathlib import Path
 
 import models
 import scorecard
+import selective
 import store
 import store_load
 import textkit
@@ -247,7 +248,9 @@ def score(q: dict, a: dict, variant: str) -> dict:
         "variant": variant,
         "answerable": q["answerable"], "gold_time_mode": q["time_mode"], "answer": text,
         "abstained": abstained, "time_mode": a.get("time_mode"),
-        "verdict": a.get("verdict"), "sources": _paths(a.get("sources")),
+        "verdict": a.get("verdict"), "confidence": a.get("confidence"),
+        "checks_passed": (a.get("checks") or {}).get("passed"),
+        "sources": _paths(a.get("sources")),
         "ranking": list(a.get("ranking") or []), "retrieved": list(a.get("retrieved") or []),
         "stages": stages, "answer_correct": answer_correct(q, a),
         "source_found_at5": source_found_at5(gold, a.get("sources")) if answerable else None,
@@ -320,6 +323,7 @@ def _metrics(records) -> dict:
                                      if r["answer_correct"]),
         "escalate_on_incorrect": _rate(r["verdict"] == "ESCALATE" for r in spoke
                                        if not r["answer_correct"]),
+        "selective": selective.metrics(records),
         "stages": _stage_costs(records)}
 
 

@@ -39,7 +39,7 @@ import version
 SAMPLE_VAULT = Path(__file__).resolve().parent / "sample-vault"
 SAMPLE_NOTICE = ("answering from the bundled sample vault; index your own notes with "
                  "`python ingest.py PATH`")
-STAGES = ("route", "retrieve", "version-filter", "rerank", "generate", "verify")
+STAGES = ("route", "retrieve", "version-filter", "rerank", "generate", "verify", "calibrate")
 MAX_QUESTION_CHARS = 4000   # longer questions are cut here (embedding and prompts stay bounded)
 WHERE_FROM = ("The vault: --vault, else the vault the index was built from, else (no index "
               "yet) the bundled sample vault. The index: --index, else $VERSO_HOME, else "

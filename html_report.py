@@ -414,6 +414,29 @@ def _questions(records, questions, links) -> str:
     return _table(["id", "category", "question", "gold files", *names], rows)
 
 
+def _risk_coverage(result: dict) -> str:
+    """Inline SVG: each variant's risk-coverage curve (answers taken most confident
+    first: share of questions answered across, share of them wrong up)."""
+    w, h, pad = 360, 200, 34
+    out = [f'<line x1="{pad}" y1="{pad + h}" x2="{pad + w}" y2="{pad + h}" stroke="#888"/>',
+           f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{pad + h}" stroke="#888"/>',
+           f'<text x="{pad + w / 2}" y="{pad + h + 28}" font-size="11" text-anchor="middle">'
+           'coverage (share of questions answered)</text>',
+           f'<text x="10" y="{pad - 12}" font-size="11">risk (share wrong)</text>']
+    for j, (name, s) in enumerate(result["variants"].items()):
+        pts = s["overall"].get("selective", {}).get("risk_coverage") or []
+        if not pts:
+            continue
+        xy = " ".join(f"{pad + w * c:.1f},{pad + h * (1 - r):.1f}" for c, r in pts)
+        colour = VARIANT_COLOURS[j % 6]
+        out.append(f'<polyline points="{xy}" fill="none" stroke="{colour}" stroke-width="2">'
+                   f'<title>{_e(name)}</title></polyline>')
+        out.append(f'<text x="{pad + w + 6}" y="{pad + 14 * (j + 1)}" font-size="11" '
+                   f'fill="{colour}">{_e(name)}</text>')
+    return (f'<svg role="img" aria-label="risk-coverage curves" width="{w + 2 * pad + 80}" '
+            f'height="{h + 2 * pad + 10}">{"".join(out)}</svg>')
+
+
 def index_page(result: dict, records, questions, links=None) -> str:
     """The evaluation: the text report's tables, answer correct per category as bars,
     the McNemar tests, and one row per question linking to its trace pages
@@ -429,7 +452,8 @@ def index_page(result: dict, records, questions, links=None) -> str:
             f" \u00b7 {_e(result.get('n_questions'))} questions \u00b7 vault "
             f"{_e(result.get('vault'))} \u00b7 backend {_e(result.get('backend'))}</p>")
     body = (f"{head}<h2>Variants</h2>{tables}<h2>Answer correct by category</h2>"
-            f"{_category_bars(result)}<h2>Paired tests</h2>{pairs}<h2>Questions</h2>"
+            f"{_category_bars(result)}<h2>Risk and coverage</h2>{_risk_coverage(result)}"
+            f"<h2>Paired tests</h2>{pairs}<h2>Questions</h2>"
             f"<p>each mark links to that variant's trace page</p>"
             f"{_questions(records, questions, links)}")
     return _page("Verso evaluation", f'<div class="verso"><style>{CSS}</style>{body}</div>')

@@ -56,6 +56,21 @@ def report_tables(result: dict) -> list[tuple[str, list, list]]:
          fmt_rate(o["escalate_on_correct"]), fmt_rate(o["escalate_on_incorrect"]),
          f"{o['stages']['total']['tokens_per_question']:.0f}",
          f"{o['stages']['total']['dollars_per_question']:.5f}"] for n, o in vs.items()]))
+    out.append(("selective answering (SHIP precision: right among SHIP; coverage: SHIP "
+                "among answerable):", ["variant", "ship precision", "coverage",
+                                       "right shipped", "wrong ship", "refusals shipped",
+                                       "AURC"], [
+        [n, fmt_rate(s["ship_precision"]), fmt_rate(s["coverage"]),
+         fmt_rate(s["right_shipped"]), str(s["wrong_ship"]), str(s["refusals_shipped"]),
+         "-" if s["aurc"] is None else f"{s['aurc']:.3f}"]
+        for n, s in ((n, o["selective"]) for n, o in vs.items())]))
+    lead = "full" if "full" in vs else next(iter(vs), None)
+    if lead is not None:
+        out.append((f"reliability ({lead}): confidence bins", ["confidence", "answers",
+                                                             "mean confidence", "right"], [
+            [f"{b['lo']:.1f}-{b['hi']:.1f}", str(b["n"]),
+             "-" if b["mean_p"] is None else f"{b['mean_p']:.2f}", fmt_rate(b["right"])]
+            for b in vs[lead]["selective"]["reliability"]]))
     stages = list(dict.fromkeys(st for o in vs.values() for st in o["stages"]))
     out.append(("ms per stage, p50/p95:", ["variant", *stages], [
         [n, *(f"{_ms(o['stages'][st]['p50_ms'])}/{_ms(o['stages'][st]['p95_ms'])}"

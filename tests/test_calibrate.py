@@ -1,0 +1,173 @@
+"""The calibrated verdict (calibrate.py), its fit (tools/fit_verdict.py), the selective-
+answering metrics (selective.py) and what Verso says when unsure (unsure.py), on records
+and notes made for them."""
+
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+import calibrate
+import generate
+import selective
+import unsure
+from retrieve import Candidate
+from verify import verify
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+import fit_verdict  # noqa: E402
+
+
+def cand(i, path, text, date="2026-06-01", heading="", relevance=0.9, latest=True):
+    chunk = {"id": i, "path": path, "heading": heading, "section_date": None, "date": date,
+             "date_source": "filename", "family": path, "is_latest": latest,
+             "entry_latest": None, "private": False, "text": text}
+    return Candidate(chunk=chunk, relevance=relevance)
+
+
+class Judge:
+    def support(self, claims, stage="verify", ledger=None):
+        return {k: 0.9 for k in claims}
+
+
+def cal(question, answer, notes, mode="any"):
+    prompt = generate.build_messages(question, notes, mode)[-1]["content"]
+    ver = verify(answer, notes, mode, Judge(), question=question)
+    return calibrate.calibrate(question, prompt, ver, notes, "builtin"), ver
+
+
+PEOPLE = cand(1, "people/Ana Ferreira.md", "Ana Ferreira runs the relocation service.\n"
+              "Phone: 0113 496 0721.", heading="Ana Ferreira")
+CLIENT = cand(2, "work/Aireside Housing.md", "Role: Head of Digital; Name: Priya Nandakumar;"
+              " Phone: 0113 496 0999.", heading="Contacts")
+
+
+def test_a_line_of_the_asked_person_holds_the_name_another_does_not():
+    f, _ = cal("What is Ana's phone number?", "Phone: 0113 496 0721 [c1].", [PEOPLE, CLIENT])
+    assert f["features"]["names_held"] == 1.0
+    g, _ = cal("What is Ana's phone number?", "Phone: 0113 496 0999 [c2].", [PEOPLE, CLIENT])
+    assert g["features"]["names_held"] == 0.0
+    assert g["features"]["readers_agree"] == 0.0 and f["features"]["readers_agree"] == 1.0
+
+
+def test_asked_words_the_cited_note_never_mentions_are_counted():
+    note = cand(1, "home/gym.md", "The gym costs £40 a month.")
+    f, _ = cal("What floor is the gym on?", "The gym costs £40 a month [c1].", [note])
+    g, _ = cal("How much is the gym a month?", "The gym costs £40 a month [c1].", [note])
+    assert f["features"]["missing_in_note"] >= 1 and g["features"]["missing_in_note"] == 0
+
+
+def test_other_notes_stating_the_same_values_agree():
+    a = cand(1, "work/rates.md", "Day rate: £760.")
+    b = cand(2, "work/email.md", "I quoted them my day rate of £760.")
+    c = cand(3, "work/old.md", "Day rate: £640.")
+    f, _ = cal("What is my day rate?", "Day rate: £760 [c1].", [a, b, c])
+    assert f["features"]["agreeing_notes"] == 1.0 and f["features"]["margin"] >= 0.0
+
+
+def test_an_answer_citing_no_line_has_no_features_and_escalates():
+    f, ver = cal("What is my day rate?", "It is fine [c1].", [cand(1, "a.md", "Day rate: £760.")])
+    assert f["features"] is None and f["p"] is None and f["verdict"] == "ESCALATE"
+
+
+def test_the_verdict_ships_only_checked_answers_above_the_threshold(monkeypatch):
+    n = len(calibrate.FEATURES)
+    one = [1.0] + [0.0] * (n - 1)            # p = sigmoid(line_evidence + 2)
+    monkeypatch.setattr(calibrate, "CALIBRATIONS", {"builtin": {
+        "features": list(calibrate.FEATURES), "mean": [-2.0] + [0.0] * (n - 1),
+        "scale": [1.0] * n, "weights": one, "bias": 0.0, "threshold": 0.6}})
+    f = {k: 0.0 for k in calibrate.FEATURES}
+    f["line_evidence"] = -1.0
+    p = calibrate.probability(f, "builtin")
+    assert p == pytest.approx(1 / (1 + math.exp(-1.0)))           # 0.731
+    assert calibrate.decide(True, p, "builtin") == "SHIP"
+    assert calibrate.decide(False, p, "builtin") == "ESCALATE"     # a failed check
+    f["line_evidence"] = -3.0                                      # p 0.269
+    assert calibrate.decide(True, calibrate.probability(f, "builtin"), "builtin") == "ESCALATE"
+    assert calibrate.probability(f, "ollama") is None
+    assert calibrate.decide(True, 0.99, "ollama") == "ESCALATE"    # not calibrated
+    r, _ = cal("What is my day rate?", "Day rate: £760 [c1].", [cand(1, "a.md", "Day rate: £760.")])
+    assert r["why"] is None or "below" in r["why"] or r["verdict"] == "SHIP"
+
+
+def test_threshold_is_the_lowest_probability_with_the_precision_held_out():
+    p, right = [0.9, 0.8, 0.7, 0.6, 0.5], [1, 1, 1, 0, 1]
+    assert fit_verdict.threshold(p, right, [True] * 5) == 0.7       # 3/3; 3/4 < 0.9
+    assert fit_verdict.threshold(p, right, [True] * 5, precision=0.8) == 0.5   # 4/5
+    assert fit_verdict.threshold(p, right, [True, True, True, False, True]) == 0.5
+    assert fit_verdict.threshold([0.9, 0.9], [1, 0], [True, True]) == fit_verdict.NEVER
+    assert fit_verdict.threshold([], [], []) == fit_verdict.NEVER
+
+
+def test_the_fit_recovers_a_known_model_and_scores_each_split_held_out():
+    import numpy as np
+    rng = np.random.default_rng(1)
+    rows = []
+    for i in range(600):
+        f = {k: float(rng.normal()) for k in calibrate.FEATURES}
+        z = 2.0 * f["line_evidence"] - 1.5 * f["missing_in_note"]
+        rows.append({"split": f"s{i % 3}", "features": f, "passed": True,
+                     "right": bool(rng.uniform() < 1 / (1 + math.exp(-z)))})
+    m = fit_verdict.fit(rows)
+    w = dict(zip(calibrate.FEATURES, m["weights"] / m["scale"]))
+    assert w["line_evidence"] == pytest.approx(2.0, abs=0.5)
+    assert w["missing_in_note"] == pytest.approx(-1.5, abs=0.5)
+    assert abs(w["relevance"]) < 0.4
+    held = fit_verdict.held_out(rows)
+    assert len(held) == 600 and 0.0 < held.min() < held.max() < 1.0
+
+
+def test_the_shipped_builtin_calibration_is_what_the_fit_gives():
+    rows = fit_verdict.collect(fit_verdict.tuning_splits())
+    got, shipped = fit_verdict.calibration(rows, "builtin"), calibrate.CALIBRATIONS["builtin"]
+    assert got["features"] == shipped["features"] == list(calibrate.FEATURES)
+    assert got["threshold"] == shipped["threshold"] and got["rows"] == shipped["rows"]
+    assert got["weights"] == pytest.approx(shipped["weights"], abs=2e-3)
+    assert sorted(got["fitted_on"]) == ["dev", "dev2", "dev3", "dev4", "dev5", "dev6"]
+
+
+def rec(conf, right, verdict="ESCALATE", answerable=True):
+    return {"confidence": conf, "answer_correct": right, "verdict": verdict,
+            "answerable": answerable}
+
+
+def test_selective_metrics_hand_worked():
+    records = [rec(0.9, True, "SHIP"), rec(0.8, False, "SHIP"), rec(0.3, True),
+               rec(None, True, "ABSTAIN", answerable=False), rec(0.7, False, "SHIP", False)]
+    m = selective.metrics(records)
+    assert (m["ship_precision"]["k"], m["ship_precision"]["n"]) == (1, 3)
+    assert (m["coverage"]["k"], m["coverage"]["n"]) == (2, 3)     # SHIP among answerable
+    assert m["wrong_ship"] == 2 and m["refusals_shipped"] == 1
+    # most confident first: 0.9 right, 0.8 wrong, 0.7 wrong, 0.3 right; of 5 questions
+    assert m["risk_coverage"] == [[0.2, 0.0], [0.4, 0.5], [0.6, 0.6667], [0.8, 0.5]]
+    assert m["aurc"] == pytest.approx((0 + 0.5 + 0.6667 + 0.5) / 4, abs=1e-4)
+    bins = {b["lo"]: b for b in m["reliability"]}
+    assert [bins[x]["n"] for x in (0.0, 0.2, 0.4, 0.6, 0.8)] == [0, 1, 0, 1, 2]  # 0.9, 0.8
+    assert bins[0.8]["right"]["k"] == 1 and bins[0.6]["right"]["k"] == 0
+    assert bins[0.8]["mean_p"] == pytest.approx(0.85)
+
+
+def test_escalate_marks_the_answer_and_names_the_line_to_check():
+    shown, look = unsure.advise("ESCALATE", "What is Ana's phone?", "Phone: 0113 496 0721 [c1].",
+                                None, [{"claim": "Phone: 0113 496 0721.",
+                                        "citations": ["c1"]}], [PEOPLE, CLIENT])
+    assert shown == "Not sure — check [c1]: Phone: 0113 496 0721 [c1]."
+    assert look == [{"id": "c1", "path": "people/Ana Ferreira.md", "date": "2026-06-01",
+                     "line": "Phone: 0113 496 0721."}]
+    assert unsure.advise("SHIP", "q", "A [c1].", None, [], [PEOPLE]) == ("A [c1].", [])
+
+
+def test_abstain_says_why_in_plain_words_and_lists_where_to_look():
+    notes = [PEOPLE, cand(3, "people/Ana Ferreira.md", "Ana's office is in Lisbon."),
+             CLIENT, cand(4, "misc/a.md", "x"), cand(5, "misc/b.md", "y")]
+    shown, look = unsure.advise("ABSTAIN", "What is Ana's phone number?", generate.ABSTAIN,
+                                "no passage reached 0.5 relevance; best was 0.41 from x",
+                                [], notes)
+    assert shown.startswith(generate.ABSTAIN + " None of the notes found is about this.")
+    assert [x["path"] for x in look] == ["people/Ana Ferreira.md", "work/Aireside Housing.md",
+                                         "misc/a.md"]           # distinct notes, three
+    assert look[0]["line"] == "Phone: 0113 496 0721."          # its best line for the question
+    assert "people/Ana Ferreira.md (2026-06-01)" in shown
+    assert unsure.plain_reason("the writer found no answer in the kept passages") == \
+        "the notes closest to the question do not state it"
