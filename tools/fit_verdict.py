@@ -123,6 +123,14 @@ def report(rows, p, t) -> dict:
     return out
 
 
+def top_right(p, rows, sizes=(5, 10, 20, 50)) -> str:
+    """Of the passed rows, most confident first (held out): how many of the first N
+    were right."""
+    order = sorted((float(pi), bool(r["right"])) for pi, r in zip(p, rows) if r["passed"])
+    order.reverse()
+    return ", ".join(f"{sum(x for _, x in order[:n])}/{n}" for n in sizes if n <= len(order))
+
+
 def calibration(rows: list[dict], backend: str) -> dict:
     probs = held_out(rows)
     t = threshold(probs, [r["right"] for r in rows], [r["passed"] for r in rows])
@@ -133,7 +141,7 @@ def calibration(rows: list[dict], backend: str) -> dict:
             "bias": round(float(m["bias"]), 4), "threshold": round(t, 4),
             "fitted_on": sorted({r["split"] for r in rows}), "backend": backend,
             "rows": len(rows), "right": sum(r["right"] for r in rows),
-            "held_out": report(rows, probs, t)}
+            "held_out": report(rows, probs, t), "held_out_top": top_right(probs, rows)}
 
 
 def write(backend: str, cal: dict, path: Path = ROOT / "calibrate.py") -> None:
@@ -158,6 +166,8 @@ def main(argv=None) -> int:
           f"{sum(r['passed'] for r in rows)} passed the checks")
     for split, (ok, ship, right) in cal["held_out"].items():
         print(f"# held out {split}: SHIP {ok}/{ship} right; right answers shipped {ok}/{right}")
+    print(f"# held out, the most confident answers whose checks passed, right of the "
+          f"first 5, 10, 20, 50: {cal['held_out_top']}")
     print(json.dumps(cal, indent=1))
     if args.write:
         write(args.backend, cal)
