@@ -2,7 +2,8 @@
 
     python tools/fit_verdict.py                      # builtin backend: fit and print
     python tools/fit_verdict.py --write              # ... and write it into calibrate.py
-    OLLAMA_HOST=... python tools/fit_verdict.py --backend ollama --write   # a model backend
+    OLLAMA_HOST=... python tools/fit_verdict.py --backend ollama --save-rows R.jsonl
+    python tools/fit_verdict.py --backend ollama --rows R.jsonl --write    # refit offline
 
 The procedure, all of it here:
 1. Every tuning split of questions/splits.json (role "tuning"; the frozen splits are never
@@ -159,8 +160,18 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--backend", choices=("builtin", "ollama"), default="builtin")
     p.add_argument("--write", action="store_true", help="write the fit into calibrate.py")
+    p.add_argument("--rows", metavar="JSONL", help="read the rows from this file (written "
+                   "by --save-rows) instead of answering the tuning splits again")
+    p.add_argument("--save-rows", metavar="JSONL", help="also write the rows collected")
     args = p.parse_args(argv)
-    rows = collect(tuning_splits(), args.backend)
+    if args.rows:
+        rows = [json.loads(x) for x in Path(args.rows).read_text(encoding="utf-8").splitlines()
+                if x.strip()]
+    else:
+        rows = collect(tuning_splits(), args.backend)
+    if args.save_rows:
+        Path(args.save_rows).write_text("".join(json.dumps(r) + "\n" for r in rows),
+                                        encoding="utf-8")
     cal = calibration(rows, args.backend)
     print(f"# {cal['rows']} answers, {cal['right']} right, "
           f"{sum(r['passed'] for r in rows)} passed the checks")
