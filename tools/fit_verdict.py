@@ -160,15 +160,21 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--backend", choices=("builtin", "ollama"), default="builtin")
     p.add_argument("--write", action="store_true", help="write the fit into calibrate.py")
-    p.add_argument("--rows", metavar="JSONL", help="read the rows from this file (written "
+    p.add_argument("--rows", metavar="JSONL", nargs="+", help="read the rows from this file (written "
                    "by --save-rows) instead of answering the tuning splits again")
     p.add_argument("--save-rows", metavar="JSONL", help="also write the rows collected")
+    p.add_argument("--splits", nargs="+", metavar="SPLIT",
+                   help="collect these tuning splits only (default: every tuning split)")
     args = p.parse_args(argv)
+    splits = tuning_splits()
+    if args.splits and not set(args.splits) <= set(splits):
+        p.error(f"not tuning splits: {', '.join(sorted(set(args.splits) - set(splits)))}")
     if args.rows:
-        rows = [json.loads(x) for x in Path(args.rows).read_text(encoding="utf-8").splitlines()
-                if x.strip()]
+        rows = [json.loads(x) for f in args.rows for x in
+                Path(f).read_text(encoding="utf-8").splitlines() if x.strip()]
     else:
-        rows = collect(tuning_splits(), args.backend)
+        rows = collect({s: v for s, v in splits.items() if s in (args.splits or splits)},
+                       args.backend)
     if args.save_rows:
         Path(args.save_rows).write_text("".join(json.dumps(r) + "\n" for r in rows),
                                         encoding="utf-8")
