@@ -41,7 +41,7 @@ NOT_CALIBRATED = "no calibration for this backend: nothing says its answers are 
 
 # --- fitted by tools/fit_verdict.py; do not edit by hand --------------------------------
 CALIBRATIONS: dict = {'builtin': {'backend': 'builtin',
-             'bias': -0.2723,
+             'bias': -0.2719,
              'features': ['line_evidence', 'margin', 'line_named', 'line_heading',
                           'missing_in_note', 'names_held', 'relevance',
                           'agreeing_notes', 'cited_latest', 'readers_agree', 'support',
@@ -54,15 +54,15 @@ CALIBRATIONS: dict = {'builtin': {'backend': 'builtin',
                           'dev5': [0, 0, 6],
                           'dev6': [0, 0, 13]},
              'held_out_top': '2/5, 5/10, 12/20, 32/50',
-             'mean': [-2.4738, 0.6655, 0.4594, 0.1288, 1.2571, 0.8638, 0.756, 0.2571,
-                      0.8557, 0.7486, 0.9899, 0.84],
+             'mean': [-2.4866, 0.6573, 0.4572, 0.1278, 1.2571, 0.8638, 0.7561, 0.2571,
+                      0.8557, 0.7429, 0.9899, 0.84],
              'right': 77,
              'rows': 175,
-             'scale': [1.323, 0.8383, 0.2416, 0.1763, 0.9897, 0.3329, 0.1547, 0.5628,
-                       0.3166, 0.4338, 0.0468, 0.3666],
+             'scale': [1.3343, 0.8361, 0.2436, 0.1756, 0.9897, 0.3329, 0.1544, 0.5628,
+                       0.3166, 0.4371, 0.0468, 0.3666],
              'threshold': 1.01,
-             'weights': [0.0818, 0.221, -0.0791, 0.2175, -0.0858, 0.0469, 0.3118,
-                         -0.3713, -0.1945, 0.2507, 0.0117, -0.0926]}}
+             'weights': [0.0974, 0.2358, -0.0596, 0.2311, -0.0783, 0.0454, 0.2675,
+                         -0.3747, -0.1984, 0.2626, 0.0069, -0.0938]}}
 # --- end of fitted constants ------------------------------------------------------------
 
 

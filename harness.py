@@ -20,6 +20,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import asof
 import calibrate
 import generate
 import ingest
@@ -75,6 +76,7 @@ class Answer:
     calls: list = field(default_factory=list)      # the ledger: one row per model call
     shown: str = ""                                # what a person reads (unsure.py)
     look_at: list = field(default_factory=list)    # the notes to open when unsure
+    as_of: str | None = None                       # the date of time mode as_of
     confidence: float | None = None                # calibrate's p(right); None: abstained
     sample_vault: bool = False                     # answered from the bundled sample vault
     index_config: dict = field(default_factory=dict)   # the config the index was built with
@@ -214,10 +216,11 @@ def _same_vault(index_dir: Path, vault) -> None:
 
 def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid",
         use_version=True, rerank=True, expand_links=True, mode=None, k=20,
-        keep=5, include_private=True, write=True) -> Answer:
+        keep=5, include_private=True, write=True, as_of=None) -> Answer:
     """Route, retrieve, filter by time, rerank and gate, write, verify; every stage timed.
     include_private=False searches shareable folders only; write=False stops at the
-    evidence (sources and the version trace), before the writer (mcp_server)."""
+    evidence (sources and the version trace), before the writer (mcp_server).
+    as_of ("YYYY-MM-DD", or "YYYY-MM") asks about the notes as they stood on that date."""
     question = " ".join(str(question).split())[:MAX_QUESTION_CHARS]
     if not question:
         raise ValueError("the question is empty: ask something about your notes")
@@ -227,7 +230,7 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     out = Answer(question=question, backend=be.name, backend_note=be.note,
                  sample_vault=from_sample(idx), index_config=ingest.config_of(idx.manifest))
     out.route = clock.run("route", route_stage.route, question, ledger=ledger)
-    out.time_mode = mode or out.route["time_mode"]
+    _choose_time(out, idx, mode, as_of)
     if not out.route["needs_retrieval"]:
         return _abstain(out, clock, NO_RETRIEVAL.get(out.route["intent"], "no retrieval"))
 
@@ -239,7 +242,8 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     qvec, cands = clock.run("retrieve", _retrieve)
     out.candidates["retrieve"] = _trace(cands)
     if use_version:
-        cands = clock.run("version-filter", version.apply, idx, cands, out.time_mode, qvec)
+        cands = clock.run("version-filter", version.apply, idx, cands, out.time_mode, qvec,
+                          out.as_of)
     out.retrieved = [c.path for c in cands]
     if rerank:
         idf = (rerank_stage.corpus_idf(idx)
@@ -255,7 +259,8 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     out.ranking = [c.path for c in cands]
     kept = cands[:keep]
     by_default = out.route.get("time_confidence", 1.0) <= route_stage.DEFAULT
-    if use_version and not mode and by_default:   # the router's default, not a cue word
+    if use_version and not mode and (by_default or out.time_mode == "as_of"):
+        # the router's default or a point in time: "any" when no versions answer
         out.time_mode = version.effective_mode(idx, kept, out.time_mode, threshold)
     out.sources = [{"id": c.id, "path": c.path, "heading": c.chunk.get("heading", ""),
                     "date": c.date, "is_latest": _current(c),
@@ -270,15 +275,35 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     return out
 
 
+def _choose_time(out: Answer, idx, mode, as_of) -> None:
+    """out.time_mode and out.as_of: a date given outright; else the mode given or the
+    router's, a point in time the router found read in the vault's own years."""
+    if as_of is not None:
+        out.time_mode, out.as_of = "as_of", asof.parse(as_of)
+        return
+    out.time_mode = mode or out.route["time_mode"]
+    if out.time_mode == "as_of":
+        spec = out.route.get("as_of")
+        if spec is None and mode == "as_of":
+            raise ValueError("time mode as_of needs a date: pass --as-of YYYY-MM-DD")
+        dates = idx.cache.get("dates")
+        if dates is None:
+            dates = idx.cache["dates"] = [f["date"] for f in idx.files
+                                          if f.get("date_source") != version.WEAK_SOURCE]
+        out.as_of = asof.resolve(spec, dates) if spec else None
+        out.time_mode = "as_of" if out.as_of else "any"
+
+
 def _write_and_verify(out: Answer, kept: list, be, clock: _Clock) -> None:
     """The generate and verify stages over the kept passages, into out."""
-    draft = clock.run("generate", generate.generate, out.question, kept, out.time_mode,
+    mode = "present" if out.time_mode == "as_of" else out.time_mode   # present on the day
+    draft = clock.run("generate", generate.generate, out.question, kept, mode,
                       be.writer, ledger=clock.ledger)
     out.answer, out.abstained, out.messages = draft.text, draft.abstained, draft.messages
     out.reply = draft.reply
     if draft.abstained:
         out.abstain_reason = "the writer found no answer in the kept passages"
-    ver = clock.run("verify", verify_stage.verify, draft.text, kept, out.time_mode,
+    ver = clock.run("verify", verify_stage.verify, draft.text, kept, mode,
                     be.judge, ledger=clock.ledger, question=out.question,
                     repairs=draft.repairs)
     out.checks = {"rules_ok": ver.rules_ok, "on_question": ver.on_question,
@@ -349,6 +374,8 @@ def main(argv=None) -> int:
     p.add_argument("--index", default=None, help="index dir (default $VERSO_HOME or .verso)")
     p.add_argument("--no-rerank", action="store_true", help="fused order, top 5, no gate")
     p.add_argument("--mode", choices=("present", "history", "any"), default=None)
+    p.add_argument("--as-of", metavar="DATE", default=None, help="answer from the notes as "
+                   "they stood on DATE (YYYY-MM-DD, or YYYY-MM for the month's end)")
     p.add_argument("--backend", choices=("auto", "builtin", "ollama"), default="auto")
     p.add_argument("--judge", choices=models.JUDGES, default=None)
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
@@ -360,7 +387,7 @@ def main(argv=None) -> int:
         idx, be = load(args.index, args.vault, args.backend, args.judge)
         ingest.keep_until_exit(idx)
         a = ask(" ".join(args.question), index=idx, backend=be,
-                rerank=not args.no_rerank, mode=args.mode)
+                rerank=not args.no_rerank, mode=args.mode, as_of=args.as_of)
     except (ValueError, OSError, store.IndexProblem, store.IndexBusy,
             models.BackendError) as e:
         print(f"error: {e}", file=sys.stderr)

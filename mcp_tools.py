@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from urllib.parse import quote, unquote
 
+import asof
 import harness
 import retrieve
 import route
@@ -61,15 +62,17 @@ TOOLS = [
      "rerank and time rules: path, heading trail, date ('undated' = file time only), "
      "is_latest, superseded_by, relevance and text; in present mode also what was set "
      "aside as outdated and why. time_mode: present = current values, history = how "
-     "something changed, any = no filter, auto = Verso decides from the query.",
+     "something changed, any = no filter, as_of = the notes as they stood on the date "
+     "given in as_of (YYYY-MM-DD), auto = Verso decides from the query.",
      "inputSchema": _obj({"query": QUERY, "time_mode": {
-         "type": "string", "enum": ["auto", "present", "history", "any"],
+         "type": "string", "enum": ["auto", "present", "history", "any", "as_of"],
          "default": "auto"},
+         "as_of": {"type": "string", "pattern": r"^\d{4}-\d{2}(-\d{2})?$"},
          "k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5}},
          additionalProperties=False) | {"required": ["query"]},
      "outputSchema": _obj({"time_mode": T["string"], "chosen_by": T["string"],
-                           "passages": _arr(PASSAGE), "set_aside": _arr(SET_ASIDE),
-                           "note": OPT})},
+                           "as_of": OPT, "passages": _arr(PASSAGE),
+                           "set_aside": _arr(SET_ASIDE), "note": OPT})},
     {"name": "note_history", "title": "Every version of a note",
      "description": "Every version of a note's family (v1/v2/dated copies) and every "
      "dated entry of a log, oldest first, each with date, path and the passages that "
@@ -175,14 +178,22 @@ def _nothing_shareable(idx) -> str | None:
 def search_notes(srv, args: dict) -> dict:
     idx = srv.index()
     mode = args.get("time_mode", "auto")
-    out = {"time_mode": mode, "chosen_by": "router" if mode == "auto" else "caller",
+    if (mode == "as_of") != ("as_of" in args):
+        raise ToolError("time_mode as_of and an as_of date (YYYY-MM-DD) go together")
+    try:
+        day = asof.parse(args["as_of"]) if "as_of" in args else None
+    except ValueError as e:
+        raise ToolError(str(e)) from None
+    out = {"time_mode": mode, "as_of": day,
+           "chosen_by": "router" if mode == "auto" else "caller",
            "passages": [], "set_aside": [], "note": _nothing_shareable(idx)}
     if out["note"]:
         if mode == "auto":     # the mode a search would have used
             out["time_mode"] = route.route(args["query"])["time_mode"]
         return out
     a = harness.ask(args["query"], index=idx, backend=srv.be, keep=int(args.get("k", 5)),
-                    mode=None if mode == "auto" else mode, include_private=False,
+                    mode=None if mode in ("auto", "as_of") else mode,
+                    as_of=day, include_private=False,
                     write=False)
     trace = {c["id"]: c for c in a.candidates.get("version", [])}
     for s in a.sources:
@@ -205,7 +216,7 @@ def search_notes(srv, args: dict) -> dict:
                 "path": c["path"], "heading": c["heading"], "date": c["date"],
                 "reason": c["dropped"], "relevance": round(float(c["relevance"] or 0), 4),
                 "text": idx.chunks[c["id"]]["text"]})
-    out["time_mode"], out["note"] = a.time_mode, a.abstain_reason
+    out["time_mode"], out["note"], out["as_of"] = a.time_mode, a.abstain_reason, a.as_of
     return out
 
 

@@ -1,7 +1,8 @@
 """route: one message -> intent and time mode, by rules (default) or by a judge.
 
 In:  the user's message; optionally a judge (reader.py or models.py) with .choose().
-Out: {"intent": "notes"|"small_talk"|"live_data", "time_mode": "present"|"history"|"any",
+Out: {"intent": "notes"|"small_talk"|"live_data",
+      "time_mode": "present"|"history"|"any"|"as_of", "as_of": asof.phrase's spec or None,
       "confidence": float (of the intent), "time_confidence": float,
       "why": the time rule and the cue it matched (or "the judge's choice"),
       "needs_retrieval": bool}.
@@ -12,6 +13,8 @@ Time mode rules, first match wins:
      a verb of change after "did"/"has"/"have" with a thing as subject: "how did the
      quote change", "has the price moved" ...) -> history;
   2. present words (current, now, latest, still, these days, as of today ...) -> present;
+  2b. a point in time (in June, as of 1 May, before September, at the start of the
+     year: asof.phrase) -> as_of, the version in force on that date;
   3. a date, a month, a past tense or an event lookup ("what did", "when was",
      "last week", "in April", "as of 2026-05") -> any;
   4. DEFAULT: any other question ("what is", "what's", "how much", "where does",
@@ -24,6 +27,8 @@ Time mode rules, first match wins:
 from __future__ import annotations
 
 import re
+
+import asof
 
 SMALL_TALK_RE = re.compile(
     r"\b(?:hi|hello|hey|hiya|howdy|yo|good (?:morning|afternoon|evening|night)|"
@@ -74,6 +79,7 @@ TIME_RULES = ((HISTORY_STRONG_RE, "history", STRONG, "change words"),   # first 
               (HISTORY_WEAK_RE, "history", WEAK, "weak change words"),
               (PAST_OR_EVENT_RE, "any", WEAK, "a date, past tense or event"),
               (PRESENT_QUESTION_RE, "present", DEFAULT, "a plain question (default)"))
+AS_OF_AFTER = 2          # the as-of rule comes after change words and present words
 INTENT_OPTIONS = {
     "notes": "a question the personal notes could answer: facts, people, projects, plans, "
              "rates, prices, dates, decisions, what is, who, where, how much, when",
@@ -107,13 +113,15 @@ def _intent(msg: str) -> tuple[str, float]:
     return "notes", STRONG if "?" in msg or len(msg.split()) > 2 else DEFAULT
 
 
-def _time_mode(msg: str) -> tuple[str, float, str]:
-    """(mode, confidence, why): the first rule whose cue matches, and the cue."""
-    for regex, mode, conf, rule in TIME_RULES:
+def _time_mode(msg: str) -> tuple[str, float, str, dict | None]:
+    """(mode, confidence, why, as-of spec): the first rule whose cue matches, the cue."""
+    for i, (regex, mode, conf, rule) in enumerate(TIME_RULES):
+        if i == AS_OF_AFTER and (spec := asof.phrase(msg)):
+            return "as_of", WEAK, f"a point in time {spec['text']!r}", spec
         m = regex.search(msg)
         if m:
-            return mode, conf, f"{rule} {m.group().strip()!r}"
-    return "any", LOW, "no time cue"
+            return mode, conf, f"{rule} {m.group().strip()!r}", None
+    return "any", LOW, "no time cue", None
 
 
 def route(message: str, judge=None, ledger=None) -> dict:
@@ -122,10 +130,10 @@ def route(message: str, judge=None, ledger=None) -> dict:
     if judge is not None:
         intent, conf, _ = judge.choose(message, INTENT_OPTIONS, stage="route", ledger=ledger)
         mode, tconf, _ = judge.choose(message, TIME_OPTIONS, stage="route", ledger=ledger)
-        why = "the judge's choice"
+        why, spec = "the judge's choice", None
     else:
         intent, conf = _intent(msg)
-        mode, tconf, why = _time_mode(LEADING_SMALL_TALK_RE.sub("", msg))
-    return {"intent": intent, "time_mode": mode, "confidence": float(conf),
+        mode, tconf, why, spec = _time_mode(LEADING_SMALL_TALK_RE.sub("", msg))
+    return {"intent": intent, "time_mode": mode, "as_of": spec, "confidence": float(conf),
             "time_confidence": float(tconf), "why": why,
             "needs_retrieval": intent == "notes" or conf < 0.5}

@@ -27,6 +27,12 @@ Modes
   each log present (at most HISTORY_MAX_ADDED, in that order). Order: candidates of versioned families and
   dated logs first, grouped by family in fused order of each family's best candidate,
   each group oldest to newest (undated = mtime last); then the others in fused order.
+- as_of(DATE): the vault as it stood on DATE. In each versioned family the version in
+  force is the newest real-dated file on or before DATE (pulled in when missing); in a
+  dated log, its newest entry on or before DATE. Later versions and entries are set
+  aside as "not yet written on DATE", an undated version as not known to be in force;
+  the one in force is marked latest (on copies of the chunk records), the others
+  superseded by it. settle then works as in present mode.
 - any: candidates unchanged (only marked).
 Dates: a real date (filename, frontmatter, header, section) always outranks a weak
 (mtime) one; a real-dated file is never superseded by an mtime-dated one.
@@ -40,7 +46,7 @@ import retrieve
 import store_load
 from retrieve import Candidate
 
-MODES = ("present", "history", "any")
+MODES = ("present", "history", "any", "as_of")
 HISTORY_MAX_ADDED = 12     # history: chunks pulled in for missing versions and sections
 WEAK_SOURCE = "mtime"      # date_source whose date is a guess (shown as "undated")
 SECTION_MARK = " @ "       # superseded_by for a newer log entry: "path @ 2026-05-02"
@@ -146,18 +152,81 @@ def _check_mode(mode: str) -> None:
         raise ValueError(f"unknown time mode {mode!r}: use one of {', '.join(MODES)}")
 
 
-def apply(index, cands: list[Candidate], mode: str, qvec) -> list[Candidate]:
+def apply(index, cands: list[Candidate], mode: str, qvec, as_of: str | None = None
+          ) -> list[Candidate]:
     """Time mode before rerank: pull in missing versions, mark superseded_by, order.
+    as_of ("YYYY-MM-DD") is the date of mode "as_of".
 
     Returns new Candidate objects (the input list is not modified)."""
     _check_mode(mode)
     out = [dataclasses.replace(c) for c in cands]
+    if mode == "as_of":
+        if not as_of:
+            raise ValueError("time mode as_of needs a date")
+        return _as_of(index, out, qvec, as_of)
     if mode == "present":
         out = _present(index, out, qvec)
     elif mode == "history":
         out = _history(index, out, qvec)
     _mark(index, out)
     return out
+
+
+def _in_force(files: list[dict], day: str) -> dict | None:
+    """The newest real-dated file on or before day (None: none was written yet)."""
+    dated = [f for f in files if f.get("date_source") != WEAK_SOURCE
+             and (f.get("date") or "9999") <= day]
+    return max(dated, key=lambda f: (f["date"], f["path"])) if dated else None
+
+
+def _as_of(index, cands, qvec, day) -> list[Candidate]:
+    """As of day: pull in each family's version in force and each log's newest entry up
+    to day when missing, then set aside what was not yet written and mark the rest."""
+    tables, ids_of = _tables(index), retrieve.chunk_ids_by_path(index)
+    have, out = {c.path for c in cands}, []
+    have_sections = {_section_key(c) for c in cands}
+    for c in cands:
+        out.append(c)
+        force = _in_force(_versions(tables, c.chunk.get("family") or c.path), day)
+        if force and force["path"] not in have:
+            new = _pull(index, qvec, ids_of.get(force["path"]))
+            if new is not None:
+                out.append(new)
+                have.add(new.path)
+        entries = [d for d in tables["sections"].get(c.path, {}) if d <= day]
+        if entries and (c.path, max(entries)) not in have_sections:
+            new = _pull(index, qvec, tables["sections"].get(c.path)[max(entries)])
+            out.append(new)
+            have_sections.add(_section_key(new))
+    for c in out:
+        _mark_as_of(index, tables, c, day)
+    return out
+
+
+def _mark_as_of(index, tables, c: Candidate, day: str) -> None:
+    """Set aside (dropped) or mark one candidate for as-of day."""
+    c.superseded_by = None
+    files = _versions(tables, c.chunk.get("family") or c.path)
+    f = index.by_path.get(c.path) or {}
+    latest, entry_latest = c.is_latest, c.chunk.get("entry_latest")
+    if files:
+        force = _in_force(files, day)
+        if f.get("date_source") == WEAK_SOURCE:
+            c.dropped = f"undated: not known to be in force on {day}"
+        elif (f.get("date") or "") > day:
+            c.dropped = f"not yet written on {day} (dated {f.get('date')})"
+        latest = force is not None and force["path"] == c.path
+        if force is not None and not latest and not c.dropped:
+            c.superseded_by = force["path"]
+    entry = c.chunk.get("section_date")
+    entries = [d for d in tables["sections"].get(c.path, {}) if d <= day]
+    if entry and entry > day:
+        c.dropped = c.dropped or f"not yet written on {day} (entry {entry})"
+    elif entry and entries:
+        entry_latest = entry == max(entries)
+        if not entry_latest and not c.superseded_by:
+            c.superseded_by = f"{c.path}{SECTION_MARK}{max(entries)}"
+    c.chunk = {**c.chunk, "is_latest": latest, "entry_latest": entry_latest}
 
 
 def _present(index, cands, qvec) -> list[Candidate]:
@@ -298,8 +367,8 @@ def settle(cands: list[Candidate], mode: str, threshold: float | None = None,
     """
     _check_mode(mode)
     live = [c for c in cands if not c.dropped]
-    if mode == "present":
-        views = _settle_views(live, index)
+    if mode in ("present", "as_of"):     # as_of: apply marked the version in force latest
+        views = _settle_views(live, index if mode == "present" else None)
         for x in live:
             by = _superseder(x, live, threshold, views)
             if by:
@@ -342,7 +411,7 @@ def effective_mode(index, kept: list[Candidate], mode: str, threshold=None) -> s
     """"present" is "any" when what answers holds no versions: nothing answers, or one
     file answers that has no other versions and no dated log entries. The filter is then the same, and the reported
     time mode says so instead of claiming a current-versus-outdated choice was made."""
-    if mode != "present":
+    if mode not in ("present", "as_of"):
         return mode
     answering = [c for c in kept if _answers(c, threshold)]
     if not answering:

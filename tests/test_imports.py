@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Lowest first. A module may import its own layer or a lower one, never a higher one.
 LAYERS = [
-    {"textkit", "cost_ledger", "embedder", "selective"},         # helpers
+    {"textkit", "cost_ledger", "embedder", "selective", "asof"},         # helpers
     {"reader", "extract"},                                       # the builtin reader, writer
     {"models"},                                                  # model clients, backends
     {"vault_walk", "dating", "families", "chunking", "store", "store_load"},   # the index

@@ -21,7 +21,7 @@ CASES = [  # message, intent, time mode
     ("What was the goal originally?", "notes", "history"),
     ("Did the rate go from 500 to 550?", "notes", "history"),
     ("Show the history of the move plan", "notes", "history"),
-    ("What was the rate before October?", "notes", "history"),
+    ("What was the rate before October?", "notes", "as_of"),      # in force on 30 Sep
     ("How has the box price evolved?", "notes", "history"),       # general cue words
     ("What was the hen count previously?", "notes", "history"),
     ("How did my long runs build up over the block?", "notes", "any"),  # no time cue
@@ -34,8 +34,8 @@ CASES = [  # message, intent, time mode
     ("Track the cellar readings over the year", "notes", "history"),
     ("What did we decide on the Halden call?", "notes", "any"),   # event lookup
     ("When was the Lisbon race?", "notes", "any"),
-    ("What was the budget in April 2026?", "notes", "any"),
-    ("What was the rate as of 2026-05-01?", "notes", "any"),
+    ("What was the budget in April 2026?", "notes", "as_of"),
+    ("What was the rate as of 2026-05-01?", "notes", "as_of"),
     ("What is the rate as of today?", "notes", "present"),
     ("Summarise the kit list", "notes", "any"),
     ("hi", "small_talk", "any"),
@@ -83,7 +83,7 @@ class FakeJudge:
 def test_judge_path_uses_choose_for_intent_and_time():
     judge = FakeJudge([("small_talk", 0.9, {}), ("any", 0.8, {})])
     r = route("What is Maren's day rate?", judge=judge)
-    assert r == {"intent": "small_talk", "time_mode": "any", "confidence": 0.9,
+    assert r == {"intent": "small_talk", "time_mode": "any", "as_of": None, "confidence": 0.9,
                  "time_confidence": 0.8, "why": "the judge's choice",
                  "needs_retrieval": False}
     assert [c[1] for c in judge.calls] == [sorted(INTENT_OPTIONS), sorted(TIME_OPTIONS)]
