@@ -38,8 +38,8 @@ FIELDS = {"id": str, "question": str, "category": str, "time_mode": str, "answer
           "key_facts": list, "forbidden_facts": list, "gold_files": list,
           "answerable": bool}
 CATEGORIES = ("lookup", "current", "change", "multi", "table", "refuse", "paraphrase",
-              "false_premise")
-TIME_MODES = ("present", "history", "any")
+              "false_premise", "as_of")
+TIME_MODES = ("present", "history", "any", "as_of")
 MAX_SENTENCES = 5
 SOURCE_K = 5              # source found@5: among the kept passages
 RECALL_K = 10             # recall_all@10: among the first 10 distinct retrieved paths
@@ -242,7 +242,7 @@ def score(q: dict, a: dict, variant: str) -> dict:
     gold, text, abstained = q["gold_files"], a.get("answer") or "", bool(a.get("abstained"))
     answerable = q["answerable"] and bool(gold)   # retrieval metrics need gold files
     stages = [dict(s) for s in a.get("stages") or []]
-    present = q["answerable"] and q["time_mode"] == "present"
+    present = q["answerable"] and q["time_mode"] in ("present", "as_of")   # one version
     return {
         "id": q["id"], "question": q["question"], "category": q["category"],
         "variant": variant,
