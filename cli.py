@@ -2,8 +2,9 @@
 
 In:  the command line.
 Out: the exit code of the face that serves it: `--mcp` and `--mcp-check` go to the MCP
-     server (mcp_server.py), anything else is a question for harness.main
-     (`python harness.py --mcp` reaches the same server by running mcp_server.py).
+     server (mcp_server.py), `--chat` to a conversation (chat.py), anything else is a
+     question for harness.main (`python harness.py --mcp` or `--chat` reaches the same
+     face by running its program).
 Not: any work of its own. It sits above every module it hands to, so that no library
      module imports a face (tests/test_imports.py holds the layers).
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import gc
 import sys
 
+import chat
 import harness
 import mcp_server
 
@@ -24,4 +26,6 @@ def main(argv=None) -> int:
     if MCP_FLAGS & set(argv):
         gc.enable()          # a long-running server: the collector on (run_cli turns it off)
         return mcp_server.main(argv)
+    if "--chat" in argv:
+        return chat.main(argv)
     return harness.main(argv)

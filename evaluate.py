@@ -90,12 +90,12 @@ def load_questions(path) -> list[dict]:
     return out
 
 
-def _line_problems(q) -> list[str]:
+def _line_problems(q, fields=FIELDS) -> list[str]:
     if not isinstance(q, dict):
         return ["not a JSON object"]
-    out = [f"missing field {k!r}" for k in FIELDS if k not in q]
-    out += [f"unknown field {k!r}" for k in q if k not in FIELDS]
-    for k, typ in FIELDS.items():
+    out = [f"missing field {k!r}" for k in fields if k not in q]
+    out += [f"unknown field {k!r}" for k in q if k not in fields]
+    for k, typ in fields.items():
         v = q.get(k)
         if typ is list and k in q and not (isinstance(v, list) and all(
                 isinstance(x, str) and x.strip() for x in v)):
@@ -130,11 +130,11 @@ def _vault_problems(q: dict, vault: Path) -> list[str]:
     return out
 
 
-def _problems(path, vault: Path):
+def _problems(path, vault: Path, fields=FIELDS):
     """(line, is_structural, message) for every problem of a question file."""
     seen: dict = {}
     for n, q, err in _jsonl(path):
-        found = [err] if err else _line_problems(q)
+        found = [err] if err else _line_problems(q, fields)
         if not found and q["id"] in seen:
             found.append(f"duplicate id {q['id']!r} (first on line {seen[q['id']]})")
         yield from ((n, True, p) for p in found)
@@ -143,11 +143,81 @@ def _problems(path, vault: Path):
             yield from ((n, False, p) for p in _vault_problems(q, vault))
 
 
-def check_questions(path, vault) -> list[str]:
+def check_questions(path, vault, fields=FIELDS) -> list[str]:
     """Every problem of a question file, one `line N: ...` string each; [] when clean."""
     if not Path(vault).is_dir():
         return [f"vault {vault} is not a folder"]
-    return [f"line {n}: {p}" for n, _, p in _problems(path, Path(vault))]
+    return [f"line {n}: {p}" for n, _, p in _problems(path, Path(vault), fields)]
+
+
+# ------------------------------------------------------------------ conversations
+
+CONV_FIELDS = {**FIELDS, "conversation": str, "turn": int, "referent": list}
+
+
+def load_conversations(path, vault) -> dict:
+    """{conversation id: its questions in turn order} of a conversation file (each line
+    a question plus "conversation", "turn" and "referent": the words a full rewrite of
+    the follow-up must hold); EvalError on a structural problem."""
+    bad = [f"line {n}: {p}" for n, s, p in _problems(path, Path(vault), CONV_FIELDS) if s]
+    if bad:
+        raise EvalError(f"{path}: {bad[0]} (see --check)")
+    out: dict = {}
+    for q in load_questions(path):
+        out.setdefault(q["conversation"], []).append(q)
+    return {c: sorted(qs, key=lambda q: q["turn"]) for c, qs in out.items()}
+
+
+def run_conversations(convs: dict, idx, be) -> list[dict]:
+    """Each conversation through chat.Conversation: one scored record per turn, with
+    the rewrite and whether it kept the referent (follow-ups only)."""
+    import chat
+    out = []
+    for cid, turns in convs.items():
+        conv = chat.Conversation(idx, be)
+        for q in turns:
+            turn = conv.ask(q["question"])
+            r = score(q, turn["trace"].to_dict(), "chat")
+            low = turn["rewrite"].lower()
+            r.update(conversation=cid, turn=q["turn"], rewrite=turn["rewrite"],
+                     how=turn["how"], referent_kept=(all(x.lower() in low for x in q["referent"])
+                                                     if q["turn"] > 1 else None))
+            out.append(r)
+    return out
+
+
+def summarise_conversations(records) -> dict:
+    follow = [r for r in records if r["turn"] > 1]
+    hows = sorted({r["how"] for r in follow})
+    return {"turns": _rate(r["answer_correct"] for r in records),
+            "follow_ups": _rate(r["answer_correct"] for r in follow),
+            "referent_kept": _rate(r["referent_kept"] for r in follow),
+            "by_rule": {h: {"answer_correct": _rate(r["answer_correct"] for r in follow
+                                                    if r["how"] == h),
+                            "referent_kept": _rate(r["referent_kept"] for r in follow
+                                                   if r["how"] == h)} for h in hows},
+            "selective": selective.metrics(records)}
+
+
+def _run_conversations(args, argv) -> int:
+    vault = Path(args.vault)
+    convs = load_conversations(args.conversations, vault)
+    import harness
+    try:
+        idx, be = harness.load(index=str(_index_dir(args, vault)), vault=vault,
+                               backend=args.backend, judge=args.judge)
+    except (ValueError, OSError, models.BackendError, store.IndexProblem) as e:
+        raise EvalError(str(e)) from None
+    records = run_conversations(convs, idx, be)
+    result = {"conversations": summarise_conversations(records),
+              "questions": str(args.conversations), "vault": str(vault.resolve()),
+              "backend": be.name}
+    print(json.dumps(result, indent=1) if args.json else
+          scorecard.render_conversations(result["conversations"]))
+    if args.out:
+        save_run(Path(args.out), records, result, argv, {"backend": be.name,
+                                                       "vault": result["vault"]})
+    return 0
 
 
 # ----------------------------------------------------------------------- metrics
@@ -448,6 +518,8 @@ def _parser() -> argparse.ArgumentParser:
                    "the vault the --index was built from)")
     p.add_argument("--questions", help="question set (JSONL)")
     p.add_argument("--check", metavar="FILE", help="validate a question file and stop")
+    p.add_argument("--conversations", metavar="FILE", help="score a conversation file: "
+                   "each follow-up rewritten (chat.py), then answered")
     p.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"),
                    help="list questions whose answer_correct / source_found flipped")
     p.add_argument("--variant", nargs="+", choices=list(VARIANTS), default=None)
@@ -565,7 +637,7 @@ def main(argv=None) -> int:
             flips = compare_runs(*(load_records(d) for d in args.compare))
             print(json.dumps(flips, indent=1) if args.json else scorecard.render_compare(flips))
             return 0
-        path = args.check or args.questions
+        path = args.check or args.questions or args.conversations
         if not args.vault and args.index:
             args.vault = _vault_of(args.index)
         if not args.vault or not path:
@@ -574,9 +646,12 @@ def main(argv=None) -> int:
             raise EvalError(f"vault {args.vault} not found (pass --vault DIR)")
         if not Path(path).is_file():
             raise EvalError(f"question file {path} not found")
+        if args.conversations and not args.check:
+            return _run_conversations(args, argv)
         if not args.check:
             return _run(args, argv)
-        problems = check_questions(args.check, args.vault)
+        conv = '"conversation"' in Path(args.check).read_text(encoding="utf-8")[:2000]
+        problems = check_questions(args.check, args.vault, CONV_FIELDS if conv else FIELDS)
         print("\n".join(problems) or f"ok: {len(load_questions(args.check))} questions")
         return 1 if problems else 0
     except (EvalError, models.BackendError) as e:

@@ -46,7 +46,8 @@ WHERE_FROM = ("The vault: --vault, else the vault the index was built from, else
               "yet) the bundled sample vault. The index: --index, else $VERSO_HOME, else "
               "./.verso in the current folder. Verso never writes inside the vault. "
               "MCP: `python harness.py --mcp` serves the notes on stdio and `--mcp-check` "
-              "tries that server as an app would (options: `python mcp_server.py --help`).")
+              "tries that server as an app would (options: `python mcp_server.py --help`). "
+              "`--chat` starts a conversation (`python chat.py --help`).")
 NO_RETRIEVAL = {
     "small_talk": "this reads as small talk, not a question about the notes",
     "live_data": "this needs live data (weather, prices, news) that notes cannot hold",
@@ -404,12 +405,18 @@ def main(argv=None) -> int:
     return 0
 
 
-def _mcp_program(argv: list) -> int:
-    """`python harness.py --mcp ...` runs the MCP face's own program (mcp_server.py) with
-    the same arguments and stdio: the pipeline hands over to the face without importing
-    it (the face imports the pipeline)."""
+FACES = {"--mcp": "mcp_server.py", "--mcp-check": "mcp_server.py", "--chat": "chat.py"}
+
+
+def _face_program(argv: list) -> int | None:
+    """`python harness.py --mcp|--mcp-check|--chat ...` runs that face's own program
+    (mcp_server.py, chat.py) with the same arguments and stdio: the pipeline hands over
+    to a face without importing it (the face imports the pipeline). None: no face."""
     import subprocess
-    program = Path(__file__).resolve().with_name("mcp_server.py")
+    flag = next((a for a in argv if a in FACES), None)
+    if flag is None:
+        return None
+    program = Path(__file__).resolve().with_name(FACES[flag])
     try:
         return subprocess.call([sys.executable, str(program), *argv])
     except KeyboardInterrupt:
@@ -417,6 +424,6 @@ def _mcp_program(argv: list) -> int:
 
 
 if __name__ == "__main__":
-    if {"--mcp", "--mcp-check"} & set(sys.argv[1:]):
-        sys.exit(_mcp_program(sys.argv[1:]))
-    ingest.run_cli(main)        # collector off; the process ends without freeing the index        # collector off; the process ends without freeing the index
+    if (code := _face_program(sys.argv[1:])) is not None:
+        sys.exit(code)
+    ingest.run_cli(main)        # collector off; the process ends without freeing the index

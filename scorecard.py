@@ -96,3 +96,15 @@ def render_compare(flips: dict) -> str:
     return "\n".join(f"{v} {m}: fixed {', '.join(f['fixed']) or '-'}; broken "
                      f"{', '.join(f['broken']) or '-'}" for v, ms in flips.items()
                      for m, f in ms.items()) or "no question flipped"
+
+
+def render_conversations(c: dict) -> str:
+    """A conversation run: answers over all turns and follow-ups, referents kept, and
+    the same per rewrite rule."""
+    rows = [["all turns", fmt_rate(c["turns"]), "-"],
+            ["follow-ups", fmt_rate(c["follow_ups"]), fmt_rate(c["referent_kept"])]]
+    rows += [[f"  {h}", fmt_rate(v["answer_correct"]), fmt_rate(v["referent_kept"])]
+             for h, v in c["by_rule"].items()]
+    s = c["selective"]
+    return "\n".join(_table(["turns", "answer correct", "rewrite keeps referent"], rows) + [
+        "", f"SHIP precision {fmt_rate(s['ship_precision'])}, wrong SHIPs {s['wrong_ship']}"])

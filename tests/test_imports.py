@@ -18,7 +18,7 @@ LAYERS = [
      "calibrate", "unsure"},   # stages
     {"scorecard", "html_report"},                                # renderers of plain data
     {"harness"},                                                 # the pipeline
-    {"evaluate", "mcp_tools"},                                   # runs, the MCP tools
+    {"evaluate", "mcp_tools", "chat"},                                   # runs, the MCP tools
     {"mcp_server", "mcp_check"},                                 # the MCP face
     {"cli"},                                                     # the entry
 ]

@@ -57,8 +57,9 @@ def diff_runs(a: Path, b: Path) -> list[str]:
 def run_all(out: Path, extra: list[str]) -> int:
     """evaluate.py on every split into out/SPLIT; returns the first failing exit code."""
     for split, row in splits().items():
+        kind = "--conversations" if row.get("kind") == "conversations" else "--questions"
         cmd = [sys.executable, str(ROOT / "evaluate.py"), "--vault", str(ROOT / row["vault"]),
-               "--questions", str(ROOT / "questions" / f"{split}.jsonl"),
+               kind, str(ROOT / "questions" / f"{split}.jsonl"),
                "--out", str(out / split), *extra]
         print(f"{split}: {' '.join(cmd[1:])}", file=sys.stderr)
         r = subprocess.run(cmd, stdout=subprocess.DEVNULL)

@@ -1,0 +1,129 @@
+"""chat.py: follow-ups rewritten into full questions (the builtin rules and a model's
+rewrite checked in code), the conversation loop and its commands, the transcript, and
+evaluate's conversation runs."""
+
+import json
+
+import pytest
+
+import chat
+import evaluate
+import harness
+
+RETAINER = {"question": "What is the Kittiwake retainer now?", "answer": "£3,350 [c1].",
+            "citations": [{"id": "c1", "path": "a.md", "date": "2026-10-01"},
+                          {"id": "c2", "path": "b.md", "date": "2026-06-01"}]}
+FLAT = {"question": "How much is the rent for the Lisbon flat?", "answer": "€1,150 [c1].",
+        "citations": []}
+ANA = {"question": "What did Ana say about the flat?", "answer": "x", "citations": []}
+
+
+@pytest.mark.parametrize("prev,msg,full,how", [
+    (RETAINER, "and before that?", "How did the Kittiwake retainer change before June 2026?",
+     "before that"),
+    (FLAT, "what about the deposit?", "How much is the deposit for the Lisbon flat?",
+     "what about"),
+    (RETAINER, "what about Aireside?", "What is the Aireside retainer now?", "what about"),
+    (RETAINER, "is that still true?", "What is the Kittiwake retainer now?", "still true"),
+    (RETAINER, "and in June?", "What is the Kittiwake retainer in June?", "carried subject"),
+    (RETAINER, "how much was it then?", "how much was the Kittiwake retainer then?", "pronoun"),
+    (ANA, "what is her phone number?", "what is Ana's phone number?", "pronoun"),
+    (ANA, "who did she say?", "who did Ana say?", "pronoun"),
+    (RETAINER, "What is the studio rent?", "What is the studio rent?", "as asked"),
+    (None, "and before that?", "and before that?", "as asked"),
+])
+def test_the_builtin_rewrite_rules(prev, msg, full, how):
+    assert chat.rewrite(msg, prev) == (full, how)
+
+
+def test_subject_drops_question_words_and_time_words():
+    assert chat.subject("What is the Kittiwake retainer now?") == "the Kittiwake retainer"
+    assert chat.subject("How much was the rent in June?") == "the rent"
+    assert chat.subject("Who's my physio?") == "my physio"
+
+
+class Writer:
+    name, model = "fake-model", "fake"
+
+    def __init__(self, reply):
+        self.reply, self.calls = reply, []
+
+    def write(self, messages, stage="generate", ledger=None):
+        self.calls.append(messages)
+        return self.reply, 10, 5
+
+
+def test_a_model_rewrite_is_kept_only_when_it_names_the_follow_up_own_words():
+    good = Writer("How much is the deposit for the Lisbon flat?")
+    assert chat.model_rewrite(good, "what about the deposit?", FLAT) == (
+        "How much is the deposit for the Lisbon flat?", "model")
+    assert "Follow-up: what about the deposit?" in good.calls[0][0]["content"]
+    dropped = Writer("How much is the rent for the Lisbon flat?")        # lost "deposit"
+    assert chat.model_rewrite(dropped, "what about the deposit?", FLAT) == (
+        "How much is the deposit for the Lisbon flat?", "what about")
+    assert chat.model_rewrite(None, "and before that?", None) == ("and before that?",
+                                                                 "as asked")
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory):
+    return harness.load(tmp_path_factory.mktemp("idx"), harness.SAMPLE_VAULT, "builtin")
+
+
+def test_a_conversation_carries_the_subject_and_saves_a_transcript(loaded, tmp_path,
+                                                                  capsys):
+    conv = chat.Conversation(*loaded)
+    lines = iter(["What is the Kittiwake retainer now?", "and before that?", "/sources",
+                  "/cost", "/new", "/html " + str(tmp_path / "t.html"), "/quit"])
+    save = tmp_path / "chat.jsonl"
+    assert chat.loop(conv, read=lambda _: next(lines), save=save) == 0
+    out = capsys.readouterr().out
+    assert "→ How did the Kittiwake retainer change before" in out
+    assert "[c1]" in out and "rerank" in out and "(a new conversation)" in out
+    assert (tmp_path / "t.html").read_text().startswith("<!doctype html>")
+    rows = [json.loads(x) for x in save.read_text().splitlines()]
+    assert [r["how"] for r in rows] == ["as asked", "before that"]
+    assert set(rows[0]) == {"question", "rewrite", "how", "answer", "citations", "verdict",
+                            "time_mode"}
+    assert rows[1]["time_mode"] == "history" and "3,350" in rows[1]["answer"]
+
+
+def test_evaluate_scores_a_conversation_file(tmp_path, capsys):
+    base = dict(category="current", answer="Retainer: £3,350 per month.", key_facts=["3,350"],
+                forbidden_facts=[], gold_files=["work/kittiwake retainer-oct2026.md"],
+                answerable=True)
+    qs = [dict(base, id="k1", conversation="k", turn=1, referent=[], time_mode="present",
+               question="What is the Kittiwake retainer now?"),
+          dict(base, id="k2", conversation="k", turn=2, referent=["Kittiwake", "retainer"],
+               time_mode="history", category="change", question="and before that?",
+               answer="It was £2,400, then £2,750, then £3,100.", key_facts=["2,400"],
+               gold_files=["work/2026-04-03 kittiwake retainer.md"])]
+    path = tmp_path / "conv.jsonl"
+    path.write_text("".join(json.dumps(q) + "\n" for q in qs))
+    vault = str(harness.SAMPLE_VAULT)
+    assert evaluate.main(["--check", str(path), "--vault", vault]) == 0
+    capsys.readouterr()
+    assert evaluate.main(["--conversations", str(path), "--vault", vault, "--backend",
+                          "builtin", "--out", str(tmp_path / "run"), "--json"]) == 0
+    c = json.loads(capsys.readouterr().out)["conversations"]
+    assert c["referent_kept"] == {"k": 1, "n": 1, "p": 1.0}
+    assert c["turns"]["n"] == 2 and c["by_rule"]["before that"]["referent_kept"]["k"] == 1
+    records = evaluate.load_records(tmp_path / "run")
+    assert records[1]["rewrite"].startswith("How did the Kittiwake retainer change")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({k: v for k, v in qs[1].items() if k != "referent"}) + "\n")
+    assert evaluate.main(["--conversations", str(bad), "--vault", vault]) == 2
+
+
+def test_python_harness_chat_runs_the_conversation_program(tmp_path):
+    import subprocess
+    import sys
+    root = harness.SAMPLE_VAULT.parent
+    run = subprocess.run([sys.executable, str(root / "harness.py"), "--chat", "--backend",
+                          "builtin", "--index", str(tmp_path / "idx"), "--vault",
+                          str(harness.SAMPLE_VAULT)],
+                         input="What is Maren's current day rate?\nis that still true?\n/quit\n",
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "760" in run.stdout and "→ What is Maren's current day rate now?" in run.stdout
+    assert "verso chat over" in run.stderr
