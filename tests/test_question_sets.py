@@ -17,7 +17,8 @@ VAULT_OF = {split: row["vault"] for split, row in TABLE.items()}
 FROZEN = {"test": "f92686da287c8172393ba5603dcca0b3be5cdc16f6bc5fb25314de18bca0e42c",
           "second": "7b0d42d52fd6965643c6558de6ec72bd7bb81c9d8528b3d9d067e6af8cfbb80b",
           "sixth": "32b302d66ea4b099da75bd8d0e6140c8a611dfbb210a66e2bf490b2f080c9a52",
-          "conversations": "44f25e86d07dbda8d04ecf380100caa95f4bbc841b28c78d46259d9afcefd65f"}
+          "conversations": "44f25e86d07dbda8d04ecf380100caa95f4bbc841b28c78d46259d9afcefd65f",
+          "asof": "fa32eda508e83751e6ab0a0c5a51042d61a3279e85ed2b2d15fae4685332289b"}
 
 
 def test_every_shipped_set_is_listed():
