@@ -23,6 +23,7 @@ from pathlib import Path
 import asof
 import calibrate
 import generate
+import textkit
 import ingest
 import models
 import reader
@@ -31,6 +32,7 @@ import rerank as rerank_stage
 import retrieve
 import route as route_stage
 import store
+import registry
 import store_load
 import unsure
 import vault_walk
@@ -41,6 +43,7 @@ SAMPLE_VAULT = Path(__file__).resolve().parent / "sample-vault"
 SAMPLE_NOTICE = ("answering from the bundled sample vault; index your own notes with "
                  "`python ingest.py PATH`")
 STAGES = ("route", "retrieve", "version-filter", "rerank", "generate", "verify", "calibrate")
+MAX_REGISTRY_ROWS = 12   # rows one registry answer cites (the writer's notes are 5)
 MAX_QUESTION_CHARS = 4000   # longer questions are cut here (embedding and prompts stay bounded)
 WHERE_FROM = ("The vault: --vault, else the vault the index was built from, else (no index "
               "yet) the bundled sample vault. The index: --index, else $VERSO_HOME, else "
@@ -232,6 +235,9 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
                  sample_vault=from_sample(idx), index_config=ingest.config_of(idx.manifest))
     out.route = clock.run("route", route_stage.route, question, ledger=ledger)
     _choose_time(out, idx, mode, as_of)
+    want = registry.asks(question, _projects(idx, include_private)) if write else None
+    if want is not None:
+        return _from_registry(out, idx, be, clock, want, include_private)
     if not out.route["needs_retrieval"]:
         return _abstain(out, clock, NO_RETRIEVAL.get(out.route["intent"], "no retrieval"))
 
@@ -295,11 +301,53 @@ def _choose_time(out: Answer, idx, mode, as_of) -> None:
         out.time_mode = "as_of" if out.as_of else "any"
 
 
-def _write_and_verify(out: Answer, kept: list, be, clock: _Clock) -> None:
-    """The generate and verify stages over the kept passages, into out."""
+def _projects(idx, include_private=True) -> list[dict]:
+    """The registry ingest built, less the private notes' rows when asked to."""
+    rows = idx.manifest.get("projects") or []
+    return rows if include_private else shareable_projects(idx)
+
+
+def shareable_projects(idx) -> list[dict]:
+    """The registry's rows whose notes are in shareable folders (MCP)."""
+    return [p for p in idx.manifest.get("projects") or []
+            if (idx.by_path.get(p["path"]) or {}).get("private") is False]
+
+
+class _RegistryWriter:
+    """Writes the registry's rows as cited sentences (no model call)."""
+
+    name, model = "registry", "registry"
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def write(self, messages, stage="generate", ledger=None):
+        text = registry.sentences(self.rows, [f"c{i}" for i in range(1, len(self.rows) + 1)])
+        return text or generate.ABSTAIN, 0, textkit.count_tokens(text)
+
+
+def _from_registry(out: Answer, idx, be, clock: _Clock, want: dict, include_private):
+    """A project question answered from the registry: its rows, each citing its note."""
+    rows = registry.rows_for(want, _projects(idx, include_private))
+    kept = registry.passages(idx, rows)[:MAX_REGISTRY_ROWS]
+    rows = [p for p in rows if p["path"] in {c.path for c in kept}]
+    out.route = {**out.route, "why": f"a project question: the registry ({len(rows)} rows)"}
+    out.sources = [{"id": c.id, "path": c.path, "heading": c.chunk.get("heading", ""),
+                    "date": c.date, "is_latest": _current(c), "score": 1.0,
+                    "text": c.chunk.get("text", "")} for c in kept]
+    if not kept:
+        return _abstain(out, clock, "no project in the registry matches")
+    _write_and_verify(out, kept, be, clock, _RegistryWriter(rows))
+    out.stages, out.calls = clock.rows(), list(clock.ledger.rows)
+    return out
+
+
+def _write_and_verify(out: Answer, kept: list, be, clock: _Clock, writer=None) -> None:
+    """The generate and verify stages over the kept passages, into out (the backend's
+    writer unless another is given)."""
     mode = "present" if out.time_mode == "as_of" else out.time_mode   # present on the day
     draft = clock.run("generate", generate.generate, out.question, kept, mode,
-                      be.writer, ledger=clock.ledger)
+                      writer or be.writer, ledger=clock.ledger)
     out.answer, out.abstained, out.messages = draft.text, draft.abstained, draft.messages
     out.reply = draft.reply
     if draft.abstained:
@@ -369,7 +417,9 @@ def render(a: Answer) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="harness.py", description=__doc__.split("\n")[0],
                                 epilog=WHERE_FROM)
-    p.add_argument("question", nargs="+")
+    p.add_argument("question", nargs="*")
+    p.add_argument("--projects", action="store_true", help="print the project registry "
+                   "([registry] folders in verso.toml) and stop")
     p.add_argument("--vault", default=None,
                    help="notes folder (default: the vault the index was built from)")
     p.add_argument("--index", default=None, help="index dir (default $VERSO_HOME or .verso)")
@@ -383,10 +433,16 @@ def main(argv=None) -> int:
     p.add_argument("--html", metavar="FILE", help="also write a trace page of every stage")
     p.add_argument("--timeout", type=float, default=None, help="seconds one Ollama request may take (default 120, or $VERSO_OLLAMA_TIMEOUT)")
     args = p.parse_args(argv)
+    if not args.question and not args.projects:
+        p.error("ask a question (or pass --projects)")
     try:
         models.use_timeout(args.timeout)
         idx, be = load(args.index, args.vault, args.backend, args.judge)
         ingest.keep_until_exit(idx)
+        if args.projects:
+            rows = _projects(idx)
+            print(json.dumps(rows, indent=1) if args.json else registry.table(rows))
+            return 0
         a = ask(" ".join(args.question), index=idx, backend=be,
                 rerank=not args.no_rerank, mode=args.mode, as_of=args.as_of)
     except (ValueError, OSError, store.IndexProblem, store.IndexBusy,

@@ -41,6 +41,7 @@ import chunking
 import dating
 import families
 import models
+import registry
 import store
 import store_load
 import vault_walk
@@ -532,7 +533,8 @@ def _build_now(vault, index_dir, config, rebuild, backend, progress, current=Non
             "counts": {**{k: summary[k] for k in ("files_seen", "indexed", "duplicates",
                                                   "families", "chunks")},
                        "skipped": len(summary["skipped"])},
-            "skipped": summary["skipped"]})
+            "skipped": summary["skipped"],
+            "projects": registry.build(vault, files, cfg["registry"])})
         summary["config"] = config_of(manifest)
         manifest["near_file"] = f"g{manifest['gen']}.near.json"
         store.commit(index_dir, manifest, files, manifest.pop("_pieces"),

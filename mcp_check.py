@@ -23,7 +23,8 @@ from pathlib import Path
 HARNESS = Path(__file__).resolve().parent / "harness.py"
 STEP_TIMEOUT = 300.0     # seconds per reply: the first tool call may build the index
 EXIT_TIMEOUT = 10.0      # seconds the server may take to exit once stdin closes
-TOOLS = ("search_notes", "note_history", "ask", "list_folders")
+TOOLS = ("search_notes", "note_history", "ask", "list_projects", "project_status",
+         "list_folders")
 
 
 class Client:
@@ -137,6 +138,10 @@ def _steps(client: Client):
                                   + ((seen.get("notes") or [{}])[0].get("title") or "this")})
         return f"verdict {r['verdict']}, {len(r['citations'])} citations"
 
+    def list_projects():
+        r = _tool(client, "list_projects", {})
+        return r["note"] or f"{len(r['projects'])} shareable projects"
+
     def read_index():
         text = client.send("resources/read", {"uri": "verso://index"})["result"]
         counts = json.loads(text["contents"][0]["text"])
@@ -148,6 +153,7 @@ def _steps(client: Client):
     return [("initialize", initialize), ("tools/list", tools_list),
             ("list_folders", list_folders), ("resources/list", resources_list),
             ("search_notes", search_notes), ("note_history", note_history), ("ask", ask),
+            ("list_projects", list_projects),
             ("resources/read", read_index), ("ping", ping)]
 
 

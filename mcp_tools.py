@@ -18,6 +18,7 @@ from urllib.parse import quote, unquote
 
 import asof
 import harness
+import registry
 import retrieve
 import route
 import vault_walk
@@ -47,6 +48,8 @@ VERSION = _obj({"kind": {"enum": ["version", "entry"]}, "path": T["string"],
                 "date": T["string"], "is_latest": T["boolean"], "unchanged": T["integer"],
                 "passages": {"type": "array", "items": _obj({"heading": T["string"],
                                                              "text": T["string"]})}})
+PROJECT = _obj({"name": T["string"], "status": T["string"], "why": T["string"],
+                "result": T["string"], "date": OPT, "path": T["string"]})
 FOLDER = _obj({"folder": T["string"], "privacy": {"enum": ["private", "shareable"]},
                "versioned": T["boolean"], "notes": T["integer"], "copies": T["integer"],
                "open_with": OPT})
@@ -99,6 +102,18 @@ TOOLS = [
                                                    "date": T["string"]})),
                            "sources": _arr(SOURCE), "stages": _arr(STAGE),
                            "backend": T["string"]})},
+    {"name": "list_projects", "title": "The project registry",
+     "description": "Every project of the registry folders (verso.toml [registry]) in a "
+     "shareable folder, from each project note's latest version: name, status (active, "
+     "paused, done, abandoned, planned or unknown), why, key result, date, source note.",
+     "inputSchema": _obj({"status": {"type": "string", "enum": list(registry.STATUSES)}},
+                         additionalProperties=False) | {"required": []},
+     "outputSchema": _obj({"projects": _arr(PROJECT), "note": OPT})},
+    {"name": "project_status", "title": "One project's status",
+     "description": "One project's registry row by its name (as list_projects gives it).",
+     "inputSchema": _obj({"name": {"type": "string", "minLength": 1, "maxLength": 300}},
+                         additionalProperties=False) | {"required": ["name"]},
+     "outputSchema": PROJECT},
     {"name": "list_folders", "title": "Folders and their privacy",
      "description": "The vault's folders with privacy, versioned setting and note count, "
      "and for a private folder the verso.toml line that would open it.",
@@ -300,8 +315,36 @@ def list_folders(srv, args: dict) -> dict:
     return {"config": cfg, "folders": [folders[k] for k in sorted(folders)]}
 
 
+def list_projects(srv, args: dict) -> dict:
+    """The project registry's rows in shareable folders (one status, if asked)."""
+    idx = srv.index()
+    rows = harness.shareable_projects(idx)
+    if args.get("status"):
+        rows = [p for p in rows if p["status"] == args["status"]]
+    return {"projects": [_project(p) for p in rows],
+            "note": None if idx.manifest.get("projects") else
+            "no registry: name its folders in verso.toml, [registry] folders = [\"projects\"]"}
+
+
+def project_status(srv, args: dict) -> dict:
+    """One project's row (shareable folders only), matched by name, case-insensitive."""
+    idx = srv.index()
+    want = args["name"].strip().lower()
+    rows = [p for p in harness.shareable_projects(idx) if p["name"].lower() == want]
+    if not rows:
+        raise ToolError(f"no shareable project named {args['name'][:200]!r}: "
+                        "list_projects names them all")
+    return _project(rows[0])
+
+
+def _project(p: dict) -> dict:
+    return {k: p.get(k) or ("" if k != "date" else None)
+            for k in ("name", "status", "why", "result", "date", "path")}
+
+
 RUN = {"search_notes": search_notes, "note_history": note_history, "ask": ask,
-       "list_folders": list_folders}
+       "list_folders": list_folders, "list_projects": list_projects,
+       "project_status": project_status}
 
 
 # -------------------------------------------------------------------------- resources

@@ -27,7 +27,7 @@ MAX_FILE_BYTES = 5 * 1024 * 1024   # larger notes are skipped ("too large")
 TEXT_EXTS = (".md", ".txt")
 SKIP_DIRS = ("attachments",)       # plus every hidden folder (.obsidian, .git, .trash)
 CONFIG_NAME = "verso.toml"
-CONFIG_KEYS = ("ignore", "folders", "date_order", "timeout")
+CONFIG_KEYS = ("ignore", "folders", "date_order", "timeout", "registry")
 FOLDER_KEYS = {"versioned": bool, "privacy": str}
 PRIVACY = ("private", "shareable")
 
@@ -37,7 +37,8 @@ def load_config(vault: Path, config=None) -> tuple[dict, Path | None]:
     if not path.is_file():
         if config:
             raise ValueError(f"config file {path} not found")
-        return {"ignore": [], "folders": {}, "date_order": "ymd", "timeout": None}, None
+        return {"ignore": [], "folders": {}, "date_order": "ymd", "timeout": None,
+                "registry": []}, None
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
@@ -54,6 +55,12 @@ def load_config(vault: Path, config=None) -> tuple[dict, Path | None]:
             timeout, (int, float)) or not 0 < timeout < float("inf")):
         raise ValueError(f"{path}: timeout = {timeout!r} is invalid (seconds one Ollama "
                          f"request may take, a number above 0)")
+    reg = data.get("registry", {})
+    folders_of = reg.get("folders", []) if isinstance(reg, dict) else None
+    if (folders_of is None or set(reg) - {"folders"} or not isinstance(folders_of, list)
+            or not all(isinstance(x, str) and x.strip("/") for x in folders_of)):
+        raise ValueError(f"{path}: [registry] takes folders = [\"projects\", ...], the "
+                         f"folders whose notes are projects")
     ignore = data.get("ignore", [])
     if not isinstance(ignore, list) or not all(isinstance(g, str) for g in ignore):
         raise ValueError(f"{path}: ignore must be a list of glob strings")
@@ -71,7 +78,8 @@ def load_config(vault: Path, config=None) -> tuple[dict, Path | None]:
                                  f"(versioned: true/false; privacy: private/shareable)")
         folders[name.strip("/")] = table
     return ({"ignore": ignore, "folders": folders, "date_order": date_order,
-             "timeout": timeout}, path.resolve())
+             "timeout": timeout, "registry": [x.strip("/") for x in folders_of]},
+            path.resolve())
 
 
 def folder_flags(rel: str, cfg: dict) -> dict:

@@ -15,7 +15,7 @@ LAYERS = [
     {"models"},                                                  # model clients, backends
     {"vault_walk", "dating", "families", "chunking", "store", "store_load"},   # the index
     {"ingest", "retrieve", "version", "route", "rerank", "generate", "verify",
-     "calibrate", "unsure"},   # stages
+     "calibrate", "unsure", "registry"},   # stages
     {"scorecard", "html_report"},                                # renderers of plain data
     {"harness"},                                                 # the pipeline
     {"evaluate", "mcp_tools", "chat"},                                   # runs, the MCP tools

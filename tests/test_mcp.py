@@ -125,7 +125,8 @@ def test_handshake_and_tool_listing(sdk):
     assert sdk["version"] == "2025-11-25"
     assert sdk["opened"].server_info.name == "verso"
     tools = {t.name: t for t in sdk["tools"].tools}
-    assert set(tools) == {"search_notes", "note_history", "ask", "list_folders"}
+    assert set(tools) == {"search_notes", "note_history", "ask", "list_folders",
+                          "list_projects", "project_status"}
     for t in tools.values():
         assert t.input_schema["type"] == "object" and t.output_schema["type"] == "object"
     assert tools["search_notes"].input_schema["required"] == ["query"]
@@ -442,7 +443,8 @@ def test_mcp_check_reports_every_step(cmd, vault):
     steps = [line.split()[1] for line in proc.stdout.splitlines()
              if line.startswith("  pass") or line.startswith("  FAIL")]
     assert steps == ["initialize", "tools/list", "list_folders", "resources/list",
-                     "search_notes", "note_history", "ask", "resources/read", "ping", "exit"]
+                     "search_notes", "note_history", "ask", "list_projects",
+                     "resources/read", "ping", "exit"]
     assert "FAIL" not in proc.stdout and "all steps passed" in proc.stdout
 
 

@@ -1,0 +1,173 @@
+"""registry: a status table of the vault's projects, built once at ingest.
+
+In:  the folders `[registry] folders = [...]` in verso.toml names; the file records
+     ingest made (path, date, family, is_latest, duplicate_of) and each project note's
+     text (its latest version only: newest version wins, as everywhere).
+Out: build() -> [{"name", "status", "why", "result", "date", "path"}], one per project,
+     kept in the manifest; asks(question, projects) -> what a registry question wants
+     ({"status": ...} for "which projects are paused?", {"name": ...} for "what is the
+     status of PixelNet?", {} for "list every project"), or None; answer() -> the cited
+     sentences.
+Not: free-text guessing. The status comes from a field people write ("Status: on hold
+     - waiting for funding", frontmatter `status: done`), read against a fixed list of
+     words for each status; a note without one is "unknown".
+"""
+
+from __future__ import annotations
+
+import re
+
+import dating
+import retrieve
+import textkit
+import vault_walk
+
+STATUSES = ("active", "paused", "done", "abandoned", "planned", "unknown")
+WORDS = {   # each status and the words people write for it, longest first when matching
+    "done": ("done", "complete", "completed", "finished", "shipped", "delivered", "closed",
+             "launched", "wrapped up", "signed off"),
+    "paused": ("paused", "on hold", "parked", "stalled", "blocked", "on ice"),
+    "abandoned": ("abandoned", "cancelled", "canceled", "dropped", "scrapped", "killed",
+                  "shelved", "dead"),
+    "active": ("active", "ongoing", "in progress", "underway", "live", "running", "started",
+               "wip"),
+    "planned": ("planned", "proposed", "not started", "backlog", "upcoming", "idea",
+                "to do", "todo", "next"),
+}
+STATUS_KEYS = ("status", "state", "stage")
+WHY_KEYS = ("why", "reason", "because", "blocker", "blocked by", "note")
+RESULT_KEYS = ("key result", "result", "results", "outcome", "deliverable", "shipped")
+ASK_RE = re.compile(r"\bprojects?\b|\bstatus\b", re.I)
+
+
+def _status(value: str) -> str:
+    low = f" {value.lower()} "
+    hits = [(low.find(f" {w}"), s) for s, ws in WORDS.items() for w in ws
+            if re.search(rf"(?<![a-z]){re.escape(w)}(?![a-z])", low)]
+    return min(hits)[1] if hits else "unknown"
+
+
+def _fields(text: str) -> tuple[dict, list[str]]:
+    """({key: value} of its key: value lines and frontmatter, its lines)."""
+    meta, body = dating.frontmatter(text)
+    out = {k.lower(): str(v) for k, v in meta.items()}
+    lines = [textkit.plain(x).strip() for x in body.splitlines()]
+    for line in lines:
+        m = textkit.KEY_RE.match(textkit.BULLET_RE.sub("", line))
+        if m:
+            key = m.group(1).strip().lower()
+            out.setdefault(key, textkit.BULLET_RE.sub("", line)[m.end(1) + 1:].strip())
+    return out, [x for x in lines if x]
+
+
+def _name(path: str, lines: list[str], text: str) -> str:
+    head = next((m.group(1).strip() for m in re.finditer(r"(?m)^#\s+(.+)$", text)), None)
+    return head or path.rpartition("/")[2].rsplit(".", 1)[0]
+
+
+def project(path: str, text: str, date: str | None) -> dict:
+    """One project's row from its note."""
+    fields, lines = _fields(text)
+    raw = next((fields[k] for k in STATUS_KEYS if k in fields), "")
+    status = _status(raw) if raw else "unknown"
+    why = next((fields[k] for k in WHY_KEYS if k in fields), "")
+    if not why and raw:     # "Status: paused - waiting for the grant": the rest says why
+        why = re.split(r"\s[-\u2013\u2014:;]\s|\s\(", raw, maxsplit=1)[1:2]
+        why = why[0].strip(" )") if why else ""
+    result = next((fields[k] for k in RESULT_KEYS if k in fields), "")
+    return {"name": _name(path, lines, text), "status": status, "said": raw, "why": why,
+            "result": result, "date": date, "path": path}
+
+
+def in_registry(path: str, folders) -> bool:
+    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
+
+
+def build(vault, files: list[dict], folders) -> list[dict]:
+    """One row per project note (latest version, no copies) in the registry folders."""
+    out = []
+    for f in sorted(files, key=lambda f: f["path"]):
+        if (not folders or f.get("duplicate_of") or not f.get("is_latest")
+                or not in_registry(f["path"], folders)):
+            continue
+        text, _, why = vault_walk.read(vault / f["path"])
+        if text is not None:
+            day = None if f.get("date_source") == "mtime" else f.get("date")
+            out.append(project(f["path"], text, day))
+    return out
+
+
+def asks(question: str, projects: list[dict]) -> dict | None:
+    """What a registry question asks for, or None when it is not one."""
+    if not projects:
+        return None
+    q = question.lower()
+    named = [p for p in projects if p["name"].lower() in q]
+    if named and re.search(r"\bstatus\b|\bhow is\b|\bwhere (?:is|are)\b|\bstate of\b", q):
+        return {"name": named[0]["name"]}
+    if not re.search(r"\bprojects?\b", q):
+        return None
+    for status in STATUSES[:-1]:
+        if _status(q) == status:
+            return {"status": status}
+    if re.search(r"\b(?:list|every|all|which|what)\b", q):
+        return {}
+    return None
+
+
+def rows_for(want: dict, projects: list[dict]) -> list[dict]:
+    if "name" in want:
+        return [p for p in projects if p["name"] == want["name"]]
+    if "status" in want:
+        return [p for p in projects if p["status"] == want["status"]]
+    return list(projects)
+
+
+def sentence(p: dict, cid: str) -> str:
+    """"PixelNet: paused (status: on hold - waiting for the grant); key result: ... [c1]."
+    with the status as the note writes it, so that verify finds its words there."""
+    said = f" (status: {p['said']})" if p["said"] and p["said"] != p["status"] else ""
+    why = p["why"] if p["why"] and p["why"] not in p["said"] else ""
+    extra = "".join(f"; {label}: {v}" for label, v in (("why", why),
+                                                       ("key result", p["result"])) if v)
+    return f"{p['name']}: {p['status']}{said}{extra} [{cid}]."
+
+
+def passages(index, rows: list[dict]) -> list:
+    """Each row's note as a candidate: its chunk holding the status line (else its
+    first), judged fully relevant: the registry chose it, not retrieval."""
+    ids_of, out = retrieve.chunk_ids_by_path(index), []
+    for p in rows:
+        ids = list(ids_of.get(p["path"], ()))
+        if not ids:
+            continue
+        chunks = [index.chunks[int(i)] for i in ids]
+        best = next((c for c in chunks if p["said"] and p["said"] in textkit.plain(
+            c.get("text", ""))), chunks[0])
+        out.append(retrieve.Candidate(best, relevance=1.0, added_by="registry"))
+    return out
+
+
+def sentences(rows: list[dict], ids: list[str]) -> str:
+    """One project: its whole row. Several: one sentence per status, each project
+    cited ("Paused projects: PixelNet [c1], Orchard [c3]."), so that a list of many stays a
+    few sentences."""
+    if len(rows) == 1:
+        return sentence(rows[0], ids[0])
+    out = []
+    for status in STATUSES:
+        group = [(p, i) for p, i in zip(rows, ids) if p["status"] == status]
+        if group:
+            out.append(f"{status.capitalize()} projects: " + ", ".join(
+                f"{p['name']} [{i}]" for p, i in group) + ".")
+    return " ".join(out)
+
+
+def table(projects: list[dict]) -> str:
+    """The registry as aligned columns (--projects)."""
+    head = ["project", "status", "updated", "why", "key result", "note"]
+    body = [[p["name"], p["status"], p["date"] or "undated", p["why"][:50],
+             p["result"][:40], p["path"]] for p in projects]
+    widths = [max(len(x) for x in col) for col in zip(head, *body)]
+    return "\n".join("  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip()
+                     for r in [head, *body]) if body else "no projects in the registry"

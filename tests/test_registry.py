@@ -1,0 +1,106 @@
+"""The project registry (registry.py): rows built at ingest from status fields people
+write, project questions answered from it with citations, --projects, the MCP tools,
+and the config."""
+
+import json
+
+import pytest
+
+import harness
+import ingest
+import mcp_server
+import registry
+from tests.vaults import write
+
+
+@pytest.mark.parametrize("text,status,why,result", [
+    ("# PixelNet\nStatus: on hold - waiting for the GPU grant\nKey result: 91% top-1\n",
+     "paused", "waiting for the GPU grant", "91% top-1"),
+    ("---\nstatus: done\n---\n# Orchard\nShipped in May.\nOutcome: 1,200 installs\n",
+     "done", "", "1,200 installs"),
+    ("# Tide\n- **Status:** cancelled (the API closed)\n", "abandoned", "the API closed", ""),
+    ("# Kiln\nState: WIP\nWhy: the glaze tests\n", "active", "the glaze tests", ""),
+    ("# Loom\nStatus: not started yet\n", "planned", "", ""),
+    ("# Garden\nI gave up on this in March.\n", "unknown", "", ""),
+    ("# Zine\nStatus: whatever\n", "unknown", "", ""),
+])
+def test_a_row_from_the_status_field_as_people_write_it(text, status, why, result):
+    p = registry.project("projects/x.md", text, "2026-05-01")
+    assert (p["status"], p["why"], p["result"]) == (status, why, result)
+    assert p["name"] == text.split("# ", 1)[1].split("\n", 1)[0]
+
+
+def test_registry_questions_are_told_apart():
+    rows = [{"name": "PixelNet", "status": "paused"}, {"name": "Orchard", "status": "done"}]
+    assert registry.asks("Which projects are paused?", rows) == {"status": "paused"}
+    assert registry.asks("which projects are on hold?", rows) == {"status": "paused"}
+    assert registry.asks("What is the status of PixelNet?", rows) == {"name": "PixelNet"}
+    assert registry.asks("List every project and its status", rows) == {}
+    assert registry.asks("What is my day rate?", rows) is None
+    assert registry.asks("Which projects are paused?", []) is None
+
+
+@pytest.fixture
+def lab(tmp_path):
+    v = tmp_path / "notes"
+    write(v, "verso.toml", '[registry]\nfolders = ["projects"]\n[folders.projects]\n'
+          'privacy = "shareable"\n')
+    write(v, "projects/pixelnet.md", "# PixelNet\nStatus: on hold - waiting for the GPU "
+          "grant\nKey result: 91.3% accuracy on the test set\n")
+    write(v, "projects/orchard.md", "---\nstatus: done\nupdated: 2026-05-20\n---\n# Orchard "
+          "app\nShipped to the app store.\nOutcome: 1,200 installs\n")
+    write(v, "projects/tide tables 2026-02.md", "# Tide tables\nStatus: in progress\n")
+    write(v, "projects/tide tables 2026-06.md", "# Tide tables\nStatus: abandoned (the "
+          "API closed)\n")
+    write(v, "private/secret project.md", "# Secret\nStatus: active\n")
+    write(v, "notes/shop.md", "# Shopping\nmilk, eggs\n")
+    return v, tmp_path / "idx"
+
+
+def test_ingest_builds_the_table_from_the_newest_versions(lab):
+    ingest.build_index(lab[0], lab[1])
+    idx, _ = harness.load(lab[1], lab[0], "builtin")
+    rows = {p["name"]: p for p in idx.manifest["projects"]}
+    assert set(rows) == {"PixelNet", "Orchard app", "Tide tables"}      # registry folder only
+    assert rows["Tide tables"]["status"] == "abandoned"                 # the June version
+    assert rows["Tide tables"]["path"] == "projects/tide tables 2026-06.md"
+    assert rows["Orchard app"]["date"] == "2026-05-20" and rows["PixelNet"]["status"] == "paused"
+
+
+def test_project_questions_are_answered_from_the_registry_with_citations(lab, capsys):
+    a = harness.ask("Which projects are paused?", vault=lab[0], index=lab[1], backend="builtin")
+    assert a.answer == "PixelNet: paused (status: on hold - waiting for the GPU grant); key " \
+        "result: 91.3% accuracy on the test set [c1]."
+    assert [c["path"] for c in a.citations] == ["projects/pixelnet.md"]
+    assert a.checks["rules_ok"] and "registry" in a.route["why"]
+    b = harness.ask("List every project and its status", vault=lab[0], index=lab[1],
+                    backend="builtin")
+    assert "Abandoned projects: Tide tables" in b.answer and b.checks["rules_ok"]
+    assert harness.main(["--projects", "--index", str(lab[1]), "--json"]) == 0
+    assert {p["name"] for p in json.loads(capsys.readouterr().out)} == {
+        "PixelNet", "Orchard app", "Tide tables"}
+    assert harness.main(["--projects", "--index", str(lab[1])]) == 0
+    assert capsys.readouterr().out.splitlines()[0].split()[:3] == ["project", "status",
+                                                                   "updated"]
+
+
+def test_mcp_lists_only_shareable_projects(lab):
+    write(lab[0], "verso.toml", '[registry]\nfolders = ["projects", "private"]\n'
+          '[folders.projects]\nprivacy = "shareable"\n')
+    srv = mcp_server.Server(lab[0], lab[1], "builtin")
+
+    def call(name, args):
+        return srv.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                           "params": {"name": name, "arguments": args}})["result"]
+    listed = call("list_projects", {})["structuredContent"]["projects"]
+    assert {p["name"] for p in listed} == {"PixelNet", "Orchard app", "Tide tables"}
+    assert "Secret" not in json.dumps(call("list_projects", {"status": "active"}))
+    one = call("project_status", {"name": "pixelnet"})["structuredContent"]
+    assert one["status"] == "paused" and one["path"] == "projects/pixelnet.md"
+    assert call("project_status", {"name": "Secret"})["isError"]
+
+
+def test_a_bad_registry_config_is_one_line(lab):
+    write(lab[0], "verso.toml", '[registry]\nfolders = "projects"\n')
+    with pytest.raises(ValueError, match=r"\[registry\] takes folders"):
+        ingest.build_index(lab[0], lab[1])
