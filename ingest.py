@@ -534,7 +534,9 @@ def _build_now(vault, index_dir, config, rebuild, backend, progress, current=Non
                                                   "families", "chunks")},
                        "skipped": len(summary["skipped"])},
             "skipped": summary["skipped"],
-            "projects": registry.build(vault, files, cfg["registry"])})
+            "projects": registry.build(vault, files, cfg["registry"],
+                                       getattr(backend, "writer", None),
+                                       prev.manifest.get("projects", []) if prev else [])})
         summary["config"] = config_of(manifest)
         manifest["near_file"] = f"g{manifest['gen']}.near.json"
         store.commit(index_dir, manifest, files, manifest.pop("_pieces"),

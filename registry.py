@@ -6,18 +6,22 @@ In:  the folders `[registry] folders = [...]` in verso.toml names; the file reco
 Out: build() -> [{"name", "status", "why", "result", "date", "path"}], one per project,
      kept in the manifest; asks(question, projects) -> what a registry question wants
      ({"status": ...} for "which projects are paused?", {"name": ...} for "what is the
-     status of PixelNet?", {} for "list every project"), or None; answer() -> the cited
-     sentences.
-Not: free-text guessing. The status comes from a field people write ("Status: on hold
-     - waiting for funding", frontmatter `status: done`), read against a fixed list of
-     words for each status; a note without one is "unknown".
+     status of PixelNet?", {} for "list every project"), or None; sentences() -> the
+     cited sentences; passages() -> the candidates they cite.
+Not: free-text guessing by rules. The status comes from a field people write ("Status:
+     on hold - waiting for funding", frontmatter `status: done`), read against a fixed
+     list of words for each status. A note without one is "unknown", unless a model
+     writer (Ollama) picks a status from the fixed list and quotes the line that says it:
+     the code keeps the pick only when the quote stands in the note ("by": "model").
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 import dating
+import models
 import retrieve
 import textkit
 import vault_walk
@@ -76,24 +80,61 @@ def project(path: str, text: str, date: str | None) -> dict:
         why = why[0].strip(" )") if why else ""
     result = next((fields[k] for k in RESULT_KEYS if k in fields), "")
     return {"name": _name(path, lines, text), "status": status, "said": raw, "why": why,
-            "result": result, "date": date, "path": path}
+            "result": result, "date": date, "path": path, "by": "field" if raw else "none"}
+
+
+MODEL_PROMPT = ("A note about one project is below. Which status does it give the "
+                "project now: one of " + ", ".join(STATUSES) + "? Quote the one line of "
+                "the note that says so, word for word.\n\nNote:\n{text}")
+MODEL_CHARS = 3000       # the note text a model reads
+
+
+def model_status(writer, text: str) -> tuple[str, str] | None:
+    """(status, quote) a model picks with one constrained request, or None when it
+    fails, picks outside the list or quotes a line the note does not hold."""
+    schema = {"type": "object", "required": ["status", "quote"],
+              "properties": {"status": {"enum": list(STATUSES)}, "quote": {"type": "string"}}}
+    try:
+        r = writer.chat([{"role": "user", "content": MODEL_PROMPT.format(
+            text=text[:MODEL_CHARS])}], what="registry", options={"num_predict": 80},
+            format=schema)
+        got = json.loads(r.message.content or "{}")
+    except (ValueError, AttributeError, models.BackendError):
+        return None
+    status, quote = got.get("status"), " ".join(str(got.get("quote", "")).split())
+    if status not in STATUSES or status == "unknown" or len(quote) < 4:
+        return None
+    return (status, quote) if quote.lower() in " ".join(text.split()).lower() else None
+
 
 
 def in_registry(path: str, folders) -> bool:
     return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
 
 
-def build(vault, files: list[dict], folders) -> list[dict]:
-    """One row per project note (latest version, no copies) in the registry folders."""
+def build(vault, files: list[dict], folders, writer=None, previous=()) -> list[dict]:
+    """One row per project note (latest version, no copies) in the registry folders.
+    A row of `previous` (the last build) is kept while its note's sha256 is the same
+    (and a model has nothing to add to it); writer: a model writer with .chat, or None."""
+    model = writer if hasattr(writer, "chat") else None
+    old = {p["path"]: p for p in previous if p.get("sha256")}
     out = []
     for f in sorted(files, key=lambda f: f["path"]):
         if (not folders or f.get("duplicate_of") or not f.get("is_latest")
                 or not in_registry(f["path"], folders)):
             continue
-        text, _, why = vault_walk.read(vault / f["path"])
-        if text is not None:
-            day = None if f.get("date_source") == "mtime" else f.get("date")
-            out.append(project(f["path"], text, day))
+        was = old.get(f["path"])
+        if was and was["sha256"] == f.get("sha256") and not (model and was["by"] == "none"):
+            out.append(was)
+            continue
+        text, _, _ = vault_walk.read(vault / f["path"])
+        if text is None:
+            continue
+        day = None if f.get("date_source") == "mtime" else f.get("date")
+        row = {**project(f["path"], text, day), "sha256": f.get("sha256")}
+        if row["by"] == "none" and model and (pick := model_status(model, text)):
+            row.update(status=pick[0], said=pick[1], by="model")
+        out.append(row)
     return out
 
 

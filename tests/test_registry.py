@@ -104,3 +104,48 @@ def test_a_bad_registry_config_is_one_line(lab):
     write(lab[0], "verso.toml", '[registry]\nfolders = "projects"\n')
     with pytest.raises(ValueError, match=r"\[registry\] takes folders"):
         ingest.build_index(lab[0], lab[1])
+
+
+class ChatWriter:
+    """A model writer's .chat with a canned JSON reply; counts its calls."""
+
+    def __init__(self, reply):
+        self.reply, self.calls = reply, 0
+
+    def chat(self, messages, what="", options=None, format=None):
+        self.calls += 1
+        assert format["properties"]["status"]["enum"] == list(registry.STATUSES)
+        msg = type("M", (), {"content": json.dumps(self.reply)})
+        return type("R", (), {"message": msg})
+
+
+PROSE = "# Podcast\nWe recorded two episodes.\nI gave up on this in March: no time.\n"
+
+
+def test_a_model_status_is_kept_only_with_a_quote_the_note_holds():
+    good = ChatWriter({"status": "abandoned", "quote": "I gave up on this in March: no time."})
+    assert registry.model_status(good, PROSE) == ("abandoned",
+                                                  "I gave up on this in March: no time.")
+    made_up = ChatWriter({"status": "abandoned", "quote": "The podcast was cancelled."})
+    assert registry.model_status(made_up, PROSE) is None
+    assert registry.model_status(ChatWriter({"status": "sunset", "quote": "We recorded two "
+                                             "episodes."}), PROSE) is None
+
+
+def test_ingest_asks_the_model_only_for_notes_without_a_field_and_keeps_rows(tmp_path):
+    v = tmp_path / "v"
+    write(v, "verso.toml", '[registry]\nfolders = ["projects"]\n')
+    write(v, "projects/podcast.md", PROSE)
+    write(v, "projects/kiln.md", "# Kiln\nStatus: WIP\n")
+    files = [{"path": p, "is_latest": True, "duplicate_of": None, "date": "2026-03-01",
+              "date_source": "filename", "sha256": p} for p in
+             ("projects/kiln.md", "projects/podcast.md")]
+    model = ChatWriter({"status": "abandoned", "quote": "I gave up on this in March: no time."})
+    rows = registry.build(v, files, ["projects"], model)
+    assert [(p["name"], p["status"], p["by"]) for p in rows] == [
+        ("Kiln", "active", "field"), ("Podcast", "abandoned", "model")]
+    assert model.calls == 1
+    again = registry.build(v, files, ["projects"], model, previous=rows)
+    assert again == rows and model.calls == 1           # unchanged notes are not re-read
+    offline = registry.build(v, files, ["projects"], None)
+    assert offline[1]["status"] == "unknown" and offline[1]["by"] == "none"
