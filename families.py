@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import zlib
 from collections import defaultdict
 from pathlib import Path
 
@@ -28,6 +29,9 @@ import dating
 
 NEAR_COPY_JACCARD = 0.9            # word 5-shingle similarity of a near-copy
 SHINGLE = 5
+SKETCH = 8                         # bottom-k shingle hashes a record keeps ("sketch")
+BOILERPLATE_SHARE = 0.1            # a sketch hash in more of a date's notes is a template's
+BOILERPLATE_MIN = 20               # ... when at least this many notes share it
 COPY_RE = re.compile(r"\(\d+\)|(?<![a-z])(copy|backup|bak|old)(?![a-z])", re.I)
 COPY_N_RE = re.compile(r"\(\d+\)|(?<![a-z])copy[\s_-]+\d+(?!\d)")  # (1), macOS "copy 2"
 VERSION_RE = re.compile(r"(?<![a-z0-9])v\d+(?:\.\d+)*(?![a-z0-9])")
@@ -59,6 +63,41 @@ def shingles(words: list[str]) -> set:
     return set(zip(*(words[i:] for i in range(SHINGLE))))
 
 
+def sketch(sets: set) -> list[int]:
+    """The SKETCH smallest CRC32s of a note's shingles (bottom-k MinHash). Two notes
+    with Jaccard J share the smallest hash of their union with probability J, so a
+    near-copy pair (J >= 0.9) shares none of its bottom-8 with probability about
+    0.1 ** 8: the sketches find the pairs worth comparing without reading any note."""
+    hashes = {zlib.crc32("\x1f".join(s).encode("utf-8", "surrogatepass")) for s in sets}
+    return sorted(hashes)[:SKETCH]
+
+
+def _candidates(members: list[dict]) -> dict:
+    """{index in members: the later members that share a sketch hash}. A hash most notes
+    of the group share (a template's or frontmatter's shingle: in more than
+    BOILERPLATE_SHARE of them, and BOILERPLATE_MIN or more) pairs nobody; a member left
+    with fewer than two other hashes, or without a sketch (an older index), pairs with
+    every other member, as every pair was compared before sketches."""
+    by_hash = defaultdict(list)
+    for i, m in enumerate(members):
+        for h in m.get("sketch") or ():
+            by_hash[h].append(i)
+    common = {h for h, ids in by_hash.items() if len(ids) >= BOILERPLATE_MIN
+              and len(ids) > BOILERPLATE_SHARE * len(members)}
+    out = defaultdict(set)
+    for h, ids in by_hash.items():
+        if h not in common:
+            for a in ids:
+                out[a].update(b for b in ids if b > a)
+    bare = [i for i, m in enumerate(members)
+            if m.get("sketch") is None or len(set(m["sketch"]) - common) < 2]
+    for a in bare:
+        out[a].update(range(a + 1, len(members)))
+        for b in range(a):
+            out[b].add(a)
+    return out
+
+
 def mark_duplicates(recs: list[dict], norm_of, known=None) -> None:
     """Exact copies by hash; near-copies only among files with the same real date.
     norm_of(rec) gives a record's whitespace-collapsed text (a reused record's note is
@@ -74,11 +113,14 @@ def mark_duplicates(recs: list[dict], norm_of, known=None) -> None:
             continue
         members = sorted((m for m in members if not m["duplicate_of"]), key=_keeper_key)
         sets = {}
+        pairs = _candidates(members) if kind == "date" else None
         for i, keep in enumerate(members):
             if keep["duplicate_of"]:    # only later members are marked in its own pass
                 continue
             low, high = NEAR_COPY_JACCARD * keep["shingles"], keep["shingles"]
-            for other in members[i + 1:]:
+            later = (members[i + 1:] if pairs is None else
+                     [members[j] for j in sorted(pairs.get(i, ()))])
+            for other in later:
                 if other["duplicate_of"]:
                     continue
                 if kind == "sha":

@@ -54,7 +54,7 @@ DELTA_SHARE = 0.1                  # file records differing from the base above 
 EMBED_BATCH = 256
 SCRATCH = ("_body", "_norm", "_date_order", "_reused", "_chunks", "_family", "_reread")
                                    # record keys of one run, never written
-REUSE_RULES = 2                    # bump when reading/dating/chunking rules change: an
+REUSE_RULES = 3                    # bump when reading/dating/chunking rules change: an
                                    # index made under other rules is not reused per file
 TAG_RE = re.compile(r"(?<![\w&/#])#([A-Za-z][\w/-]*)")
 
@@ -82,8 +82,14 @@ def _record(rel: str, text: str, st, cfg: dict) -> dict:
         "tags": sorted({t.lstrip("#") for t in tags} | set(TAG_RE.findall(body))),
         "title": str(meta.get("title") or h1 or Path(rel).stem),
         "wikilinks": families.WIKILINK_RE.findall(text),
-        "shingles": len(families.shingles(norm.lower().split())), "_body": body, "_norm": norm,
+        **_shingled(norm), "_body": body, "_norm": norm,
         "_date_order": cfg["date_order"]}
+
+
+def _shingled(norm: str) -> dict:
+    """A note's shingle count and sketch (families.sketch), for near-copy pairs."""
+    sets = families.shingles(norm.lower().split())
+    return {"shingles": len(sets), "sketch": families.sketch(sets)}
 
 
 def _reused(old: dict, chunks, cfg: dict) -> dict:

@@ -824,3 +824,37 @@ def test_the_mcp_server_behind_harness_runs_with_the_cycle_collector_on(monkeypa
     finally:
         gc.enable()
     assert seen == [True]
+
+
+def _rec(path, text, date="2026-05-01"):
+    sets = families.shingles(" ".join(text.split()).lower().split())
+    return {"path": path, "sha256": path, "date": date, "date_source": "frontmatter",
+            "duplicate_of": None, "shingles": len(sets), "sketch": families.sketch(sets),
+            "_norm": " ".join(text.split())}
+
+
+def test_near_copies_among_many_notes_of_one_date_compare_only_sketch_pairs(monkeypatch):
+    """An import of many notes with one date (and one frontmatter template) compares the
+    pairs whose sketches share a hash that is not the template's, not every pair."""
+    import random
+    rng = random.Random(3)
+    head = "---\ndate: 2026-05-01\ntags: [import]\n---\n"
+    recs = [_rec(f"imported/n{i}.md", head + " ".join(f"w{rng.randrange(5000)}"
+                                                      for _ in range(80)))
+            for i in range(300)]
+    recs.append(_rec("imported/n7 copy.md", recs[7]["_norm"] + " one more"))
+    calls = []
+    real = families._near_copy
+    monkeypatch.setattr(families, "_near_copy", lambda *a: calls.append(1) or real(*a))
+    families.mark_duplicates(recs, lambda r: r["_norm"])
+    assert [r["path"] for r in recs if r["duplicate_of"]] == ["imported/n7 copy.md"]
+    assert recs[-1]["duplicate_of"] == "imported/n7.md"
+    assert len(calls) < 50                       # of 45,150 pairs
+
+
+def test_sketchless_records_are_compared_as_before():
+    text = " ".join(f"w{i * 7 % 101}" for i in range(200))
+    a, b = _rec("x/a.md", text), _rec("x/b.md", text + " and a tail")
+    a["sketch"] = None                           # a record of an index before sketches
+    families.mark_duplicates([a, b], lambda r: r["_norm"])
+    assert b["duplicate_of"] == "x/a.md"
