@@ -21,7 +21,7 @@ from dataclasses import replace
 import numpy as np
 
 import models
-import retrieve
+import bm25
 
 RELEVANCE_THRESHOLD = 0.5   # calibrated P(helps answer); below it for all kept -> abstain
 KEEP = 5
@@ -37,7 +37,7 @@ def corpus_idf(index) -> Mapping[str, float]:
     """term -> BM25 idf over the whole index (cached on it): a term's weight in the
     judge should not depend on which 20 candidates happened to come back."""
     if "term_idf" not in index.cache:
-        bm = retrieve.load_bm25(index)
+        bm = bm25.load_bm25(index)
         index.cache["term_idf"] = _TermIdf(bm["vocab"], bm["idf"])
     return index.cache["term_idf"]
 

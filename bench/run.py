@@ -148,12 +148,12 @@ def child_ingest(vault: str, index: str, rebuild: bool) -> dict:
     """build_index (from scratch or incremental) then the BM25 arrays, in this process."""
     import ingest
     import store_load
-    import retrieve
+    import bm25
     t0 = time.perf_counter()
     s = ingest.build_index(vault, index, rebuild=rebuild, backend="builtin")
     t1 = time.perf_counter()
     idx = store_load.load_index(index)
-    retrieve.load_bm25(idx)
+    bm25.load_bm25(idx)
     t2 = time.perf_counter()
     return {"build_s": t1 - t0, "bm25_s": t2 - t1, "total_s": t2 - t0,
             "chunks": s["chunks"], "indexed": s["indexed"], "files": s["files_seen"],
@@ -163,13 +163,14 @@ def child_ingest(vault: str, index: str, rebuild: bool) -> dict:
 def child_load(index: str, question: str) -> dict:
     """A cold start: imports, load_index, BM25 arrays from disk, one question retrieved."""
     t0 = time.perf_counter()
+    import bm25
     import store_load
     import retrieve
     import version
     t1 = time.perf_counter()
     idx = store_load.load_index(index)
     t2 = time.perf_counter()
-    retrieve.load_bm25(idx)
+    bm25.load_bm25(idx)
     t3 = time.perf_counter()
     qvec = idx.embedder.embed_query(question)
     version.apply(idx, retrieve.search(idx, question, qvec), MODE, qvec)
@@ -280,12 +281,12 @@ def _ingest_all(vault: Path, index: Path, question: str, cold_runs: int,
 
 def _warm_load(index: Path) -> dict:
     import store_load
-    import retrieve
+    import bm25
     times = []
     for _ in range(WARM_RUNS):
         t = time.perf_counter()
         idx = store_load.load_index(index)
-        retrieve.load_bm25(idx)
+        bm25.load_bm25(idx)
         times.append(time.perf_counter() - t)
     return _stats(times)
 
@@ -330,9 +331,9 @@ def _verso_queries(idx, questions: list[str], n_ask: int) -> tuple[dict, dict]:
 def _alternatives(idx, questions: list[str], ours_top: list, work: Path,
                   edited: str | None = None) -> dict:
     """FTS5 (both query styles), rank_bm25 and bm25s on the same chunks and questions."""
-    import retrieve
+    import bm25
     import textkit
-    texts = [retrieve._bm25_text(c) for c in idx.chunks]
+    texts = [bm25.chunk_text(c) for c in idx.chunks]
     t = time.perf_counter()
     docs = [textkit.terms(x) for x in texts]
     out = {"tokenize_s": time.perf_counter() - t}
@@ -354,8 +355,8 @@ def _alternatives(idx, questions: list[str], ours_top: list, work: Path,
         out["fts5"] = res
     else:
         out["fts5"] = {"skipped": "this sqlite3 has no FTS5"}
-    bm = retrieve.load_bm25(idx)
-    k1b = (retrieve.K1, retrieve.B)
+    bm = bm25.load_bm25(idx)
+    k1b = (bm25.K1, bm25.B)
     for engine, module, n in ((alt.RankBM25(), "rank_bm25", RANK_BM25_QUERIES),
                               (alt.BM25S(), "bm25s", len(questions))):
         if not alt.installed(module):
@@ -385,7 +386,7 @@ def bench_size(n_chunks: int, work: Path, seed: int, n_queries: int,
                cold_runs: int = COLD_RUNS, log=print, processes: bool = True) -> dict:
     """Every figure for one size; the vault and index live under work/."""
     import store_load
-    import retrieve
+    import bm25
     work.mkdir(parents=True, exist_ok=True)
     vault, index = work / "vault", work / "index"
     t = time.perf_counter()
@@ -398,7 +399,7 @@ def bench_size(n_chunks: int, work: Path, seed: int, n_queries: int,
     res["chunks"] = res["ingest"]["scratch"]["chunks"]
     res["warm_load"] = _warm_load(index)
     idx = store_load.load_index(index)
-    retrieve.load_bm25(idx)
+    bm25.load_bm25(idx)
     res["bandwidth"] = alt.bandwidth(repeats=3)    # next to the dense timing it bounds
     log(f"[{n_chunks}] {res['chunks']} chunks; timing {len(questions)} questions")
     res["verso"], ranked = _verso_queries(idx, questions, min(n_queries, ASK_QUERIES))

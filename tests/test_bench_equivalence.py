@@ -162,11 +162,11 @@ def _chunks(texts):
 
 def _ref_bm25(chunks):
     """The first build_bm25 (commit 935d2ca): per-chunk vocab.setdefault, np.unique."""
-    import retrieve
+    import bm25
     n, vocab, flat = len(chunks), {}, []
     lens = np.zeros(n, dtype=np.int64)
     for i, c in enumerate(chunks):
-        cols = [vocab.setdefault(t, len(vocab)) for t in textkit.terms(retrieve._bm25_text(c))]
+        cols = [vocab.setdefault(t, len(vocab)) for t in textkit.terms(bm25.chunk_text(c))]
         lens[i] = len(cols)
         flat.append(np.asarray(cols, dtype=np.int64))
     cols = np.concatenate(flat)
@@ -176,8 +176,8 @@ def _ref_bm25(chunks):
     df = np.bincount(term, minlength=len(vocab)).astype(np.float64)
     idf = np.log1p((n - df + 0.5) / (df + 0.5))
     avgdl = float(lens.mean())
-    norm = retrieve.K1 * (1.0 - retrieve.B + retrieve.B * lens[doc] / avgdl)
-    weights = idf[term] * tf * (retrieve.K1 + 1.0) / (tf + norm)
+    norm = bm25.K1 * (1.0 - bm25.B + bm25.B * lens[doc] / avgdl)
+    weights = idf[term] * tf * (bm25.K1 + 1.0) / (tf + norm)
     indptr = np.r_[0, np.cumsum(df.astype(np.int64))]
     return (vocab, indptr, doc.astype(np.int32), weights.astype(np.float32),
             idf.astype(np.float32))
@@ -192,16 +192,16 @@ def _synthetic_texts(tmp_path, chunks=120, seed=5):
 
 
 def _scores(bm, queries):
-    import retrieve
-    return [retrieve._bm25_scores(bm, q) for q in queries]
+    import bm25
+    return [bm25.scores(bm, q) for q in queries]
 
 
 def test_build_bm25_equals_first_version(tmp_path):
     """Same postings term by term as the first build_bm25 (commit 935d2ca), and the same
     scores (its float32 weights, summed)."""
-    import retrieve
+    import bm25
     chunks = _chunks(_synthetic_texts(tmp_path))
-    bm = retrieve.build_bm25(chunks)
+    bm = bm25.build_bm25(chunks)
     vocab, indptr, docs, weights, idf = _ref_bm25(chunks)
     part = bm["parts"][0]
     assert list(bm["vocab"]) == sorted(vocab)           # columns numbered alphabetically
@@ -212,7 +212,7 @@ def test_build_bm25_equals_first_version(tmp_path):
         assert bm["idf"][j] == pytest.approx(idf[c], rel=1e-6)
     rng = np.random.default_rng(0)
     for q in [" ".join(rng.choice(sorted(vocab), 3)) for _ in range(40)]:
-        ids, scores = retrieve._bm25_scores(bm, q)
+        ids, scores = bm25.scores(bm, q)
         want = np.zeros(len(chunks))
         for t in textkit.terms(q):
             c = vocab[t]

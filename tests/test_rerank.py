@@ -95,13 +95,13 @@ def test_idf_goes_to_the_judge_only_when_given():
 
 def test_corpus_idf_is_the_bm25_idf_and_cached():
     from types import SimpleNamespace
-    import retrieve
+    import bm25
     from rerank import corpus_idf
     chunks = [{"id": i, "path": f"{i}.md", "heading": "", "text": t}
               for i, t in enumerate(["day rate 550", "day off", "flat lease"])]
     index = SimpleNamespace(chunks=chunks, cache={}, manifest={}, dir=None)
     idf = corpus_idf(index)
-    bm = retrieve.load_bm25(index)
+    bm = bm25.load_bm25(index)
     assert idf["rate"] == pytest.approx(float(bm["idf"][bm["vocab"]["rate"]]))
     assert idf["rate"] > idf["day"]                 # df 1 against df 2
     assert corpus_idf(index) is idf

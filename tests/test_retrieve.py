@@ -10,6 +10,7 @@ import pytest
 
 import embedder
 import textkit
+import bm25
 import retrieve
 from retrieve import Candidate
 
@@ -105,8 +106,8 @@ def _reference_bm25(docs, query):
         for q in query:
             if tf[q]:
                 idf = math.log(1 + (n - df[q] + 0.5) / (df[q] + 0.5))
-                s += idf * tf[q] * (retrieve.K1 + 1) / (
-                    tf[q] + retrieve.K1 * (1 - retrieve.B + retrieve.B * len(d) / avgdl))
+                s += idf * tf[q] * (bm25.K1 + 1) / (
+                    tf[q] + bm25.K1 * (1 - bm25.B + bm25.B * len(d) / avgdl))
         out.append(s)
     return np.array(out)
 
@@ -119,7 +120,7 @@ def test_bm25_matches_reference_on_random_corpus():
               "texts": [" ".join(rng.choices(words, zipf, k=rng.randint(1, 30)))]}
              for i in range(200)]
     index = make_index(notes)
-    docs = [textkit.terms(retrieve._bm25_text(c)) for c in index.chunks]
+    docs = [textkit.terms(bm25.chunk_text(c)) for c in index.chunks]
     for _ in range(40):
         query = " ".join(rng.choices(words, k=rng.randint(1, 4)))
         want = _reference_bm25(docs, textkit.terms(query))
@@ -134,11 +135,11 @@ def test_bm25_matches_reference_on_random_corpus():
 
 def test_bm25_sparse_and_dense_scatter_agree(monkeypatch):
     index = make_index(THREE * 20)
-    bm = retrieve.load_bm25(index)
+    bm = bm25.load_bm25(index)
     got = []
     for ratio in (0, 10 ** 9):  # 0: always the np.unique path; 1e9: always n-long
-        monkeypatch.setattr(retrieve, "SPARSE_RATIO", ratio)
-        got.append(retrieve._bm25_scores(bm, "cat garden"))
+        monkeypatch.setattr(bm25, "SPARSE_RATIO", ratio)
+        got.append(bm25.scores(bm, "cat garden"))
     (ids_a, sc_a), (ids_b, sc_b) = got
     assert ids_a.tolist() == ids_b.tolist() == [i for i in range(60) if i % 3 != 1]
     assert np.array_equal(sc_a, sc_b)
@@ -146,14 +147,14 @@ def test_bm25_sparse_and_dense_scatter_agree(monkeypatch):
 
 def test_bm25_of_a_plain_chunk_list_is_built_in_memory_and_cached(tmp_path, monkeypatch):
     index = make_index(THREE, folder=tmp_path, sha="one")
-    built = retrieve.load_bm25(index)
+    built = bm25.load_bm25(index)
     assert list(tmp_path.iterdir()) == []          # no segments: nothing written
-    monkeypatch.setattr(retrieve, "build_bm25", lambda chunks: pytest.fail("rebuilt"))
-    assert retrieve.load_bm25(index) is built and index.cache["bm25"] is built
+    monkeypatch.setattr(bm25, "build_bm25", lambda chunks: pytest.fail("rebuilt"))
+    assert bm25.load_bm25(index) is built and index.cache["bm25"] is built
 
 def test_bm25_unwritable_dir_stays_in_memory(tmp_path):
     index = make_index(THREE, folder=tmp_path / "missing")
-    assert retrieve.load_bm25(index)["n_docs"] == 3
+    assert bm25.load_bm25(index)["n_docs"] == 3
     assert not (tmp_path / "missing").exists()
 
 

@@ -17,6 +17,7 @@ import pytest
 import ingest
 import models
 import textkit
+import bm25
 import retrieve
 import store
 import store_load
@@ -164,58 +165,58 @@ def _segmented(tmp_path):
 @pytest.mark.parametrize("retokenize", [0.0, 1.0], ids=["df-from-postings", "df-retokenized"])
 def test_bm25_across_segments_equals_one_index_of_the_live_chunks(tmp_path, monkeypatch,
                                                                   retokenize):
-    monkeypatch.setattr(retrieve, "RETOKENIZE_SHARE", retokenize)
+    monkeypatch.setattr(bm25, "RETOKENIZE_SHARE", retokenize)
     _, idx = _segmented(tmp_path)
-    bm = retrieve.load_bm25(idx)
-    one = retrieve.build_bm25(list(idx.chunks))
+    bm = bm25.load_bm25(idx)
+    one = bm25.build_bm25(list(idx.chunks))
     assert bm["vocab"].keys() == one["vocab"].keys()
     assert (bm["n_docs"], bm["avgdl"]) == (one["n_docs"], one["avgdl"])
     for t, c in one["vocab"].items():
         assert bm["idf"][bm["vocab"][t]] == one["idf"][c]
-    cold = retrieve.build_bm25(list(idx.chunks))
+    cold = bm25.build_bm25(list(idx.chunks))
     cold["asked"] = -10**9                    # never keeps the per-posting saturation
     rng = random.Random(1)
     for q in QUERIES + [" ".join(rng.choices(sorted(one["vocab"]), k=3)) for _ in range(40)]:
-        (ia, sa), (ib, sb) = retrieve._bm25_scores(bm, q), retrieve._bm25_scores(one, q)
+        (ia, sa), (ib, sb) = bm25.scores(bm, q), bm25.scores(one, q)
         np.testing.assert_array_equal(ia, ib)
         np.testing.assert_array_equal(sa, sb)             # bit for bit: same operations
-        np.testing.assert_array_equal(sb, retrieve._bm25_scores(cold, q)[1])
+        np.testing.assert_array_equal(sb, bm25.scores(cold, q)[1])
     assert "sat" in one["parts"][0] and "sat" not in cold["parts"][0]
 
 
 def test_bm25_across_segments_matches_the_bm25s_reference(tmp_path):
     bm25s = pytest.importorskip("bm25s")
     _, idx = _segmented(tmp_path)
-    bm = retrieve.load_bm25(idx)
-    docs = [textkit.terms(retrieve._bm25_text(c)) for c in idx.chunks]
-    ref = bm25s.BM25(k1=retrieve.K1, b=retrieve.B, method="lucene")
+    bm = bm25.load_bm25(idx)
+    docs = [textkit.terms(bm25.chunk_text(c)) for c in idx.chunks]
+    ref = bm25s.BM25(k1=bm25.K1, b=bm25.B, method="lucene")
     ref.index([d for d in docs], show_progress=False)
     for q in QUERIES:
         terms = [t for t in textkit.terms(q) if t in ref.vocab_dict]
         want = ref.get_scores(terms) if terms else np.zeros(len(docs))
-        ids, got = retrieve._bm25_scores(bm, q)
+        ids, got = bm25.scores(bm, q)
         full = np.zeros(len(docs))
         full[ids] = got
-        np.testing.assert_allclose(full, want * (retrieve.K1 + 1), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(full, want * (bm25.K1 + 1), rtol=1e-5, atol=1e-6)
 
 
 def test_segment_bm25_is_saved_once_and_memory_mapped(tmp_path, monkeypatch):
     _, idx = _segmented(tmp_path)
-    retrieve.load_bm25(idx)
+    bm25.load_bm25(idx)
     for seg in idx.segments:
-        assert (idx.dir / f"{seg.name}.{retrieve.BM25_META}").exists()
+        assert (idx.dir / f"{seg.name}.{bm25.BM25_META}").exists()
     assert not list(idx.dir.glob(".*tmp*"))
     again = store_load.load_index(idx.dir, backend=_backend())
-    monkeypatch.setattr(retrieve, "_part", lambda texts: pytest.fail("tokenized again"))
-    bm = retrieve.load_bm25(again)
+    monkeypatch.setattr(bm25, "_part", lambda texts: pytest.fail("tokenized again"))
+    bm = bm25.load_bm25(again)
     docs = bm["parts"][0]["docs"]
     assert isinstance(docs.base, np.memmap) or isinstance(docs, np.memmap)   # mapped
-    assert retrieve._bm25_scores(bm, "day rate")[1].tolist() == \
-        retrieve._bm25_scores(retrieve.load_bm25(idx), "day rate")[1].tolist()
+    assert bm25.scores(bm, "day rate")[1].tolist() == \
+        bm25.scores(bm25.load_bm25(idx), "day rate")[1].tolist()
     monkeypatch.undo()
-    (idx.dir / f"{idx.segments[0].name}.{retrieve.BM25_META}").write_text("{")   # damaged
+    (idx.dir / f"{idx.segments[0].name}.{bm25.BM25_META}").write_text("{")   # damaged
     third = store_load.load_index(idx.dir, backend=_backend())
-    assert retrieve.load_bm25(third)["vocab"] == bm["vocab"]       # rebuilt, same terms
+    assert bm25.load_bm25(third)["vocab"] == bm["vocab"]       # rebuilt, same terms
 
 
 def test_one_note_changes_what_other_records_say(tmp_path):
@@ -254,25 +255,25 @@ def test_tombstone_counts_are_kept_and_grow_with_each_ingest(tmp_path, monkeypat
     a damaged file or one from another tombstone set is not used. Every way, the
     scores are those of one index of the live chunks, bit for bit."""
     monkeypatch.setattr(ingest, "MERGE_SHARE", 10.0)
-    monkeypatch.setattr(retrieve, "RETOKENIZE_SHARE", 1.0)
+    monkeypatch.setattr(bm25, "RETOKENIZE_SHARE", 1.0)
     v = Vault(tmp_path / "vault", seed=5)
     for _ in range(20):
         v.put(v.name(), v.text())
     d = tmp_path / "idx"
     ingest.build_index(v.root, d, backend=_backend())
-    real, asked = retrieve._dead_texts, []
-    monkeypatch.setattr(retrieve, "_dead_texts",
+    real, asked = bm25._dead_texts, []
+    monkeypatch.setattr(bm25, "_dead_texts",
                         lambda seg, rows: asked.append((seg.name, list(rows))) or real(seg, rows))
 
     def check() -> dict:
         idx = store_load.load_index(d, backend=_backend())
-        bm, one = retrieve.load_bm25(idx), retrieve.build_bm25(list(idx.chunks))
+        bm, one = bm25.load_bm25(idx), bm25.build_bm25(list(idx.chunks))
         assert dict(bm["vocab"].items()).keys() == one["vocab"].keys()
         assert [bm["idf"][bm["vocab"][t]] for t in one["vocab"]] == one["idf"].tolist()
         for q in QUERIES:
-            np.testing.assert_array_equal(retrieve._bm25_scores(bm, q)[1],
-                                          retrieve._bm25_scores(one, q)[1])
-        return json.loads((d / f"{idx.segments[0].name}.{retrieve.BM25_DEAD}").read_text())
+            np.testing.assert_array_equal(bm25.scores(bm, q)[1],
+                                          bm25.scores(one, q)[1])
+        return json.loads((d / f"{idx.segments[0].name}.{bm25.BM25_DEAD}").read_text())
 
     first = v.notes()
     v.put(first[0], v.text())
@@ -287,7 +288,7 @@ def test_tombstone_counts_are_kept_and_grow_with_each_ingest(tmp_path, monkeypat
     grown = check()
     assert len(asked) == 1 and set(asked[0][1]) == set(grown["rows"]) - set(kept["rows"])
     assert set(kept["rows"]) < set(grown["rows"])
-    dead = d / f"{store_load.load_index(d, backend=_backend()).segments[0].name}.{retrieve.BM25_DEAD}"
+    dead = d / f"{store_load.load_index(d, backend=_backend()).segments[0].name}.{bm25.BM25_DEAD}"
     for bad in ("{", json.dumps({**grown, "segment_sha": "0" * 64}),
                 json.dumps({**grown, "cols": [10**9] * len(grown["cols"])}),
                 json.dumps({**grown, "rows": grown["rows"] + [10**6]})):
@@ -518,7 +519,7 @@ def test_lazy_tables_equal_the_tables_they_replace(tmp_path, monkeypatch):
     ingest.build_index(v.root, d, backend=_backend())
     idx = store_load.load_index(d, backend=_backend())
     assert len(idx.segments) > 1
-    bm = retrieve.load_bm25(idx)
+    bm = bm25.load_bm25(idx)
     assert len(bm["vocab"]) < len(bm["idf"])   # columns of terms no live doc holds
     table = {t: float(bm["idf"][i]) for t, i in bm["vocab"].items()}
     lazy = rerank.corpus_idf(idx)
