@@ -269,10 +269,7 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     if use_version and not mode and (by_default or out.time_mode == "as_of"):
         # the router's default or a point in time: "any" when no versions answer
         out.time_mode = version.effective_mode(idx, kept, out.time_mode, threshold)
-    out.sources = [{"id": c.id, "path": c.path, "heading": c.chunk.get("heading", ""),
-                    "date": c.date, "is_latest": _current(c),
-                    "score": round(float(_score(c)), 4),
-                    "text": c.chunk.get("text", "")} for c in kept]
+    out.sources = _sources(kept)
     reason = rerank_stage.gate(kept) if rerank else (None if kept else "nothing retrieved")
     if reason:
         return _abstain(out, clock, reason, kept)
@@ -280,6 +277,12 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
         _write_and_verify(out, kept, be, clock)
     out.stages, out.calls = clock.rows(), list(ledger.rows)
     return out
+
+
+def _sources(kept: list) -> list[dict]:
+    return [{"id": c.id, "path": c.path, "heading": c.chunk.get("heading", ""),
+             "date": c.date, "is_latest": _current(c), "score": round(float(_score(c)), 4),
+             "text": c.chunk.get("text", "")} for c in kept]
 
 
 def _choose_time(out: Answer, idx, mode, as_of) -> None:
@@ -332,9 +335,7 @@ def _from_registry(out: Answer, idx, be, clock: _Clock, want: dict, include_priv
     kept = registry.passages(idx, rows)[:MAX_REGISTRY_ROWS]
     rows = [p for p in rows if p["path"] in {c.path for c in kept}]
     out.route = {**out.route, "why": f"a project question: the registry ({len(rows)} rows)"}
-    out.sources = [{"id": c.id, "path": c.path, "heading": c.chunk.get("heading", ""),
-                    "date": c.date, "is_latest": _current(c), "score": 1.0,
-                    "text": c.chunk.get("text", "")} for c in kept]
+    out.sources = _sources(kept)
     if not kept:
         return _abstain(out, clock, "no project in the registry matches")
     _write_and_verify(out, kept, be, clock, _RegistryWriter(rows))

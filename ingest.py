@@ -532,14 +532,8 @@ def _build_now(vault, index_dir, config, rebuild, backend, progress, current=Non
                               passed_over + skipped, counts),
                    "seconds": 0.0, "index": str(index_dir), "embedder": emb.id, "note": note}
         manifest.update({
-            "backend": name, "vault": str(vault), "stamp": stamp,
-            "config": str(cfg_path) if cfg_path else None,
-            "config_sha256": _digest(cfg_path), "config_given": config is not None,
-            "reuse": key,
-            "counts": {**{k: summary[k] for k in ("files_seen", "indexed", "duplicates",
-                                                  "families", "chunks")},
-                       "skipped": len(summary["skipped"])},
-            "skipped": summary["skipped"],
+            "backend": name, "vault": str(vault), "stamp": stamp, "reuse": key,
+            **_config_fields(cfg_path, config), **_counts(summary),
             "projects": registry.build(vault, files, cfg["registry"],
                                        getattr(backend, "writer", None),
                                        prev.manifest.get("projects", []) if prev else [])})
@@ -549,6 +543,19 @@ def _build_now(vault, index_dir, config, rebuild, backend, progress, current=Non
                      manifest.pop("_idf"), known["new"])
     summary["seconds"] = round(time.perf_counter() - started, 3)
     return summary, None
+
+
+def _config_fields(cfg_path, config) -> dict:
+    """The manifest's record of the config a build used (config_of reads it back)."""
+    return {"config": str(cfg_path) if cfg_path else None,
+            "config_sha256": _digest(cfg_path), "config_given": config is not None}
+
+
+def _counts(summary: dict) -> dict:
+    return {"counts": {**{k: summary[k] for k in ("files_seen", "indexed", "duplicates",
+                                                  "families", "chunks")},
+                       "skipped": len(summary["skipped"])},
+            "skipped": summary["skipped"]}
 
 
 def _write_index(index_dir: Path, prev, recs: list, chunks: list, emb, progress):
