@@ -39,6 +39,7 @@ import calibrate  # noqa: E402
 import evaluate  # noqa: E402
 import fit_reader  # noqa: E402
 import harness  # noqa: E402
+import models  # noqa: E402
 
 RIDGE = 5.0          # on standardised features: ~200 rows, a dozen features
 NEVER = 1.01         # a threshold no probability reaches
@@ -63,7 +64,11 @@ def collect(splits: dict, backend: str = "builtin") -> list[dict]:
                                              vault=vault, backend=backend)
             idx, be = loaded[vault]
             for q in evaluate.load_questions(ROOT / "questions" / f"{split}.jsonl"):
-                a = harness.ask(q["question"], index=idx, backend=be).to_dict()
+                try:
+                    a = harness.ask(q["question"], index=idx, backend=be).to_dict()
+                except models.BackendError as e:   # a slow or failed reply: one row less
+                    print(f"# {split} {q['id']}: skipped ({e})", file=sys.stderr)
+                    continue
                 f = (a["checks"].get("calibration") or {}).get("features")
                 if a["abstained"] or f is None:
                     continue
