@@ -171,3 +171,19 @@ def test_abstain_says_why_in_plain_words_and_lists_where_to_look():
     assert "people/Ana Ferreira.md (2026-06-01)" in shown
     assert unsure.plain_reason("the writer found no answer in the kept passages") == \
         "the notes closest to the question do not state it"
+
+
+def test_a_failed_reply_skips_one_row_not_the_collection(monkeypatch, capsys):
+    import harness
+    import models
+    real, calls = harness.ask, []
+
+    def flaky(question, **kw):
+        calls.append(question)
+        if len(calls) == 1:
+            raise models.BackendError("Ollama at x sent no chat reply within 120 s")
+        return real(question, **kw)
+    monkeypatch.setattr(harness, "ask", flaky)
+    rows = fit_verdict.collect({"dev3": fit_verdict.ROOT / "sample-vault"})
+    assert len(calls) == 30 and 0 < len(rows) < 30
+    assert "dev3 f01: skipped" in capsys.readouterr().err
