@@ -183,6 +183,10 @@ def main(argv=None) -> int:
     if args.save_rows:
         Path(args.save_rows).write_text("".join(json.dumps(r) + "\n" for r in rows),
                                         encoding="utf-8")
+    if len({r["split"] for r in rows}) < 2:
+        p.error(f"rows from {len({r['split'] for r in rows})} split(s): the held-out "
+                "threshold needs rows from at least two tuning splits (--rows A B, or "
+                "--splits with two or more)")
     cal = calibration(rows, args.backend)
     print(f"# {cal['rows']} answers, {cal['right']} right, "
           f"{sum(r['passed'] for r in rows)} passed the checks")
