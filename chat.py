@@ -25,6 +25,7 @@ it names every name and word of the follow-up's own (else the builtin rewrite is
 from __future__ import annotations
 
 import argparse
+import calendar
 import json
 import re
 import sys
@@ -82,8 +83,8 @@ def _own_words(msg: str) -> set[str]:
 
 
 def _month_year(day: str) -> str:
-    y, m = day[:4], int(day[5:7])
-    return f"{['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'][m - 1]} {y}"
+    """"2026-06-01" -> "June 2026"."""
+    return f"{calendar.month_name[int(day[5:7])]} {day[:4]}"
 
 
 def _replace_subject(prev: str, new: str) -> str:

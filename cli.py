@@ -14,18 +14,17 @@ from __future__ import annotations
 import gc
 import sys
 
-import chat
-import harness
-import mcp_server
-
 MCP_FLAGS = {"--mcp", "--mcp-check"}
 
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if MCP_FLAGS & set(argv):
+    if MCP_FLAGS & set(argv):       # each face imported only when it serves this run
+        import mcp_server
         gc.enable()          # a long-running server: the collector on (run_cli turns it off)
         return mcp_server.main(argv)
     if "--chat" in argv:
+        import chat
         return chat.main(argv)
+    import harness
     return harness.main(argv)

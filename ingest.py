@@ -44,6 +44,7 @@ import models
 import registry
 import store
 import store_load
+import textkit
 import vault_walk
 
 MERGE_SEGMENTS = 4                 # more delta segments than this: they are merged into one
@@ -660,9 +661,7 @@ def _files_table(rows: list[dict]) -> str:
              r["family"] if size[r["family"]] > 1 or r["duplicate_of"] else "",
              "yes" if r["is_latest"] else "", r["duplicate_of"] or "",
              "yes" if r["private"] else ""] for r in rows]
-    widths = [max(len(x) for x in col) for col in zip(head, *body)]
-    return "\n".join("  ".join(x.ljust(w) for x, w in zip(line, widths)).rstrip()
-                     for line in [head, *body])
+    return "\n".join(textkit.columns(head, body))
 
 
 class _Meter:

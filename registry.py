@@ -209,6 +209,4 @@ def table(projects: list[dict]) -> str:
     head = ["project", "status", "updated", "why", "key result", "note"]
     body = [[p["name"], p["status"], p["date"] or "undated", p["why"][:50],
              p["result"][:40], p["path"]] for p in projects]
-    widths = [max(len(x) for x in col) for col in zip(head, *body)]
-    return "\n".join("  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip()
-                     for r in [head, *body]) if body else "no projects in the registry"
+    return "\n".join(textkit.columns(head, body)) if body else "no projects in the registry"

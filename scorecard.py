@@ -10,6 +10,8 @@ Not: scoring or running questions (evaluate.py), HTML (html_report.py).
 
 from __future__ import annotations
 
+import textkit
+
 TABLE = (("found@5", "source_found_at5"), ("recall@10", "recall_all_at10"),
          ("MRR", "mrr"), ("correct", "answer_correct"), ("current", "current_correct"),
          ("stale", "stale_rate"), ("abstain ok", "abstain_correct"),
@@ -20,12 +22,6 @@ TABLE = (("found@5", "source_found_at5"), ("recall@10", "recall_all_at10"),
 def fmt_rate(r: dict) -> str:
     """`k/n (p%)`, or `-` when nothing was counted."""
     return f"{r['k']}/{r['n']} ({100 * r['p']:.0f}%)" if r["n"] else "-"
-
-
-def _table(header, rows) -> list[str]:
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    return ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()
-            for r in [header, *rows]]
 
 
 def _ms(x) -> str:
@@ -87,7 +83,7 @@ def render(result: dict) -> str:
     """Variant table, answer_correct by category, verdicts, stage costs, paired tests."""
     out = []
     for title, header, rows in report_tables(result):
-        out += ([""] if out else []) + ([title] if title else []) + _table(header, rows)
+        out += ([""] if out else []) + ([title] if title else []) + textkit.columns(header, rows)
     out += [""] + [pair_line(p) for p in result.get("pairs", [])]
     return "\n".join(out).rstrip()
 
@@ -106,5 +102,5 @@ def render_conversations(c: dict) -> str:
     rows += [[f"  {h}", fmt_rate(v["answer_correct"]), fmt_rate(v["referent_kept"])]
              for h, v in c["by_rule"].items()]
     s = c["selective"]
-    return "\n".join(_table(["turns", "answer correct", "rewrite keeps referent"], rows) + [
+    return "\n".join(textkit.columns(["turns", "answer correct", "rewrite keeps referent"], rows) + [
         "", f"SHIP precision {fmt_rate(s['ship_precision'])}, wrong SHIPs {s['wrong_ship']}"])

@@ -175,6 +175,13 @@ def count_tokens(text: str) -> int:
 
 
 
+def columns(header, rows) -> list[str]:
+    """A table as aligned text lines (the header first), two spaces between columns."""
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    return ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()
+            for r in [header, *rows]]
+
+
 KEY_RE = re.compile(r"^([^:;,.]{1,40}):\s*\S")   # "Status: paid": the key of a key: value line
 BULLET_RE = re.compile(r"^\s*(?:[-*+>\u2022]|\d+[.)])\s+")   # a bullet, number or quote mark
 EMPHASIS_RE = re.compile(r"\*\*|__|`")
