@@ -650,7 +650,8 @@ def main(argv=None) -> int:
             return _run_conversations(args, argv)
         if not args.check:
             return _run(args, argv)
-        conv = '"conversation"' in Path(args.check).read_text(encoding="utf-8")[:2000]
+        first = next((q for _, q, _ in _jsonl(args.check) if isinstance(q, dict)), {})
+        conv = "conversation" in first      # a conversation file's lines carry the key
         problems = check_questions(args.check, args.vault, CONV_FIELDS if conv else FIELDS)
         print("\n".join(problems) or f"ok: {len(load_questions(args.check))} questions")
         return 1 if problems else 0
