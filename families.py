@@ -98,39 +98,80 @@ def _candidates(members: list[dict]) -> dict:
     return out
 
 
-def mark_duplicates(recs: list[dict], norm_of, known=None) -> None:
+def mark_duplicates(recs: list[dict], norm_of, known=None, old=None) -> None:
     """Exact copies by hash; near-copies only among files with the same real date.
     norm_of(rec) gives a record's whitespace-collapsed text (a reused record's note is
-    read only when its shingle count leaves a near-copy possible)."""
+    read only when its shingle count leaves a near-copy possible). old: path -> the
+    last run's record of every note it had (None: mark every group): then only the
+    date groups an edit can change are compared again (touched), the rest keep their
+    marks, which the same members, texts and rules would give again."""
     groups = defaultdict(list)
     for r in recs:
         groups[("sha", r["sha256"])].append(r)
+    todo = None if old is None else touched_dates(recs, groups, old)
     for r in recs:
-        if r["date_source"] != "mtime":
+        if r["date_source"] != "mtime" and (todo is None or r["date"] in todo):
             groups[("date", r["date"])].append(r)
     for (kind, _), members in groups.items():
-        if len(members) < 2:
+        if len(members) >= 2:
+            _mark_group(kind, members, norm_of, known)
+    if todo is not None:
+        _keep_marks(recs, old, todo, known)
+
+
+def touched_dates(recs: list[dict], sha_groups: dict, old: dict) -> set:
+    """The real dates whose group an edit can change: the old and new dates of every
+    note read now or gone, and of every member of their (old and new) hash groups,
+    whose exact-copy marks, which the date pass takes as given, may have changed."""
+    here = {r["path"] for r in recs}
+    moved = [r for r in recs if not r.get("_reused")]
+    moved += [old[r["path"]] for r in moved if r["path"] in old]
+    moved += [o for p, o in old.items() if p not in here]
+    dates = {r["date"] for r in moved if r["date_source"] != "mtime"}
+    for sha in {r["sha256"] for r in moved}:
+        dates.update(m["date"] for m in sha_groups.get(("sha", sha), ())
+                     if m["date_source"] != "mtime")
+    return dates
+
+
+def _keep_marks(recs: list[dict], old: dict, todo: set, known) -> None:
+    """Records of untouched date groups take their last marks (a copy by hash was
+    marked again just now, to the same keeper); their pair results carry over."""
+    kept = set()
+    for r in recs:
+        if r["date_source"] != "mtime" and r["date"] not in todo:
+            r["duplicate_of"] = old[r["path"]]["duplicate_of"]
+            kept.add(r["path"])
+    if known is not None:
+        for pair, near in known["old"].items():
+            a, _, b = pair.partition("\t")
+            if a in kept and b in kept:
+                known["new"][pair] = near
+
+
+def _mark_group(kind: str, members: list[dict], norm_of, known) -> None:
+    """One hash group (every later member a copy of the first) or one date group
+    (near-copies among the pairs whose sketches meet)."""
+    members = sorted((m for m in members if not m["duplicate_of"]), key=_keeper_key)
+    sets = {}
+    pairs = _candidates(members) if kind == "date" else None
+    for i, keep in enumerate(members):
+        if keep["duplicate_of"]:        # only later members are marked in its own pass
             continue
-        members = sorted((m for m in members if not m["duplicate_of"]), key=_keeper_key)
-        sets = {}
-        pairs = _candidates(members) if kind == "date" else None
-        for i, keep in enumerate(members):
-            if keep["duplicate_of"]:    # only later members are marked in its own pass
+        low, high = NEAR_COPY_JACCARD * keep["shingles"], keep["shingles"]
+        later = (members[i + 1:] if pairs is None else
+                 [members[j] for j in sorted(pairs.get(i, ()))])
+        for other in later:
+            if other["duplicate_of"]:
                 continue
-            low, high = NEAR_COPY_JACCARD * keep["shingles"], keep["shingles"]
-            later = (members[i + 1:] if pairs is None else
-                     [members[j] for j in sorted(pairs.get(i, ()))])
-            for other in later:
-                if other["duplicate_of"]:
-                    continue
-                if kind == "sha":
-                    other["duplicate_of"] = keep["path"]
-                    continue
-                n = other["shingles"]     # _near_copy's first test, here: most pairs end
-                if n < low or high < NEAR_COPY_JACCARD * n:  # on it (19k at 12k notes)
-                    continue
-                if _near_copy(keep, other, sets, norm_of, known):
-                    other["duplicate_of"] = keep["path"]
+            if kind == "sha":
+                other["duplicate_of"] = keep["path"]
+                continue
+            n = other["shingles"]       # _near_copy's first test, here: most pairs end
+            if n < low or high < NEAR_COPY_JACCARD * n:  # on it (19k at 12k notes)
+                continue
+            if _near_copy(keep, other, sets, norm_of, known):
+                other["duplicate_of"] = keep["path"]
 
 
 def _near_copy(a: dict, b: dict, sets: dict, norm_of, known=None) -> bool:
@@ -154,7 +195,10 @@ def _near_copy(a: dict, b: dict, sets: dict, norm_of, known=None) -> bool:
     return near
 
 
-def mark_families(recs: list[dict]) -> None:
+def mark_families(recs: list[dict], old=None) -> None:
+    """Each record's family and whether it is the family's latest. old: path -> the
+    last run's record (None: every family is decided): a family whose members, dates
+    and copy marks are all as they were keeps its latest."""
     fams = defaultdict(list)
     for r in recs:
         family = r.pop("_family", None)  # reused: same name, rules and config (reuse key)
@@ -165,7 +209,12 @@ def mark_families(recs: list[dict]) -> None:
         r["family"] = family
         if not r["duplicate_of"]:
             fams[family].append(r)
-    for members in fams.values():
+    todo = None if old is None else _touched_families(recs, old)
+    for family, members in fams.items():
+        if todo is not None and family not in todo:
+            for m in members:
+                m["is_latest"] = old[m["path"]]["is_latest"]
+            continue
         if len(members) == 1:           # most families: one file, the latest of itself
             members[0]["is_latest"] = True
             continue
@@ -173,6 +222,20 @@ def mark_families(recs: list[dict]) -> None:
         top = max(m["date"] for m in pool)
         for m in pool:
             m["is_latest"] = m["date"] == top
+
+
+def _touched_families(recs: list[dict], old: dict) -> set:
+    """Families with a member read now, gone, or whose copy mark came or went."""
+    here = {r["path"]: r for r in recs}
+    out = {o["family"] for p, o in old.items() if p not in here}
+    for r in recs:
+        o = old.get(r["path"])
+        if (not r.get("_reused") or o is None
+                or bool(o["duplicate_of"]) != bool(r["duplicate_of"])):
+            out.add(r["family"])
+            if o is not None:
+                out.add(o["family"])
+    return out
 
 
 def _link_name(raw: str) -> str:

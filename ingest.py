@@ -135,11 +135,12 @@ def _catalogue(vault: Path, paths: list[str], cfg: dict, progress=None, stats=No
             skipped.append({"path": rel, "reason": reason})
             continue
         recs.append(_record(rel, text, st, cfg))
-    families.mark_duplicates(recs, lambda r: _text_of(vault, r), known)
+    marks = {p: v[0] for p, v in old.items()} if old else None
+    families.mark_duplicates(recs, lambda r: _text_of(vault, r), known, marks)
     for r in recs:                      # a former duplicate needs chunks of its own now
         if not r["duplicate_of"] and "_body" not in r and "_chunks" not in r:
             _text_of(vault, r)
-    families.mark_families(recs)
+    families.mark_families(recs, marks)
     before = {p: bool(v[0]["duplicate_of"]) for p, v in old.items()}
     now = {r["path"]: bool(r["duplicate_of"]) for r in recs}
     changed = ({p for p in before.keys() | now.keys() if before.get(p) != now.get(p)}

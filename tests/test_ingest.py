@@ -702,9 +702,9 @@ def test_summary_counts_read_and_reused_notes_and_config_change_reuses_nothing(
 def test_a_reused_note_changing_mid_run_means_a_fresh_catalogue(vault, tmp_path, monkeypatch):
     write(vault, "a/plan.md", f"---\ndate: 2026-05-01\n---\n{WORDS} rate 1500", mtime=T0)
     write(vault, "b/plan copy.md", f"---\ndate: 2026-05-01\n---\n{WORDS} rate 1550", mtime=T0)
-    write(vault, "c.md", "changed", mtime=T0)
-    build(vault, tmp_path)
-    write(vault, "c.md", "changed again", mtime=T0 + 5)
+    write(vault, "c.md", "---\ndate: 2026-05-01\n---\nchanged", mtime=T0)
+    build(vault, tmp_path)         # c.md's edit opens its date's group: plan.md is compared
+    write(vault, "c.md", "---\ndate: 2026-05-01\n---\nchanged again", mtime=T0 + 5)
     m = json.loads((tmp_path / "idx" / "manifest.json").read_text())
     (tmp_path / "idx" / m["near_file"]).unlink()     # no remembered pair: plan.md is read
     real_read = vault_walk.read
