@@ -23,6 +23,7 @@ from pathlib import Path
 import asof
 import calibrate
 import generate
+import filecols
 import textkit
 import ingest
 import models
@@ -298,8 +299,9 @@ def _choose_time(out: Answer, idx, mode, as_of) -> None:
             raise ValueError("time mode as_of needs a date: pass --as-of YYYY-MM-DD")
         dates = idx.cache.get("dates")
         if dates is None:
-            dates = idx.cache["dates"] = [f["date"] for f in idx.files
-                                          if f.get("date_source") != version.WEAK_SOURCE]
+            dates = idx.cache["dates"] = [d for d, src in zip(
+                filecols.column(idx.files, "date"), filecols.column(idx.files, "date_source"))
+                if src != version.WEAK_SOURCE]
         out.as_of = asof.resolve(spec, dates) if spec else None
         out.time_mode = "as_of" if out.as_of else "any"
 

@@ -40,6 +40,7 @@ import embedder
 import chunking
 import dating
 import families
+import filecols
 import models
 import registry
 import store
@@ -240,7 +241,7 @@ def _old_records(prev, key: list) -> dict:
         return {}
     where = prev.where
     return {f["path"]: (f, where[f["path"]][0] if f["path"] in where else None)
-            for f in prev.files}
+            for f in filecols.dicts(prev.files)}
 
 
 def _near_pairs(prev) -> dict:
@@ -604,10 +605,10 @@ def _files_out(prev, files: list, gen: int, manifest: dict) -> list:
     """[(name, bytes)] of the file records, their names and digests set in manifest:
     the records that differ from the previous index's base, as a delta (g<gen>.delta.json:
     per record its position in the base, or the record itself), while they are at most
-    DELTA_SHARE of all; else a new base (g<gen>.files.json) with every record."""
+    DELTA_SHARE of all; else a new base (g<gen>.files.cols, by column) with every record."""
     base = getattr(prev, "base", None)
     if base is not None:
-        name, sha, recs = base
+        name, sha, recs = base[0], base[1], filecols.dicts(base[2])
         pos = {r["path"]: i for i, r in enumerate(recs)}
         out, changed = [], 0
         for f in files:
@@ -622,8 +623,8 @@ def _files_out(prev, files: list, gen: int, manifest: dict) -> list:
             manifest.update(files_file=name, files_sha=sha, files_delta=f"g{gen}.delta.json",
                             delta_sha=hashlib.sha256(raw).hexdigest())
             return [(manifest["files_delta"], raw)]
-    raw = store.json_bytes({"format": store.FORMAT, "files": files})
-    manifest.update(files_file=f"g{gen}.files.json", files_sha=hashlib.sha256(raw).hexdigest(),
+    raw = filecols.encode(files)
+    manifest.update(files_file=f"g{gen}.files.cols", files_sha=hashlib.sha256(raw).hexdigest(),
                     files_delta=None, delta_sha=None)
     return [(manifest["files_file"], raw)]
 

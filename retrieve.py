@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import bm25
+import filecols
 import store_load
 
 RRF_K = 60               # reciprocal rank fusion: 1 / (RRF_K + rank), rank 1-based
@@ -336,10 +337,9 @@ def _linkers(index, want: set | None = None) -> dict[str, set]:
     target or, with want, for those targets alone (notes linking to none are skipped)."""
     found: dict[str, set] = {}
     keep = index.by_path if want is None else {t for t in want if t in index.by_path}
-    for f in index.files:
-        links = f.get("links")
+    for here, links in zip(filecols.column(index.files, "path"),
+                           filecols.column(index.files, "links")):
         if links and (want is None or not keep.isdisjoint(links)):
-            here = f["path"]
             for target in links:
                 if target != here and target in keep:
                     s = found.get(target)

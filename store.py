@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-FORMAT = 3                         # 3: + file records as a base and a delta; 2: segments
+FORMAT = 4                         # 4: file records by column; 3: + a base and a delta; 2: segments
                                    # + tombstones; 1: one chunks.json
 LOCK_NAME = "lock"                 # index_dir/lock: the writing ingest's pid, flock'ed
 COMMIT_WAIT = 5.0                  # seconds load_index waits for an ingest finishing its commit
@@ -38,7 +38,7 @@ ROWS = np.dtype([("end", "<i8"), ("crc", "<u4"), ("hash", "V32")])   # s<N>.rows
 SEG_FILES = ("vectors.npy", "rows.npy", "text", "chunks.json")
 INDEX_FILE_RE = re.compile(   # every name an index dir may hold besides lock (see "on disk")
     r"^(?:(?P<seg>s(?P<n>\d+))\.(?:vectors\.npy|rows\.npy|text|chunks\.json|(?P<bm25>bm25[\w.-]*))"
-    r"|[ge](?P<n2>\d+)\.(?:files\.json|delta\.json|near\.json|idf\.npy)"
+    r"|[ge](?P<n2>\d+)\.(?:files\.cols|files\.json|delta\.json|near\.json|idf\.npy)"
     r"|manifest\.json|files\.json|chunks\.json"
     r"|vectors\.npy|idf\.npy|bm25\.npz|bm25_vocab\.json|.+\.prev|\..+\.tmp-[\d-]+)$")
 _TMP_IDS = itertools.count()
@@ -67,8 +67,9 @@ def default_index_dir() -> Path:
 #   s<N>.chunks.json  per row heading, section_date, entry_latest; per note [path, row, n]
 #   s<N>.bm25-*       the segment's BM25 postings and its tombstones' document
 #                     frequencies (retrieve.py, on the first question)
-#   g<N>.files.json   the base of the file records; g<N>.delta.json the records now, as
-#                     positions in the base or the records that differ (ingest._files_out)
+#   g<N>.files.cols   the base of the file records, by column (filecols.py);
+#                     g<N>.delta.json the records now, as positions in the base or the
+#                     records that differ (ingest._files_out)
 #   e<N>.idf.npy      the builtin embedder's IDF
 # A segment is never rewritten: an ingest writes new files, then the manifest, whose
 # "dead" lists the notes of each segment replaced or deleted since (tombstones). Files

@@ -26,6 +26,7 @@ import numpy as np
 
 import embedder
 import chunking
+import filecols
 import models
 import store
 
@@ -224,7 +225,7 @@ class _Chunks(Sequence):
         if key == "id":
             return list(range(len(self)))
         if key in ("path", "private", "family", "is_latest"):
-            values = np.array([f[key] for f in self.files] + [None], dtype=object)[:-1]
+            values = np.array(filecols.column(self.files, key) + [None], dtype=object)[:-1]
             return values[self.file_of].tolist()
         if key in ("heading", "section_date", "entry_latest"):
             out = np.empty(len(self), dtype=object)
@@ -325,35 +326,46 @@ def _load(d: Path, backend) -> Index:
     embedder = _load_embedder(d, manifest, backend, fix)
     idx = Index(d, manifest, files, _Chunks(files, segments, file_of, seg_of, row),
                 _Vectors([s.vectors for s in segments], seg_of, row, dim),
-                {f["path"]: f for f in files}, embedder, stat=stat)
+                filecols.ByPath(files), embedder, stat=stat)
     idx.segments, idx.where, idx.base = segments, where, base
     return idx
 
 
 def _load_files(d: Path, manifest: dict, files_file: str, vault, fix: str):
-    """((base name, its sha, its records), the file records): the base, with the delta
-    the manifest names (if any) applied; each file checked against its digest."""
-    data, raw = _read_json(d, files_file, "files", vault)
-    if hashlib.sha256(raw).hexdigest() != manifest.get("files_sha"):
+    """((base name, its sha, its records), the file records now): the base's columns
+    (filecols; decoded when a field is asked for), with the delta the manifest names
+    (if any) applied; each file checked against its digest."""
+    try:
+        raw = (d / files_file).read_bytes()
+    except OSError as e:
+        raise store.IndexProblem(f"{files_file} in {d} is unreadable ({type(e).__name__}): "
+                                 f"run {fix}") from None
+    cols = None
+    if hashlib.sha256(raw).hexdigest() == manifest.get("files_sha"):
+        try:
+            cols = filecols.Columns(raw)
+        except (ValueError, TypeError, KeyError):
+            pass
+    if cols is None:
         raise store.IndexProblem(f"{files_file} in {d} does not match its manifest (edited, or an "
                                  f"ingest was interrupted): run {fix}")
-    base = (files_file, manifest["files_sha"], data["files"])
+    base = (files_file, manifest["files_sha"], filecols.Files(cols))
     name = manifest.get("files_delta")
     if not name:
-        return base, data["files"]
+        return base, base[2]
     delta, raw = _read_json(d, str(name), "files", vault)
-    recs, n = data["files"], len(data["files"])
+    n = cols.n
     try:
         ok = (hashlib.sha256(raw).hexdigest() == manifest.get("delta_sha")
               and delta.get("base") == files_file)
-        files = [recs[e] if type(e) is int and 0 <= e < n else e if type(e) is dict
-                 else None for e in delta["files"]] if ok else [None]
+        entries = [e if (type(e) is int and 0 <= e < n) or type(e) is dict else None
+                   for e in delta["files"]] if ok else [None]
     except TypeError:
-        files = [None]
-    if None in files:
+        entries = [None]
+    if None in entries:
         raise store.IndexProblem(f"{name} in {d} does not match its manifest (edited, or an "
                                  f"ingest was interrupted): run {fix}")
-    return base, files
+    return base, filecols.Files(cols, entries)
 
 
 def _mapped(path: Path, fix: str, dtype=None, shape=None):
@@ -407,7 +419,9 @@ def _live_notes(segments: list, dead: dict) -> dict:
 def _layout(d: Path, files: list, where: dict, fix: str):
     """(file_of, seg_of, row): for each live chunk, in full-build order (notes by path,
     then their rows), its file's position in files, its segment and its row there."""
-    live = [(j, f["path"]) for j, f in enumerate(files) if not f.get("duplicate_of")]
+    live = [(j, p) for j, (p, dup) in enumerate(zip(filecols.column(files, "path"),
+                                                    filecols.column(files, "duplicate_of")))
+            if not dup]
     if len(where) != len(live) or any(len(where.get(p, ())) != 1 for _, p in live):
         raise store.IndexProblem(f"the segments in {d} do not match its files (a note missing or "
                                  f"indexed twice): run {fix}")

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import filecols
 import retrieve
 import store_load
 from retrieve import Candidate
@@ -88,11 +89,13 @@ def _tables(index) -> dict:
     (per note, when asked)."""
     tables = index.cache.get("version")
     if tables is None:
-        members: dict[str, list] = {}
-        for f in index.files:
-            if not f.get("duplicate_of"):
-                members.setdefault(f.get("family") or f["path"], []).append(f)
-        tables = {"members": members, "sections": _Sections(index)}
+        members: dict[str, list] = {}     # family -> positions in index.files
+        files = index.files
+        for i, (path, family, dup) in enumerate(zip(*(filecols.column(files, k) for k in (
+                "path", "family", "duplicate_of")))):
+            if not dup:
+                members.setdefault(family or path, []).append(i)
+        tables = {"members": members, "files": files, "sections": _Sections(index)}
         index.cache["version"] = tables
     return tables
 
@@ -121,8 +124,8 @@ class _Sections:
 
 def _versions(tables, family) -> list[dict]:
     """Version files of a family (empty when it has only one file)."""
-    files = tables["members"].get(family, [])
-    return files if len(files) > 1 else []
+    at = tables["members"].get(family, ())
+    return [tables["files"][i] for i in at] if len(at) > 1 else []
 
 
 def _latest(files: list[dict]) -> list[dict]:

@@ -13,7 +13,8 @@ LAYERS = [
     {"textkit", "cost_ledger", "embedder", "selective", "asof"},         # helpers
     {"reader", "extract"},                                       # the builtin reader, writer
     {"models"},                                                  # model clients, backends
-    {"vault_walk", "dating", "families", "chunking", "store", "store_load", "bm25"},   # the index
+    {"vault_walk", "dating", "families", "filecols", "chunking", "store", "store_load",
+     "bm25"},                                                                        # the index
     {"ingest", "retrieve", "version", "route", "rerank", "generate", "verify",
      "calibrate", "unsure", "registry"},   # stages
     {"scorecard", "html_report"},                                # renderers of plain data

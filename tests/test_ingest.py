@@ -24,7 +24,7 @@ from vaults import index_file, write
 OLD = 1_600_000_000  # an mtime in 2020, so mtime dates are recognisable
 
 
-SEG1 = ["e1.idf.npy", "g1.files.json", "g1.near.json", "manifest.json", "s1.chunks.json",
+SEG1 = ["e1.idf.npy", "g1.files.cols", "g1.near.json", "manifest.json", "s1.chunks.json",
         "s1.rows.npy", "s1.text", "s1.vectors.npy"]   # one segment, files, near pairs, IDF
 
 
@@ -442,8 +442,10 @@ def test_load_index_contents(vault, tmp_path):
     assert idx.by_path["a.md"]["title"] == "A" and idx.cache == {}
     q = idx.embedder.embed_query("alpha beta")
     assert q.shape == (embedder.EMBED_DIM,) and float(idx.vectors[0] @ q) > 0.5
-    for name in ("manifest.json", "g1.files.json", "s1.chunks.json"):
+    for name in ("manifest.json", "s1.chunks.json"):
         assert json.loads((idx.dir / name).read_text())["format"] == store.FORMAT
+    head = (idx.dir / "g1.files.cols").read_bytes().split(b"\n", 1)[0]
+    assert json.loads(head)["n"] == 1 and "title" in json.loads(head)["columns"]
     assert sorted(p.name for p in idx.dir.iterdir()) == SEG1
 
 
@@ -478,7 +480,7 @@ def _damage_idf(d):
 @pytest.mark.parametrize("damage, words", [
     (_damage_truncate, "vectors.npy"), (_damage_rows, "shape (1, 384)"),
     (_damage_format, "unknown format 99"), (_damage_edit, "does not match its manifest"),
-    (_damage_garbage, "files.json"), (_damage_idf, "built with embedder"),
+    (_damage_garbage, "files.cols"), (_damage_idf, "built with embedder"),
 ])
 def test_damaged_index_is_detected(vault, tmp_path, damage, words):
     write(vault, "a.md", "# A\nalpha")

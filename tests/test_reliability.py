@@ -422,7 +422,7 @@ DAMAGE = {
     "no rows": (lambda d: _f(d, "rows.npy").unlink(), "rows.npy in"),
     "text cut short": (lambda d: _f(d, "text").write_bytes(_f(d, "text").read_bytes()[:3]),
                        "does not match its rows"),
-    "files a list": (lambda d: _f(d, "files.json").write_text("[]"), "unknown format ?"),
+    "files a list": (lambda d: _f(d, "files.json").write_text("[]"), "does not match its manifest"),
     "no idf": (lambda d: _f(d, "idf.npy").unlink(), "idf.npy in"),
     "idf cut short": (lambda d: _f(d, "idf.npy").write_bytes(
         _f(d, "idf.npy").read_bytes()[:90]), "idf.npy in"),
