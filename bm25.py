@@ -313,6 +313,26 @@ def _segment_part(index, s: int, seg) -> dict:
     return part
 
 
+def save_postings(index_dir, min_rows: int) -> int:
+    """Tokenize and save now the postings of each segment of min_rows rows or more that
+    has none yet (a full build or a merge: else its first question pays for it, seconds
+    at 100k chunks); the rows tokenized. Small segments are left to their first question."""
+    folder = Path(index_dir)
+    manifest = json.loads((folder / "manifest.json").read_bytes())
+    todo = [s["name"] for s in manifest["segments"] if s["rows"] >= min_rows
+            and not (folder / f"{s['name']}.{BM25_META}").exists()]
+    if not todo:
+        return 0
+    import store_load
+    index = store_load.load_index(folder)
+    done = 0
+    for s, seg in enumerate(index.segments):
+        if seg.name in todo:
+            _segment_part(index, s, seg)
+            done += len(seg.rows)
+    return done
+
+
 def _dead_texts(seg, dead: list[int]) -> list[str]:
     """The BM25 texts of a segment's rows `dead` (ascending)."""
     starts = np.array([start for _, start, _ in seg.files] or [0])

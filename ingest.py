@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+import bm25
 import embedder
 import chunking
 import dating
@@ -51,6 +52,8 @@ import vault_walk
 MERGE_SEGMENTS = 4                 # more delta segments than this: they are merged into one
 MERGE_SHARE = 0.25                 # delta + tombstoned rows above this share of the live
                                    # rows: everything is merged into one segment
+POSTINGS_AT_INGEST = 5_000          # a new segment of this many rows gets its BM25 postings
+                                   # from `python ingest.py`, not from the first question
 DELTA_SHARE = 0.1                  # file records differing from the base above this share
                                    # of all records: a new base is written (else a delta)
 EMBED_BATCH = 256
@@ -391,13 +394,14 @@ def _unchanged(index_dir: Path, vault: Path, stamp: str, backend, current=None):
     if m.get("stamp") != stamp or m.get("vault") != str(vault):
         return None, idx
     counts = m.get("counts", {})
-    live = [f for f in idx.files if not f.get("duplicate_of")]
-    return {"files_seen": counts.get("files_seen", len(idx.files)), "indexed": len(live),
-            "duplicates": len(idx.files) - len(live),
-            "families": len({f["family"] for f in live}), "chunks": len(idx.chunks),
+    fams = [fam for fam, dup in zip(filecols.column(idx.files, "family"),
+                                    filecols.column(idx.files, "duplicate_of")) if not dup]
+    return {"files_seen": counts.get("files_seen", len(idx.files)), "indexed": len(fams),
+            "duplicates": len(idx.files) - len(fams),
+            "families": len(set(fams)), "chunks": len(idx.chunks),
             "embedded": 0, "reused": len(idx.chunks), "files_read": 0,
             "files_reused": len(idx.files), "files_reread": 0,
-            "dated": dict(Counter(f["date_source"] for f in idx.files)),
+            "dated": dict(Counter(filecols.column(idx.files, "date_source"))),
             "skipped": m.get("skipped", []), "seconds": 0.0, "index": str(index_dir),
             "embedder": m["embedder"], "config": config_of(m),
             "note": "nothing changed since the last ingest"}, idx
@@ -709,6 +713,7 @@ def main(argv=None) -> int:
         models.use_timeout(a.timeout)
         s = build_index(a.vault, a.index, a.config, a.rebuild, backend=a.backend,
                         progress=meter, keep=_AT_EXIT)
+        bm25.save_postings(s["index"], POSTINGS_AT_INGEST)
         if a.files:
             s["files"] = file_listing(store_load.load_index(s["index"]).files)
     except (ValueError, store.IndexProblem, store.IndexBusy, models.BackendError, OSError) as e:

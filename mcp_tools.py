@@ -17,6 +17,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 import asof
+import filecols
 import harness
 import registry
 import retrieve
@@ -179,9 +180,9 @@ def private_reason(idx, path: str) -> str:
 
 def _nothing_shareable(idx) -> str | None:
     """Why every search comes back empty: no note of the index is shareable."""
-    if any(f.get("private") is False for f in idx.files):
+    if any(x is False for x in filecols.column(idx.files, "private")):
         return None
-    top = sorted({f["path"].partition("/")[0] for f in idx.files if "/" in f["path"]})
+    top = sorted({p.partition("/")[0] for p in filecols.column(idx.files, "path") if "/" in p})
     return ("no folder is shareable, so nothing is searched: "
             + _open_with(idx, *(top or ["NAME"])) + " for the folders to share "
             "(list_folders shows them all)")
@@ -258,7 +259,8 @@ def note_history(srv, args: dict) -> dict:
         raise ToolError(f"{args['path'][:200]!r} is an exact copy of a note in a private "
                         "folder; Verso keeps the text under that note and shows no history")
     family = idx.by_path[path]["family"]
-    members = [f for f in idx.files if f["family"] == family]
+    members = [idx.files[i] for i, fam in enumerate(filecols.column(idx.files, "family"))
+               if fam == family]
     ids = retrieve.chunk_ids_by_path(idx)
     versions, before = [], set()
     live = [f for f in members if not f["duplicate_of"]]
@@ -394,7 +396,7 @@ def summary(idx) -> dict:
     return {"vault": m["vault"], "index": str(idx.dir), "backend": m.get("backend"),
             "embedder": m["embedder"], "built": m.get("created"),
             "notes": {"shareable": len(live), "copies": len(notes) - len(live),
-                      "private_left_out": sum(1 for f in idx.files if f["private"])},
+                      "private_left_out": sum(map(bool, filecols.column(idx.files, "private")))},
             "chunks": sum(1 for c in idx.chunks if not c["private"]),
             "families": len(families),
             "families_with_versions": sum(1 for n in families.values() if n > 1),

@@ -113,7 +113,8 @@ def _meta(index) -> dict:
             names, first = _file_runs(file_of, files)
             col = np.cumsum(np.r_[False, file_of[1:] != file_of[:-1]]) if len(
                 file_of) else np.zeros(0, dtype=np.int64)
-            private = np.array([bool(f.get("private")) for f in files], dtype=bool)[file_of]
+            private = np.array([bool(x) for x in filecols.column(files, "private")],
+                               dtype=bool)[file_of]
             ids = index.cache.get("retrieve_ids") or _runs_by_path(names, first, len(file_of))
             index.cache["retrieve_ids"] = ids
             meta = {"paths": names, "col": col, "private": private, "ids": ids}
@@ -135,7 +136,8 @@ def _file_runs(file_of: np.ndarray, files: list) -> tuple[list, np.ndarray]:
     file order, so each file's chunks are one run of ids."""
     first = np.flatnonzero(np.r_[True, file_of[1:] != file_of[:-1]]) if len(
         file_of) else np.zeros(0, dtype=np.int64)
-    return [files[j]["path"] for j in file_of[first].tolist()], first
+    paths = filecols.column(files, "path")
+    return [paths[j] for j in file_of[first].tolist()], first
 
 
 def _matrix(index):

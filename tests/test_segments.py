@@ -219,6 +219,28 @@ def test_segment_bm25_is_saved_once_and_memory_mapped(tmp_path, monkeypatch):
     assert bm25.load_bm25(third)["vocab"] == bm["vocab"]       # rebuilt, same terms
 
 
+def test_the_ingest_command_saves_a_large_segments_postings_and_leaves_small_ones(
+        tmp_path, monkeypatch, capsys):
+    """A full build's postings are made by `python ingest.py` (else the first question
+    waits for them); a one-note segment's are left to its first question."""
+    v = Vault(tmp_path / "vault", seed=4)
+    for _ in range(20):
+        v.put(v.name(), v.text())
+    d = tmp_path / "idx"
+    monkeypatch.setattr(ingest, "POSTINGS_AT_INGEST", 10)
+    assert ingest.main([str(v.root), "--index", str(d)]) == 0
+    m = json.loads((d / "manifest.json").read_text())
+    assert m["segments"][0]["rows"] >= 10
+    assert (d / f"{m['segments'][0]['name']}.{bm25.BM25_META}").exists()
+    v.put(v.notes()[0], v.text())
+    assert ingest.main([str(v.root), "--index", str(d)]) == 0
+    m = json.loads((d / "manifest.json").read_text())
+    assert len(m["segments"]) == 2 and m["segments"][1]["rows"] < 10
+    assert not (d / f"{m['segments'][1]['name']}.{bm25.BM25_META}").exists()
+    monkeypatch.setattr(bm25, "_part", lambda texts: pytest.fail("tokenized again"))
+    assert ingest.main([str(v.root), "--index", str(d)]) == 0      # nothing to do: no load
+
+
 def test_one_note_changes_what_other_records_say(tmp_path):
     """The fast paths of an ingest (links kept, families and duplicates from reused
     records) still update the other notes' records: a note added next to a linking
