@@ -600,7 +600,14 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=str(HERE / "out"), help="JSON output folder")
     p.add_argument("--work", default=None, help="folder for vaults and indexes "
                    "(default: a temp dir, removed afterwards)")
+    p.add_argument("--real", action="store_true", help="the real-shaped vault beside a "
+                   "baseline commit (bench/real.py): edit, cold question, full ingest")
+    p.add_argument("--chunks", default="100k", help="--real: the vault's size in chunks")
+    p.add_argument("--baseline", default="HEAD~1", help="--real: the revision to compare")
+    p.add_argument("--runs", type=int, default=5, help="--real: fresh processes per figure")
     a = p.parse_args(argv)
+    if a.real:
+        return _real(a, p)
     try:
         sizes = ([_size(x) for x in a.sizes.split(",")] if a.sizes
                  else list(QUICK_SIZES if a.quick else DEFAULT_SIZES))
@@ -624,6 +631,27 @@ def main(argv=None) -> int:
         if not a.work:
             shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def _real(a, p) -> int:
+    import real
+    try:
+        chunks = _size(a.chunks)
+    except ValueError:
+        p.error(f"--chunks {a.chunks!r}: give a chunk count like 100k")
+    work = Path(a.work) if a.work else Path(tempfile.mkdtemp(prefix="verso-real-"))
+    if a.work and work.exists() and any(work.iterdir()):
+        print(f"bench: --work {work} is not empty: pass a new folder", file=sys.stderr)
+        return 2
+    try:
+        return real.main(work, chunks, a.baseline, max(1, a.runs), Path(a.out),
+                         log=lambda m: print(m, file=sys.stderr, flush=True))
+    except (RuntimeError, subprocess.CalledProcessError) as e:
+        print(f"bench: {str(e).splitlines()[0]}", file=sys.stderr)
+        return 1
+    finally:
+        if not a.work:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -132,8 +132,10 @@ def _name(words: _Words, taken: set, n: int = 2) -> str:
 
 
 class _Writer:
-    def __init__(self, root: Path, seed: int):
+    def __init__(self, root: Path, seed: int, dates: int = 0):
         self.root, self.rng = root, np.random.default_rng(seed)
+        self.pool = (sorted({_date(self.rng) for _ in range(dates * 2)})[::2][:dates]
+                     if dates else None)    # real shape: every note date from this pool
         self.words = _Words(self.rng)
         self.taken: set = set()
         self.stems: list[str] = []      # link targets
@@ -141,6 +143,11 @@ class _Writer:
         self.chunks = 0
         self.sections: list[tuple[str, list[str]]] = []  # (path, content words) samples
         self.counts = {k: 0 for k in KINDS}
+
+    def _day(self) -> np.datetime64:
+        if self.pool is None:
+            return _date(self.rng)
+        return self.pool[int(self.rng.integers(0, len(self.pool)))]
 
     # -- pieces
     def _link(self) -> str:
@@ -211,10 +218,10 @@ class _Writer:
         head = ""
         if r.random() < 0.3:
             tags = ", ".join(self.words.content(2))
-            head = f"---\nupdated: {_date(r)}\ntags: [{tags}]\n---\n"
+            head = f"---\nupdated: {self._day()}\ntags: [{tags}]\n---\n"
         body = f"# {stem.title()}\n\n"
         if r.random() < 0.2:
-            body += f"Updated: {_date(r)}\n\n"
+            body += f"Updated: {self._day()}\n\n"
         n = min(60, 1 + int(r.geometric(1 / 9)))
         self._put(rel, head + body + self._sections(rel, n))
         self.stems.append(stem)
@@ -227,7 +234,7 @@ class _Writer:
         stem = _name(self.words, self.taken)
         n_ver = int(r.integers(2, 5))
         n_sec = min(30, 1 + int(r.geometric(1 / 6)))
-        dates = sorted({_date(r) for _ in range(n_ver)})
+        dates = sorted({self._day() for _ in range(n_ver)})
         style = int(r.integers(0, 3))
         sections = self._sections(f"{folder}/{stem}.md", n_sec).split("\n## ")
         for i, d in enumerate(dates):
@@ -248,7 +255,7 @@ class _Writer:
         r = self.rng
         stem = _name(self.words, self.taken) + " log"
         n = min(50, 2 + int(r.geometric(1 / 12)))
-        days = sorted({_date(r) for _ in range(n)})
+        days = sorted({self._day() for _ in range(n)})
         rel = f"{LOG_FOLDER}/{stem}.md"
         self._put(rel, f"# {stem.title()}\n\n" + self._sections(rel, len(days), days))
         self.stems.append(stem)
@@ -256,7 +263,7 @@ class _Writer:
 
     def diary(self) -> None:
         r = self.rng
-        d = _date(r)
+        d = self._day()
         rel = f"{DIARY_FOLDER}/{d}.md"
         if rel in self.files:
             return
@@ -276,6 +283,72 @@ class _Writer:
         if rel not in self.files:
             self._put(rel, self.files[src])
             self.counts["duplicate"] += 1
+
+
+class _RealWriter(_Writer):
+    """The shapes that make real vaults hard to index incrementally (issue 27): a note
+    date pool of REAL_DATES days (so hundreds of notes share each date), meeting notes
+    by the dozen per day, monthly reports dated the 1st, long dated logs, version
+    families of 10..30 files, and an imported/ folder of IMPORTED notes from one
+    template, half with one shared `created:` date and all with one modified time."""
+
+    def meeting(self) -> None:
+        r, d = self.rng, self._day()
+        stem = _name(self.words, self.taken) + " meeting"
+        rel = f"meetings/{d}/{stem}.md"
+        head = f"---\ndate: {d}\ntype: meeting\nattendees: [{', '.join(self.words.content(3))}]\n---\n"
+        self._put(rel, head + f"# {stem.title()}\n\n" + self._sections(rel, int(r.integers(1, 4))))
+        self.counts["meeting"] += 1
+
+    def monthly(self) -> None:
+        d = str(self._day())[:7]
+        stem = _name(self.words, self.taken, 1) + f" report {d}"
+        rel = f"reports/{stem}.md"
+        self._put(rel, f"---\ndate: {d}-01\n---\n# {stem.title()}\n\n"
+                  + self._sections(rel, int(self.rng.integers(2, 7))))
+        self.counts["monthly"] += 1
+
+    def long_log(self) -> None:
+        r = self.rng
+        stem = _name(self.words, self.taken) + " journal"
+        days = sorted({_date(r) for _ in range(int(r.integers(150, 400)))})
+        rel = f"{LOG_FOLDER}/{stem}.md"
+        self._put(rel, f"# {stem.title()}\n\n" + self._sections(rel, len(days), days))
+        self.counts["long_log"] += 1
+
+    def big_family(self) -> None:
+        r = self.rng
+        stem = _name(self.words, self.taken)
+        n_sec = int(r.integers(2, 6))
+        sections = self._sections(f"docs/{stem}.md", n_sec).split("\n## ")
+        dates = sorted({self._day() for _ in range(int(r.integers(10, 31)))})
+        for i, d in enumerate(dates):
+            j = int(r.integers(0, len(sections)))
+            text, _ = self._section_text(f"docs/{stem} {d}.md")
+            sections[j] = sections[j].split("\n", 1)[0] + f"\n\n{text}\n"
+            self.chunks += n_sec if i else 0
+            self._put(f"docs/{stem} {d}.md", f"# {stem.title()}\n\nUpdated: {d}\n\n## "
+                      + "\n## ".join(x.removeprefix("## ") for x in sections))
+            self.counts["big_family"] += 1
+        self.stems.append(f"{stem} {dates[-1]}")
+
+    def imported(self, n: int) -> None:
+        shared = self._day()
+        for i in range(n):
+            stem = _name(self.words, self.taken)
+            head = (f"---\ncreated: {shared}\nsource: evernote\ntags: [imported]\n---\n"
+                    if i % 2 == 0 else "")
+            rel = f"imported/{stem}.md"
+            self._put(rel, head + f"# {stem.title()}\n\nImported from the old notebook.\n\n"
+                      + self._sections(rel, int(self.rng.integers(1, 3))))
+            self.counts["imported"] += 1
+
+
+REAL_KINDS = {"topic": 0.30, "family": 0.10, "big_family": 0.008, "log": 0.04,
+              "long_log": 0.004, "diary": 0.10, "duplicate": 0.05, "meeting": 0.30,
+              "monthly": 0.098}
+REAL_DATES = 140
+IMPORTED = 5000
 
 
 def _questions(w: _Writer, n: int) -> list[dict]:
@@ -305,14 +378,24 @@ privacy = "shareable"
 """
 
 
-def make_vault(root, chunks: int, seed: int = 0, questions: int = 200) -> Vault:
-    """Write a vault of about `chunks` chunks into root (created; must be empty)."""
+def make_vault(root, chunks: int, seed: int = 0, questions: int = 200,
+               shape: str = "plain") -> Vault:
+    """Write a vault of about `chunks` chunks into root (created; must be empty).
+    shape "real": _RealWriter's shapes (the imported folder scaled down below 50k chunks)."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     if any(root.iterdir()):
         raise ValueError(f"{root} is not empty: pass a new folder")
-    w = _Writer(root, seed)
-    kinds, probs = list(KINDS), np.array(list(KINDS.values()))
+    if shape not in ("plain", "real"):
+        raise ValueError(f"shape {shape!r}: plain or real")
+    kinds = KINDS if shape == "plain" else REAL_KINDS
+    if shape == "plain":
+        w = _Writer(root, seed)
+    else:
+        w = _RealWriter(root, seed, REAL_DATES)
+        w.counts = dict.fromkeys(list(REAL_KINDS) + ["imported"], 0)
+        w.imported(min(IMPORTED, chunks // 20))
+    kinds, probs = list(kinds), np.array(list(kinds.values()))
     while w.chunks < chunks:
         getattr(w, kinds[int(np.searchsorted(np.cumsum(probs), w.rng.random()))])()
     total = 0
@@ -335,9 +418,11 @@ def main(argv=None) -> int:
     p.add_argument("out", help="new folder for the vault")
     p.add_argument("--chunks", type=int, default=10_000)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--shape", choices=("plain", "real"), default="plain",
+                   help="real: many notes per date, imports, long logs, big families")
     a = p.parse_args(argv)
     try:
-        v = make_vault(a.out, a.chunks, a.seed)
+        v = make_vault(a.out, a.chunks, a.seed, shape=a.shape)
     except ValueError as e:
         print(f"synth: {e}", file=sys.stderr)
         return 2
