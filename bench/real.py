@@ -51,7 +51,8 @@ TARGETS = {  # key: (description, limit, "<" | "<=")
     "harness_vs_numpy": ("  / python -c \"import numpy, json\"", 3.0, "<"),
     "harness_peak_mb": ("  peak memory (MB)", 300.0, "<"),
 }
-EXTRA = {"first_question_s": "first python harness.py \"q\" after the edit (s wall)",
+EXTRA = {"built_question_s": "first python harness.py \"q\" after the full ingest (s)",
+         "first_question_s": "first python harness.py \"q\" after the edit (s wall)",
          "numpy_s": "python -c \"import numpy, json\" (s wall)"}
 
 
@@ -152,7 +153,7 @@ def run(work: Path, chunks: int, rev: str, runs: int = RUNS, log=print) -> dict:
         wall, peak = s.ingest()
         s.add("ingest_s", wall)
         s.add("ingest_peak_mb", peak)
-        s.harness()
+        s.add("built_question_s", s.harness()[0])     # BM25 postings, if ingest left them
     edits = _notes_to_edit(work / "vault", runs)
     for i in range(runs):
         log(f"round {i + 1} of {runs}")
