@@ -15,6 +15,7 @@ from __future__ import annotations
 import codecs
 import fnmatch
 import functools
+import operator
 import os
 import re
 import stat
@@ -104,8 +105,7 @@ def _setting_of(parent: str, cfg: dict, key: str, default):
     return default if best is None else best[1]
 
 
-def _entry_name(entry) -> str:
-    return entry.name
+_NAME = operator.attrgetter("name")          # a DirEntry's name, to sort a folder by
 
 
 @functools.lru_cache(maxsize=16)
@@ -149,6 +149,7 @@ class _Walk:
 
     def walk(self, top: str) -> None:
         stack, seen, rel, ignored = [top], self.seen, self.rel, self.ignored
+        cut, plain = self.cut, os.sep == "/"        # rel() inline: a path under the vault
         notes, stats, link_dirs, link_files = (self.notes, self.stats, self.link_dirs,
                                                self.link_files)
         while stack:
@@ -159,32 +160,37 @@ class _Walk:
             seen.add(real)
             try:
                 with os.scandir(folder) as it:
-                    entries = sorted(it, key=_entry_name)
+                    entries = sorted(it, key=_NAME)
             except OSError as e:
                 self.skipped.append({"path": rel(folder) + "/", "reason": "unreadable "
                                      f"folder ({e.strerror or type(e).__name__})"})
                 continue
             names = []
-            for e in entries:
-                if e.name.startswith("."):
+            for e in entries:               # the harness runs this per question: kept lean
+                name = e.name
+                if name.startswith("."):
                     continue
                 try:
                     link, is_dir = e.is_symlink(), e.is_dir()
                 except OSError:                  # a link loop onto itself
                     link, is_dir = True, False
                 if is_dir:
-                    if e.name.lower() not in SKIP_DIRS:
+                    if name.lower() not in SKIP_DIRS:
                         (link_dirs if link else stack).append(e.path)
-                elif e.name.lower().endswith(TEXT_EXTS):
-                    r = rel(e.path)
+                elif name.lower().endswith(TEXT_EXTS):
+                    r = e.path[cut:] if plain else rel(e.path)
                     if ignored and ignored(r):
                         continue
                     if link:
                         link_files.append(e.path)
                     else:
                         notes.append(r)
-                        stats[r] = _stat_of(e)
-                        names.append(e.name)
+                        try:
+                            st = e.stat()
+                            stats[r] = [st.st_size, st.st_mtime_ns]
+                        except OSError:
+                            stats[r] = None
+                        names.append(name)
             self.real_notes.append((real.rstrip(os.sep) + os.sep, names))
 
     def follow(self) -> None:

@@ -9,7 +9,12 @@ Out: markdown notes shaped like a personal vault (folders, `# Title`, `##` secti
 Not: indexing or timing (bench/run.py does that). The chunk count is an estimate from
      the section layout; the benchmark reports the count ingest actually made.
 
-    python bench/synth.py OUT_DIR --chunks 10000 [--seed 0]
+    python bench/synth.py OUT_DIR --chunks 10000 [--seed 0] [--shape plain|real]
+
+--shape real (bench/real.py) draws every note date from a pool of 140 days and adds the
+shapes that make incremental indexing hard: meetings by the dozen per day, monthly
+reports dated the 1st, long dated logs, families of 10..30 versions, and an imported/
+folder of 5,000 notes from one template with one modified time.
 
 Sections hold 40..150 words (one chunk each: ingest merges below 30 and windows above
 180); about 1 in 25 is one long line of 250..450 words (several windowed chunks). Notes

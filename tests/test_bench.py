@@ -86,3 +86,33 @@ def test_run_all_end_to_end_at_a_tiny_size(tmp_path, monkeypatch):
 def test_size_argument():
     assert bench._size("10k") == 10_000 and bench._size("2500") == 2_500
     assert bench._size("0.5k") == 500
+
+
+def test_the_real_shape_puts_many_notes_on_one_date_and_an_import_on_one_mtime(tmp_path):
+    a = synth.make_vault(tmp_path / "a", 2000, seed=2, questions=1, shape="real")
+    b = synth.make_vault(tmp_path / "b", 2000, seed=2, questions=1, shape="real")
+    assert _files(a.root) == _files(b.root)
+    assert all(a.counts[k] > 0 for k in ("meeting", "monthly", "big_family", "imported"))
+    files = _files(a.root)
+    created = [t for p, t in files.items() if p.startswith("imported/") and b"created: " in t]
+    assert len({t.split(b"created: ")[1][:10] for t in created}) == 1 and len(created) >= 5
+    dated = [t.split(b"date: ")[1][:10] for p, t in files.items()
+             if p.startswith("meetings/") and b"date: " in t]
+    assert len(dated) >= a.counts["meeting"] and len(set(dated)) <= synth.REAL_DATES
+    assert len(dated) > len(set(dated))              # dates shared by several meetings
+    assert all(t.split(b"date: ")[1][8:10] == b"01" for p, t in files.items()
+               if p.startswith("reports/"))
+    with pytest.raises(ValueError, match="shape"):
+        synth.make_vault(tmp_path / "c", 50, shape="square")
+
+
+def test_the_real_bench_times_both_trees_at_a_tiny_size(tmp_path):
+    import real
+    res = real.run(tmp_path / "work", 120, "HEAD", runs=1, log=lambda m: None)
+    for side in res["sides"].values():
+        for key in ("ingest_s", "edit_s", "harness_s", "harness_peak_mb", "numpy_s"):
+            assert len(side[key]) == 1 and side[key][0] > 0
+    table = real.render(res)
+    assert "one edited note" in table and res["baseline"][:10] in table
+    assert (tmp_path / "work" / "vault-this" / res["edited"][0]).read_text().count(
+        "Edited for the benchmark") == 1
