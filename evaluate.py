@@ -205,7 +205,7 @@ def _run_conversations(args, argv) -> int:
     import harness
     try:
         idx, be = harness.load(index=str(_index_dir(args, vault)), vault=vault,
-                               backend=args.backend, judge=args.judge)
+                               backend=args.backend, judge=args.judge, writer=args.writer)
     except (ValueError, OSError, models.BackendError, store.IndexProblem) as e:
         raise EvalError(str(e)) from None
     records = run_conversations(convs, idx, be)
@@ -525,6 +525,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--variant", nargs="+", choices=list(VARIANTS), default=None)
     p.add_argument("--backend", choices=("auto", "builtin", "ollama"), default="auto")
     p.add_argument("--judge", choices=models.JUDGES, default=None)
+    p.add_argument("--writer", choices=models.WRITERS, default=None,
+                   help="a model backend's writer: choose (default) or generate")
     p.add_argument("--timeout", type=float, default=None, help="seconds one Ollama request may take (default 120, or $VERSO_OLLAMA_TIMEOUT)")
     p.add_argument("--index", help="index dir (default: OUT/index, else a cache dir)")
     p.add_argument("--out", help="run folder: records, summary, command, config")
@@ -557,7 +559,7 @@ def _open_pipeline(vault: Path, index_dir: Path, args):
     import harness
     try:
         idx, be = harness.load(index=str(index_dir), vault=vault, backend=args.backend,
-                               judge=args.judge)
+                               judge=args.judge, writer=args.writer)
     except (ValueError, OSError, models.BackendError, store.IndexProblem) as e:
         raise EvalError(str(e)) from None
 

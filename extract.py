@@ -283,9 +283,14 @@ def _history(question: str, notes: list[dict]) -> list[str]:
         middle = sorted(lines[1:-1], key=lambda u: -u.score)[:MAX_SENTENCES - 2]
         lines = [lines[0]] + [u for u in lines[1:-1] if u in middle] + [lines[-1]]
     lines.sort(key=lambda u: (_when(u) if _when(u) != UNDATED else "9999", u.note["order"]))
-    return [_cite(u) if ROW_DATE_RE.match(u.text) else     # the row states its date
-            f"{'Undated' if _when(u) == UNDATED else 'On ' + _when(u)}: {_cite(u)}"
-            for u in lines]
+    return [dated_line(u) for u in lines]
+
+
+def dated_line(u: _Unit) -> str:
+    """A history line: the unit cited, after its note's date unless it states its own."""
+    if ROW_DATE_RE.match(u.text):
+        return _cite(u)
+    return f"{'Undated' if _when(u) == UNDATED else 'On ' + _when(u)}: {_cite(u)}"
 
 
 def states_asked(question: str, notes: list[dict]) -> bool:

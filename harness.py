@@ -169,7 +169,7 @@ def from_sample(idx) -> bool:
     return Path(idx.manifest.get("vault", "")) == SAMPLE_VAULT
 
 
-def load(index=None, vault=None, backend="auto", judge=None, rebuild=False):
+def load(index=None, vault=None, backend="auto", judge=None, rebuild=False, writer=None):
     """(Index, Backend) for a question; the index is brought up to date from its vault
     first (see resolve_vault for which vault).
 
@@ -181,7 +181,7 @@ def load(index=None, vault=None, backend="auto", judge=None, rebuild=False):
         if warning:
             print(warning, file=sys.stderr)
     be = backend if isinstance(backend, models.Backend) else models.load_backend(
-        backend, judge=judge, timeout=_config_timeout(index, folder))
+        backend, judge=judge, timeout=_config_timeout(index, folder), writer=writer)
     if isinstance(index, store_load.Index):
         idx = index
     else:
@@ -432,6 +432,9 @@ def main(argv=None) -> int:
                    "they stood on DATE (YYYY-MM-DD, or YYYY-MM for the month's end)")
     p.add_argument("--backend", choices=("auto", "builtin", "ollama"), default="auto")
     p.add_argument("--judge", choices=models.JUDGES, default=None)
+    p.add_argument("--writer", choices=models.WRITERS, default=None, help="a model "
+                   "backend's writer: choose (the model picks lines, code writes and cites; "
+                   "default, or $VERSO_WRITER) or generate (free text)")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.add_argument("--html", metavar="FILE", help="also write a trace page of every stage")
     p.add_argument("--timeout", type=float, default=None, help="seconds one Ollama request may take (default 120, or $VERSO_OLLAMA_TIMEOUT)")
@@ -440,7 +443,7 @@ def main(argv=None) -> int:
         p.error("ask a question (or pass --projects)")
     try:
         models.use_timeout(args.timeout)
-        idx, be = load(args.index, args.vault, args.backend, args.judge)
+        idx, be = load(args.index, args.vault, args.backend, args.judge, writer=args.writer)
         ingest.keep_until_exit(idx)
         if args.projects:
             rows = _projects(idx)

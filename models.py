@@ -25,6 +25,7 @@ import numpy as np
 import cost_ledger
 import embedder
 import reader
+import choose
 import extract
 
 
@@ -293,12 +294,18 @@ class OllamaWriter:
             self.chars_per_token = min(self.chars_per_token, chars / r.prompt_eval_count)
         return r
 
-    def write(self, messages, stage="generate", ledger=None):
-        started = time.perf_counter()
-        r = self.chat(messages)
+    def text_of(self, r) -> str:
+        """A chat reply's text; an empty one is a BackendError (a model that says
+        nothing is broken, not unsure)."""
         if not (text := (r.message.content or "").strip()):
             raise BackendError(f"Ollama model {self.model} sent an empty reply: try "
                                f"`ollama run {self.model}` to see why")
+        return text
+
+    def write(self, messages, stage="generate", ledger=None):
+        started = time.perf_counter()
+        r = self.chat(messages)
+        text = self.text_of(r)
         inp, out = r.prompt_eval_count or 0, r.eval_count or 0
         self.last_stats = {k.replace("duration", "seconds"): (getattr(r, k) or 0) / 1e9
                            for k in ("total_duration", "load_duration",
@@ -726,9 +733,12 @@ AUTO_JUDGE_WHY = ("on dev a 1.5B local judge gave no more right answers and took
                   "question more: --judge cascade or ollama to use one")
 
 
+WRITERS = ("choose", "generate")    # a model backend's writer: chooses lines, or free text
+
+
 def load_backend(name: str = "auto", judge: str | None = None, idf=None, embed_model=None,
                  write_model=None, index=None, host=None, timeout=None,
-                 probe_timeout=OLLAMA_PROBE_TIMEOUT) -> Backend:
+                 probe_timeout=OLLAMA_PROBE_TIMEOUT, writer: str | None = None) -> Backend:
     """The embed/judge/write trio for a backend name; `idf` restores a builtin index and
     `index` (a store_load.Index) brings the embedder its vectors were made with.
     auto: Ollama when it answers and has the models, else builtin (the note says why).
@@ -737,6 +747,9 @@ def load_backend(name: str = "auto", judge: str | None = None, idf=None, embed_m
         raise BackendError(f"unknown backend {name!r}: use auto, builtin or ollama")
     if judge not in (None,) + JUDGES:
         raise BackendError(f"unknown judge {judge!r}: use {', '.join(JUDGES)}")
+    writer = writer or os.environ.get("VERSO_WRITER") or WRITERS[0]
+    if writer not in WRITERS:
+        raise BackendError(f"unknown writer {writer!r}: use {' or '.join(WRITERS)}")
     em = embed_model or os.environ.get("VERSO_EMBED_MODEL") or EMBED_MODEL
     wm = write_model or os.environ.get("VERSO_WRITE_MODEL") or WRITE_MODEL
     emb, note, auto_judge = getattr(index, "embedder", None), "", False
@@ -755,7 +768,10 @@ def load_backend(name: str = "auto", judge: str | None = None, idf=None, embed_m
                     note or "builtin backend (offline)")
     else:
         w = OllamaWriter(wm, host, timeout)
-        b = Backend("ollama", emb or OllamaEmbedder(em, host, timeout), OllamaJudge(w), w, note)
+        b = Backend("ollama", emb or OllamaEmbedder(em, host, timeout), OllamaJudge(w),
+                    choose.ChoosingWriter(w) if writer == "choose" else w,
+                    note + ("; the model chooses lines, code writes them" if writer == "choose"
+                            else "; the model writes free text"))
     if judge == "builtin":
         b.judge = reader.BuiltinJudge()
     elif judge in ("ollama", "cascade"):

@@ -248,6 +248,8 @@ class FakeOllama(_Fake):
                 logprobs = [{"token": content, "logprob": top[0][1],
                              "top_logprobs": [{"token": t, "logprob": lp}
                                               for t, lp in top[:body.get("top_logprobs", 0)]]}]
+        elif isinstance(body.get("format"), dict):        # the choosing reader's schema
+            content = choose_reply(prompt)
         else:
             content = write_reply(prompt)
         if kind == "empty":
@@ -281,6 +283,15 @@ def judge_tokens(prompt: str):
     top = sorted([("yes", math.log(p)), ("no", math.log(1 - p)), ("Yes", math.log(p) - 3),
                   ("The", -9.0), ("I", -9.5)], key=lambda t: -t[1])
     return top[0][0], top
+
+
+def choose_reply(prompt: str) -> str:
+    """{"lines": [n]}: the numbered line sharing most words with the question."""
+    q = re.search(r"(?im)^\s*question:\s*(.+)$", prompt)
+    lines = re.findall(r"(?m)^(\d+)\. \([^)]*\) (.*)$", prompt)
+    scored = [(overlap(q.group(1), text), int(n)) for n, text in lines] if q else []
+    best = max(scored, default=(0.0, 0))
+    return json.dumps({"lines": [best[1]] if best[0] > 0 else []})
 
 
 def write_reply(prompt: str) -> str:

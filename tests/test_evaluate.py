@@ -335,7 +335,7 @@ def test_run_variant_with_fake_ask():
 @pytest.fixture
 def fake_harness(monkeypatch):
     mod = types.ModuleType("harness")
-    mod.load = lambda index=None, vault=None, backend="auto", judge=None: (
+    mod.load = lambda index=None, vault=None, backend="auto", judge=None, writer=None: (
         "IDX", types.SimpleNamespace(name="fake"))
     mod.ask = lambda question, index=None, backend=None, **kw: fake_ask(question, **kw)
     monkeypatch.setitem(sys.modules, "harness", mod)

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # Lowest first. A module may import its own layer or a lower one, never a higher one.
 LAYERS = [
     {"textkit", "cost_ledger", "embedder", "selective", "asof"},         # helpers
-    {"reader", "extract"},                                       # the builtin reader, writer
+    {"reader", "extract", "choose"},          # the builtin reader, writer; the chooser
     {"models"},                                                  # model clients, backends
     {"vault_walk", "dating", "families", "filecols", "chunking", "store", "store_load",
      "bm25"},                                                                        # the index

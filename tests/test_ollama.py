@@ -274,13 +274,18 @@ def test_answer_that_is_not_yes_or_no(fake):
 
 def test_auto_uses_ollama_when_it_has_the_models(fake):
     b = models.load_backend("auto", host=fake.url, timeout=T)
-    assert b.name == "ollama" and isinstance(b.writer, models.OllamaWriter)
+    assert b.name == "ollama" and isinstance(b.writer.inner, models.OllamaWriter)
+    assert b.writer.name == "choose" and "chooses lines" in b.note
     assert isinstance(b.embedder, models.OllamaEmbedder)
     assert isinstance(b.judge, reader.BuiltinJudge)
-    assert b.note == ("ollama: verso-writer writes, nomic-embed-text embeds; judge: builtin ("
+    assert b.note == ("ollama: verso-writer writes, nomic-embed-text embeds; the model "
+                      "chooses lines, code writes them; judge: builtin ("
                       + models.AUTO_JUDGE_WHY + ")")
-    b = models.load_backend("ollama", judge="builtin", host=fake.url, timeout=T)
-    assert b.note == "ollama: verso-writer writes, nomic-embed-text embeds; judge: builtin"
+    b = models.load_backend("ollama", judge="builtin", host=fake.url, timeout=T,
+                            writer="generate")
+    assert b.note == ("ollama: verso-writer writes, nomic-embed-text embeds; the model "
+                      "writes free text; judge: builtin")
+    assert isinstance(b.writer, models.OllamaWriter)
     b = models.load_backend("ollama", host=fake.url, timeout=T)   # named: every role
     assert isinstance(b.judge, models.OllamaJudge) and "writes and judges" in b.note
 
@@ -395,7 +400,8 @@ def test_cascade_asks_the_model_about_the_builtin_judges_first_passages_only(fak
 def test_cascade_judge_by_name_and_its_claims_go_to_the_model(fake):
     b = models.load_backend("ollama", judge="cascade", host=fake.url, timeout=T)
     assert isinstance(b.judge, models.CascadeJudge)
-    assert b.note == "ollama: verso-writer writes, nomic-embed-text embeds; judge: cascade"
+    assert b.note == ("ollama: verso-writer writes, nomic-embed-text embeds; the model "
+                      "chooses lines, code writes them; judge: cascade")
     p = b.judge.support({"s1": {"sentence": "The boiler is serviced in May.",
                                 "sources": ["The boiler is serviced every May."],
                                 "private": False}})

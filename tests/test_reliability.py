@@ -589,8 +589,9 @@ def ollama():
         yield f
 
 
-def ask_ollama(fake, idx, judge="builtin", timeout=T):
-    be = models.load_backend("ollama", host=fake.url, timeout=timeout, judge=judge)
+def ask_ollama(fake, idx, judge="builtin", timeout=T, writer=None):
+    be = models.load_backend("ollama", host=fake.url, timeout=timeout, judge=judge,
+                             writer=writer)
     return harness.ask(Q, index=idx, backend=be)
 
 
@@ -654,9 +655,16 @@ def test_wrong_embedding_dimension_at_question_and_at_ingest(small, ollama, tmp_
     assert _chunks(d) == before                              # ... the index is intact
 
 
+def test_a_chosen_line_that_does_not_exist_is_no_answer(small, ollama):
+    """The choosing reader cites only lines it offered: a number past them is ignored."""
+    ollama.fault("/api/chat", "badcite")         # digits 1550 and 9, no such lines
+    a = ask_ollama(ollama, small[1])
+    assert a.abstained and a.citations == [] and "[c9]" not in a.answer
+
+
 def test_a_reply_citing_notes_that_do_not_exist_is_escalated(small, ollama):
     ollama.fault("/api/chat", "badcite")
-    a = ask_ollama(ollama, small[1])
+    a = ask_ollama(ollama, small[1], writer="generate")      # free text cites what it likes
     assert a.answer == "The day rate is 1550 [c9]." and a.verdict == "ESCALATE"
     assert a.citations == []
     assert any("c9, which is not among the notes" in r

@@ -1,0 +1,200 @@
+"""The choosing reader: a model picks the lines that answer, code writes and cites them.
+
+In:  the chat messages generate.build_messages writes (numbered, dated notes, the time
+     mode, the question), and a model writer with chat() (models.OllamaWriter).
+Out: an answer whose sentences are note lines verbatim with their [cN] citations (valid,
+     and every number and name in the cited note, by construction), or the abstain
+     sentence; one ledger row per call carrying the lines offered, the lines chosen,
+     the builtin reader's pick and whether the two readers agree.
+Not: scoring lines (reader.py, extract.unit_rows) or writing free text: a question that
+     asks for synthesis ("summarise", "compare", "why") goes to the model writer as
+     before (SYNTHESIS_RE), and generate + verify check it as they check any writer.
+
+Rules, decided by code, not by the model:
+- The lines offered: the reader's units (sentence, list item, table row with its
+  header, log entry with its date) of the kept notes, best evidence first, at most
+  MAX_LINES and MAX_PROMPT_TOKENS. Ordered by score, so the model's pull towards the
+  first lines (measured: docs/reader.md) leans towards the builtin reader's own pick.
+- Present mode: a line of a version superseded by another kept note is not offered; a
+  chosen line whose value a newer dated note of another document replaces is overruled
+  (extract's present-mode rule) and the trace says so. History mode: every version's
+  lines are offered and the chosen ones are written oldest first, each with its date.
+- The reply is JSON {"lines": [n, ...]} under Ollama's `format` schema; any digits are
+  read when a server ignores the schema. No line chosen: the abstain sentence.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import cost_ledger
+import extract
+from reader import analyse
+from textkit import count_tokens
+
+CHOOSER_MODEL_PREFIX = "choose:"
+MAX_LINES = 40
+MAX_PROMPT_TOKENS = 1500
+MAX_CHOSEN = extract.MAX_SENTENCES
+CHOOSE_PREDICT = 32                 # tokens of reply: a short list of line numbers
+LINE_CHARS = 300                    # a longer line is shown cut (it is cited whole)
+SCHEMA = {"type": "object", "required": ["lines"],
+          "properties": {"lines": {"type": "array", "items": {"type": "integer"},
+                                   "maxItems": MAX_CHOSEN}}}
+SYNTHESIS_RE = re.compile(r"^\s*(?:please\s+)?(?:summari[sz]e|sum up|compare|contrast|"
+                          r"explain|why\b|give (?:me )?(?:an? )?(?:overview|summary))",
+                          re.I)
+MODE_HINT = {"present": "the newest statement counts; older versions are left out",
+             "history": "every version counts: pick the line of each version, any order",
+             "any": "any dated statement may answer"}
+SYSTEM = ("You choose lines from a person's notes. Each line has a number. Reply with "
+          "JSON {\"lines\": [numbers]}: the lines that state the answer to the question, "
+          "best first. Pick one line unless the question asks for several things (a "
+          "list, each version, a change). Reply {\"lines\": []} when no line answers. "
+          "Numbers only; no other text.")
+
+
+def offered(question: str, mode: str, notes: list[dict]) -> tuple[list, list]:
+    """(the units a model is shown, best first; every unit of the notes), see the
+    module rules."""
+    ask = analyse(question)
+    paths = {n["path"] for n in notes}
+    units = extract.unit_rows(ask, notes)
+    pool = units
+    if mode == "present":          # a version another kept note supersedes
+        pool = [u for u in units if extract._document(u.note) == u.note["path"]
+                or extract._document(u.note) not in paths]
+    pool = sorted(pool, key=lambda u: (-u.score, u.note["order"], u.at))
+    out, seen, tokens = [], set(), 0
+    for u in pool:
+        key = " ".join(u.text.split()).lower()
+        if not key or key in seen:
+            continue
+        cost = count_tokens(_line(0, u)) + 1
+        if len(out) >= MAX_LINES or tokens + cost > MAX_PROMPT_TOKENS:
+            break
+        seen.add(key)
+        out.append(u)
+        tokens += cost
+    return out, units
+
+
+def _line(n: int, u) -> str:
+    note = u.note
+    where = note["path"] + (f" > {note['section']}" if note["section"] else "")
+    text = " ".join(u.text.split())
+    text = text if len(text) <= LINE_CHARS else text[:LINE_CHARS - 1] + "…"
+    status = "latest" if note["status"] == extract.STATUS_LATEST else note["status"].split(",")[0]
+    return f"{n}. ({extract._when(u)}, {status}, {where}) {text}"
+
+
+def messages_for(question: str, mode: str, lines: list) -> list[dict]:
+    body = [f"Question: {' '.join(question.split())}",
+            f"Time mode: {mode} ({MODE_HINT.get(mode, MODE_HINT['any'])})", "", "Lines:"]
+    body += [_line(i, u) for i, u in enumerate(lines, 1)]
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n".join(body)}]
+
+
+def parse_reply(text: str, n: int) -> list[int]:
+    """Line numbers (1-based, within 1..n, first mention kept) from a reply: the JSON
+    object's "lines", else every number in the text."""
+    try:
+        data = json.loads(text)
+        nums = data.get("lines") if isinstance(data, dict) else data
+        nums = [int(x) for x in nums if isinstance(x, (int, float, str)) and str(x).strip()
+                .lstrip("-").isdigit()] if isinstance(nums, list) else None
+    except (ValueError, TypeError):
+        nums = None
+    if nums is None:
+        nums = [int(x) for x in re.findall(r"\d+", text or "")]
+    return list(dict.fromkeys(x for x in nums if 1 <= x <= n))[:MAX_CHOSEN]
+
+
+def compose(question: str, mode: str, chosen: list, units: list) -> tuple[str, list]:
+    """(the cited answer, what code overruled) from the chosen units; units: every unit
+    of the notes (offered's second value), which the present-mode rules read."""
+    if not chosen:
+        return extract.ABSTAIN_SENTENCE, []
+    ask = analyse(question)
+    keep = len(chosen) if (ask.is_list or mode == "history") else max(1, len(ask.parts))
+    chosen = chosen[:keep]
+    if mode == "history":
+        return " ".join(extract.dated_line(u) for u in sorted(chosen, key=_oldest_first)), []
+    lines, overruled = [], []
+    for u in chosen:
+        old, text = None, u.text
+        if mode == "present":
+            win, old = extract._newest(u, units, ask.parts[0] if ask.parts else ask)
+            if old is not None:
+                overruled.append({"chosen": u.text, "by": win.text, "note": win.note["path"],
+                                  "why": "a newer dated note of another document states "
+                                         "another value"})
+                u = win
+            text = extract._without_superseded(u, units, ask.kinds)
+        cited = extract._cite(u, old, text)
+        if cited not in lines:
+            lines.append(cited)
+    return " ".join(lines), overruled
+
+
+def _oldest_first(u) -> tuple:
+    when = extract._when(u)
+    return (when if when != extract.UNDATED else "9999", u.note["order"], u.at)
+
+
+class ChoosingWriter:
+    """A model writer used as a reader: it chooses lines, this class writes them."""
+
+    name = "choose"
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.model = getattr(inner, "model", "model")
+        self.last_trace: dict = {}
+
+    @property
+    def prompt_budget(self):
+        return None                   # every kept note: the lines are chosen from them
+
+    def __getattr__(self, name):      # the model writer's own: api, num_ctx, last_stats
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def write(self, messages, stage="generate", ledger=None):
+        user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+        question, mode, notes = extract.parse_prompt(user)
+        if SYNTHESIS_RE.match(question):
+            self.last_trace = {"writer": "generate", "why": "the question asks for synthesis"}
+            return self.inner.write(messages, stage=stage, ledger=ledger)
+        started = time.perf_counter()
+        lines, units = offered(question, mode, notes)
+        builtin = extract.extract_answer(question, mode, notes)
+        trace = {"writer": "choose", "offered": len(lines), "builtin": builtin}
+        inp = out = 0
+        chosen = []
+        if lines:
+            msgs = messages_for(question, mode, lines)
+            r = self.inner.chat(msgs, what="chat",
+                                options={"num_predict": CHOOSE_PREDICT}, format=SCHEMA)
+            reply = self.inner.text_of(r)
+            inp, out = r.prompt_eval_count or 0, r.eval_count or 0
+            picks = parse_reply(reply, len(lines))
+            chosen = [lines[i - 1] for i in picks]
+            trace.update(reply=reply, chosen=picks, messages=msgs)
+        text, overruled = compose(question, mode, chosen, units)
+        trace.update(overruled=overruled, agree=_cited_lines(text) == _cited_lines(builtin))
+        self.last_trace = trace
+        cost_ledger.record(ledger, stage, "ollama", CHOOSER_MODEL_PREFIX + self.model,
+                           started, inp, out)
+        if ledger is not None:
+            ledger.rows[-1]["choose"] = {k: v for k, v in trace.items() if k != "messages"}
+        return text, inp, out
+
+
+def _cited_lines(answer: str) -> list[str]:
+    """The sentences of an answer without their citations, for comparing two readers."""
+    return [" ".join(s.split()).lower() for s in re.split(r"\s*\[c\d+\][^.]*\.\s*", answer)
+            if s.strip()]

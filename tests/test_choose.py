@@ -1,0 +1,151 @@
+"""The choosing reader (choose.py): what lines a model is offered, how its reply is read,
+and how code writes the answer from the chosen lines (cited verbatim, version rules in
+code), with a scripted model in place of Ollama."""
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+import choose
+import cost_ledger
+import extract
+
+
+def note(n, path, text, date="2026-05-01", status="latest", section="-"):
+    head = extract.NOTE_HEADER.format(id=f"c{n}", path=path, section=section, date=date,
+                                      status=status)
+    return f"{head}\n{text}\n"
+
+
+def messages(question, mode, *notes):
+    body = "\n".join([extract.PROMPT_NOTES, "", *notes, f"{extract.PROMPT_MODE} {mode}",
+                      f"{extract.PROMPT_QUESTION} {question}"])
+    return [{"role": "system", "content": "rules"}, {"role": "user", "content": body}]
+
+
+class Model:
+    """A scripted model: pick(lines) -> the numbers to reply with, from the offered lines."""
+
+    model = "scripted"
+
+    def __init__(self, pick):
+        self.pick, self.sent, self.wrote = pick, [], 0
+
+    def chat(self, msgs, what="chat", options=None, format=None):
+        self.sent.append({"messages": msgs, "format": format, "options": options})
+        lines = [ln for ln in msgs[-1]["content"].splitlines() if ln[:1].isdigit()]
+        reply = self.pick(lines)
+        content = reply if isinstance(reply, str) else json.dumps({"lines": reply})
+        return SimpleNamespace(message=SimpleNamespace(content=content),
+                               prompt_eval_count=50, eval_count=5)
+
+    def text_of(self, r):
+        return r.message.content.strip()
+
+    def write(self, msgs, stage="generate", ledger=None):
+        self.wrote += 1
+        return "A summary [c1].", 10, 3
+
+
+def number_of(lines, words):
+    return next(int(ln.split(".")[0]) for ln in lines if words in ln)
+
+
+RATES = [note(1, "work/rates 2026-09.md", "Day rate: 1550 for Kittiwake from September.",
+              "2026-09-01"),
+         note(2, "work/rates 2026-04.md", "Day rate: 1400 for Kittiwake.", "2026-04-01",
+              "older version, superseded by work/rates 2026-09.md"),
+         note(3, "home/boat.md", "The boat is moored at pier 4. Fuel costs 90 a month.")]
+
+
+def test_present_mode_offers_no_line_of_a_superseded_version_and_cites_the_choice():
+    m = Model(lambda lines: [number_of(lines, "1550")])
+    w = choose.ChoosingWriter(m)
+    text, _, _ = w.write(messages("What is my day rate for Kittiwake?", "present", *RATES))
+    shown = m.sent[0]["messages"][-1]["content"]
+    assert "1400" not in shown and "1550" in shown
+    assert text == "Day rate: 1550 [c1]."    # cut before what only the old version says
+    assert m.sent[0]["format"] == choose.SCHEMA
+    assert w.last_trace["agree"] is True and w.last_trace["chosen"]
+
+
+def test_history_mode_offers_every_version_and_writes_them_oldest_first():
+    m = Model(lambda lines: [number_of(lines, "1550"), number_of(lines, "1400")])
+    text, _, _ = choose.ChoosingWriter(m).write(
+        messages("How did my Kittiwake day rate change?", "history", *RATES))
+    assert text == ("On 2026-04-01: Day rate: 1400 for Kittiwake [c2]. "
+                    "On 2026-09-01: Day rate: 1550 for Kittiwake from September [c1].")
+
+
+def test_an_older_statement_a_newer_note_replaces_is_overruled_with_the_reason():
+    notes = [note(1, "meetings/march.md", "Proposal: the deposit is 500.", "2026-03-02"),
+             note(2, "meetings/june.md", "Agreed on the call: the deposit is 800.",
+                  "2026-06-10")]
+    m = Model(lambda lines: [number_of(lines, "500")])        # the model picks the old one
+    w = choose.ChoosingWriter(m)
+    text, _, _ = w.write(messages("How much is the deposit?", "present", *notes))
+    assert text.startswith("Agreed on the call: the deposit is 800 [c2]")
+    assert "this replaces the statement in march (2026-03-02) [c1]" in text
+    assert w.last_trace["overruled"][0]["chosen"] == "Proposal: the deposit is 500."
+
+
+def test_no_line_chosen_is_the_abstain_sentence_and_a_list_keeps_several():
+    m = Model(lambda lines: [])
+    assert choose.ChoosingWriter(m).write(
+        messages("What is my day rate?", "present", *RATES))[0] == extract.ABSTAIN_SENTENCE
+    shop = [note(1, "home/shopping.md", "- Oat milk\n- Brown bread\n- Six eggs")]
+    m = Model(lambda lines: [number_of(lines, "eggs"), number_of(lines, "milk")])
+    text, _, _ = choose.ChoosingWriter(m).write(
+        messages("Which things are on my shopping list?", "present", *shop))
+    assert "Six eggs [c1]" in text and "Oat milk [c1]" in text
+    m = Model(lambda lines: [number_of(lines, "pier"), number_of(lines, "Fuel")])
+    text, _, _ = choose.ChoosingWriter(m).write(
+        messages("Where is the boat moored?", "present", *RATES))
+    assert text == "The boat is moored at pier 4 [c3]."       # one thing asked: one line
+
+
+def test_replies_are_read_as_json_or_digits_within_the_lines():
+    assert choose.parse_reply('{"lines": [3, 1, 3]}', 5) == [3, 1]
+    assert choose.parse_reply("[2]", 5) == [2]
+    assert choose.parse_reply("Lines 2 and 9, then 4.", 5) == [2, 4]
+    assert choose.parse_reply('{"lines": ["2", -1, "x"]}', 5) == [2]
+    assert choose.parse_reply("", 5) == []
+
+
+def test_lines_are_best_first_within_the_budget_and_without_repeats(monkeypatch):
+    many = [note(i, f"log/day {i}.md", f"Day rate was {1000 + i} on that job. Filler text "
+                 f"about nothing at all number {i}.", f"2026-05-{i % 28 + 1:02d}")
+            for i in range(1, 40)]
+    many.append(note(40, "log/copy.md", "Day rate was 1001 on that job."))
+    lines, _ = choose.offered("What was the day rate?", "any",
+                              extract.parse_prompt(messages("What was the day rate?", "any",
+                                                            *many)[1]["content"])[2])
+    assert len(lines) <= choose.MAX_LINES
+    assert [u.score for u in lines] == sorted((u.score for u in lines), reverse=True)
+    assert len({u.text for u in lines}) == len(lines)
+    monkeypatch.setattr(choose, "MAX_PROMPT_TOKENS", 60)
+    few, _ = choose.offered("What was the day rate?", "any",
+                            extract.parse_prompt(messages("What was the day rate?", "any",
+                                                          *many)[1]["content"])[2])
+    assert 0 < len(few) < len(lines)
+
+
+def test_a_synthesis_question_goes_to_the_free_text_writer():
+    m = Model(lambda lines: pytest.fail("no lines chosen for a summary"))
+    w = choose.ChoosingWriter(m)
+    assert w.write(messages("Summarise my notes on rates", "any", *RATES))[0] == "A summary [c1]."
+    assert m.wrote == 1 and w.last_trace["writer"] == "generate"
+
+
+def test_the_ledger_row_carries_what_was_offered_and_chosen():
+    ledger = cost_ledger.Ledger() if hasattr(cost_ledger, "Ledger") else None
+    if ledger is None:
+        pytest.skip("no ledger class")
+    m = Model(lambda lines: [number_of(lines, "pier")])
+    choose.ChoosingWriter(m).write(messages("Where is the boat moored?", "present", *RATES),
+                                   ledger=ledger)
+    row = ledger.rows[-1]
+    assert row["model"] == "choose:scripted" and row["input_tokens"] == 50
+    assert row["choose"]["chosen"] and "messages" not in row["choose"]
+    assert row["choose"]["builtin"].startswith("The boat is moored at pier 4")
