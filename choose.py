@@ -32,17 +32,15 @@ import time
 import cost_ledger
 import extract
 from reader import analyse
-from textkit import count_tokens
+from textkit import count_tokens, number_keys
 
 CHOOSER_MODEL_PREFIX = "choose:"
-MAX_LINES = 40
-MAX_PROMPT_TOKENS = 1500
+MAX_LINES = 24
+MAX_PROMPT_TOKENS = 900             # by textkit.count_tokens; a model's tokenizer counts
+                                    # about 1.5x more (1,300): 8 s of prompt on 2 cores
 MAX_CHOSEN = extract.MAX_SENTENCES
 CHOOSE_PREDICT = 32                 # tokens of reply: a short list of line numbers
 LINE_CHARS = 300                    # a longer line is shown cut (it is cited whole)
-SCHEMA = {"type": "object", "required": ["lines"],
-          "properties": {"lines": {"type": "array", "items": {"type": "integer"},
-                                   "maxItems": MAX_CHOSEN}}}
 SYNTHESIS_RE = re.compile(r"^\s*(?:please\s+)?(?:summari[sz]e|sum up|compare|contrast|"
                           r"explain|why\b|give (?:me )?(?:an? )?(?:overview|summary))",
                           re.I)
@@ -82,12 +80,24 @@ def offered(question: str, mode: str, notes: list[dict]) -> tuple[list, list]:
 
 
 def _line(n: int, u) -> str:
+    """"3. Day rate: 760 per day. (from: rates card > Rates, 2026-10-05, latest)": the
+    number first and the line's own words next, so a model reads no date as a number
+    to reply with before it has read the line."""
     note = u.note
-    where = note["path"] + (f" > {note['section']}" if note["section"] else "")
+    title = note["path"].rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    where = title + (f" > {note['section'].split(' > ')[-1]}" if note["section"] else "")
     text = " ".join(u.text.split())
     text = text if len(text) <= LINE_CHARS else text[:LINE_CHARS - 1] + "…"
     status = "latest" if note["status"] == extract.STATUS_LATEST else note["status"].split(",")[0]
-    return f"{n}. ({extract._when(u)}, {status}, {where}) {text}"
+    return f"{n}. {text} (from: {where}, {extract._when(u)}, {status})"
+
+
+def schema(n: int, most: int) -> dict:
+    """The reply's JSON schema: at most `most` line numbers, each between 1 and n."""
+    return {"type": "object", "required": ["lines"],
+            "properties": {"lines": {"type": "array", "maxItems": most,
+                                     "items": {"type": "integer", "minimum": 1,
+                                               "maximum": max(1, n)}}}}
 
 
 def messages_for(question: str, mode: str, lines: list) -> list[dict]:
@@ -112,16 +122,21 @@ def parse_reply(text: str, n: int) -> list[int]:
     return list(dict.fromkeys(x for x in nums if 1 <= x <= n))[:MAX_CHOSEN]
 
 
+def picks_allowed(question: str, mode: str) -> int:
+    """How many lines a reply may name: one per part asked, more for a list or a history."""
+    ask = analyse(question)
+    return MAX_CHOSEN if (ask.is_list or mode == "history") else max(1, len(ask.parts))
+
+
 def compose(question: str, mode: str, chosen: list, units: list) -> tuple[str, list]:
     """(the cited answer, what code overruled) from the chosen units; units: every unit
     of the notes (offered's second value), which the present-mode rules read."""
     if not chosen:
         return extract.ABSTAIN_SENTENCE, []
     ask = analyse(question)
-    keep = len(chosen) if (ask.is_list or mode == "history") else max(1, len(ask.parts))
-    chosen = chosen[:keep]
+    chosen = chosen[:picks_allowed(question, mode)]
     if mode == "history":
-        return " ".join(extract.dated_line(u) for u in sorted(chosen, key=_oldest_first)), []
+        return _history(chosen), []
     lines, overruled = [], []
     for u in chosen:
         old, text = None, u.text
@@ -137,6 +152,19 @@ def compose(question: str, mode: str, chosen: list, units: list) -> tuple[str, l
         if cited not in lines:
             lines.append(cited)
     return " ".join(lines), overruled
+
+
+def _history(chosen: list) -> str:
+    """A change: one chosen line per version (the first picked), oldest first."""
+    per: dict = {}
+    for u in chosen:
+        per.setdefault((extract._when(u), u.note["path"]), u)
+    return " ".join(extract.dated_line(u) for u in sorted(per.values(), key=_oldest_first))
+
+
+def versions_in(answer: str) -> int:
+    """How many dated versions a history answer cites ("On DATE: ... [cN]" lines)."""
+    return len(set(re.findall(r"(?:^|\. )On (\d{4}-\d{2}-\d{2}): ", answer)))
 
 
 def _oldest_first(u) -> tuple:
@@ -177,15 +205,20 @@ class ChoosingWriter:
         chosen = []
         if lines:
             msgs = messages_for(question, mode, lines)
-            r = self.inner.chat(msgs, what="chat",
-                                options={"num_predict": CHOOSE_PREDICT}, format=SCHEMA)
+            r = self.inner.chat(msgs, what="chat", options={"num_predict": CHOOSE_PREDICT},
+                                format=schema(len(lines), picks_allowed(question, mode)))
             reply = self.inner.text_of(r)
             inp, out = r.prompt_eval_count or 0, r.eval_count or 0
             picks = parse_reply(reply, len(lines))
             chosen = [lines[i - 1] for i in picks]
             trace.update(reply=reply, chosen=picks, messages=msgs)
         text, overruled = compose(question, mode, chosen, units)
-        trace.update(overruled=overruled, agree=_cited_lines(text) == _cited_lines(builtin))
+        if mode == "history" and versions_in(text) < 2 <= versions_in(builtin):
+            overruled.append({"chosen": text, "by": builtin, "why": "a change needs two "
+                              "versions: the model's lines came from one, the reader's "
+                              "from several"})
+            text = builtin
+        trace.update(overruled=overruled, agree=same_facts(text, builtin))
         self.last_trace = trace
         cost_ledger.record(ledger, stage, "ollama", CHOOSER_MODEL_PREFIX + self.model,
                            started, inp, out)
@@ -194,7 +227,13 @@ class ChoosingWriter:
         return text, inp, out
 
 
-def _cited_lines(answer: str) -> list[str]:
-    """The sentences of an answer without their citations, for comparing two readers."""
-    return [" ".join(s.split()).lower() for s in re.split(r"\s*\[c\d+\][^.]*\.\s*", answer)
-            if s.strip()]
+def same_facts(a: str, b: str) -> bool:
+    """Whether two answers state the same thing: the same numbers when either states
+    one (a table row and a sentence may give one rate), else the same cited lines."""
+    def facts(text):
+        body = re.sub(r"\[c\d+\]", " ", text)
+        nums = number_keys(body)
+        return ("numbers", frozenset(nums)) if nums else ("lines", tuple(
+            " ".join(x.split()).lower() for x in re.split(r"\s*\[c\d+\][^.]*\.\s*", text)
+            if x.strip()))
+    return facts(a) == facts(b)

@@ -35,6 +35,7 @@ class Model:
     def chat(self, msgs, what="chat", options=None, format=None):
         self.sent.append({"messages": msgs, "format": format, "options": options})
         lines = [ln for ln in msgs[-1]["content"].splitlines() if ln[:1].isdigit()]
+        self.n = len(lines)
         reply = self.pick(lines)
         content = reply if isinstance(reply, str) else json.dumps({"lines": reply})
         return SimpleNamespace(message=SimpleNamespace(content=content),
@@ -66,7 +67,8 @@ def test_present_mode_offers_no_line_of_a_superseded_version_and_cites_the_choic
     shown = m.sent[0]["messages"][-1]["content"]
     assert "1400" not in shown and "1550" in shown
     assert text == "Day rate: 1550 [c1]."    # cut before what only the old version says
-    assert m.sent[0]["format"] == choose.SCHEMA
+    fmt = m.sent[0]["format"]["properties"]["lines"]
+    assert fmt["maxItems"] == 1 and fmt["items"]["maximum"] == m.n >= 2
     assert w.last_trace["agree"] is True and w.last_trace["chosen"]
 
 
@@ -149,3 +151,18 @@ def test_the_ledger_row_carries_what_was_offered_and_chosen():
     assert row["model"] == "choose:scripted" and row["input_tokens"] == 50
     assert row["choose"]["chosen"] and "messages" not in row["choose"]
     assert row["choose"]["builtin"].startswith("The boat is moored at pier 4")
+
+
+def test_a_change_answered_from_one_version_falls_back_to_the_readers_versions():
+    m = Model(lambda lines: [number_of(lines, "1550")])          # the latest version only
+    w = choose.ChoosingWriter(m)
+    text, _, _ = w.write(messages("How did my Kittiwake day rate change?", "history", *RATES))
+    assert choose.versions_in(text) == 2 and text.startswith("On 2026-04-01: Day rate: 1400")
+    assert "two versions" in w.last_trace["overruled"][0]["why"]
+
+
+def test_two_answers_agree_when_they_state_the_same_numbers():
+    assert choose.same_facts("Rate: GBP 760; EUR 880 [c1].", "Day rate 760, or 880 in euro [c2].")
+    assert not choose.same_facts("Rate 760 [c1].", "Rate 640 [c1].")
+    assert choose.same_facts("The boat is at pier four [c1].", "The boat is at pier four [c2].")
+    assert not choose.same_facts("The boat is at pier four [c1].", "Moored in town [c1].")
