@@ -288,7 +288,7 @@ def judge_tokens(prompt: str):
 def choose_reply(prompt: str) -> str:
     """{"lines": [n]}: the numbered line sharing most words with the question."""
     q = re.search(r"(?im)^\s*question:\s*(.+)$", prompt)
-    lines = re.findall(r"(?m)^(\d+)\. \([^)]*\) (.*)$", prompt)
+    lines = re.findall(r"(?m)^(\d+)\. (.*) \(from: [^)]*\)$", prompt)
     scored = [(overlap(q.group(1), text), int(n)) for n, text in lines] if q else []
     best = max(scored, default=(0.0, 0))
     return json.dumps({"lines": [best[1]] if best[0] > 0 else []})
