@@ -37,6 +37,7 @@ FEATURES = ("line_evidence", "margin", "line_named", "line_heading", "missing_in
             "support", "on_question")
 PRECISION = 0.9          # the share of SHIPs that must be right (held out, tuning splits)
 CLIP = 10.0              # reader logits beyond this say nothing more
+FREE_TEXT_WRITERS = ("generate", "ollama")   # a model's own words (models.OllamaWriter)
 NOT_CALIBRATED = "no calibration for this backend: nothing says its answers are right often enough"
 
 # --- fitted by tools/fit_verdict.py; do not edit by hand --------------------------------
@@ -122,6 +123,12 @@ def features(question: str, prompt: str, rows: list, kept: list) -> dict | None:
             "readers_agree": float(line.ev >= top.ev),
             "support": min(support, default=0.5),
             "on_question": 1.0}
+
+
+def key(backend: str, writer: str | None = None) -> str:
+    """The calibration an answer is judged by: its backend's (the builtin writer's, or a
+    model's chosen lines), or for free text a model wrote, "<backend>:generate"."""
+    return f"{backend}:generate" if writer in FREE_TEXT_WRITERS else backend
 
 
 def probability(f: dict | None, backend: str) -> float | None:

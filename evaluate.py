@@ -339,7 +339,10 @@ def score(q: dict, a: dict, variant: str) -> dict:
         "tokens": sum(s.get("input_tokens", 0) + s.get("output_tokens", 0) for s in stages),
         "dollars": sum(s.get("dollars", 0.0) for s in stages),
         # the writer's prompt and reply, for replaying a real model's answers offline
-        "messages": list(a.get("messages") or []), "reply": a.get("reply") or ""}
+        "messages": list(a.get("messages") or []), "reply": a.get("reply") or "",
+        # the choosing reader's trace: lines offered and chosen, the two readers agree
+        "choose": next((c["choose"] for c in reversed(a.get("calls") or [])
+                        if c.get("choose")), None)}
 
 
 # --------------------------------------------------------------------- summaries

@@ -349,8 +349,11 @@ def _write_and_verify(out: Answer, kept: list, be, clock: _Clock, writer=None) -
     """The generate and verify stages over the kept passages, into out (the backend's
     writer unless another is given)."""
     mode = "present" if out.time_mode == "as_of" else out.time_mode   # present on the day
+    writer = writer or be.writer
     draft = clock.run("generate", generate.generate, out.question, kept, mode,
-                      writer or be.writer, ledger=clock.ledger)
+                      writer, ledger=clock.ledger)
+    wrote = (getattr(writer, "last_trace", None) or {}).get("writer") or getattr(
+        writer, "name", None)                         # the chooser hands synthesis on
     out.answer, out.abstained, out.messages = draft.text, draft.abstained, draft.messages
     out.reply = draft.reply
     if draft.abstained:
@@ -364,7 +367,8 @@ def _write_and_verify(out: Answer, kept: list, be, clock: _Clock, writer=None) -
         out.verdict = "ABSTAIN"
     else:
         cal = clock.run("calibrate", calibrate.calibrate, out.question,
-                        draft.messages[-1]["content"], ver, kept, be.name)
+                        draft.messages[-1]["content"], ver, kept,
+                        calibrate.key(be.name, wrote))
         out.verdict, out.confidence = cal["verdict"], cal["p"]
         out.checks["calibration"] = {k: cal[k] for k in ("features", "threshold", "why")}
     out.shown, out.look_at = unsure.advise(out.verdict, out.question, out.answer,

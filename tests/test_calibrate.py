@@ -187,3 +187,11 @@ def test_a_failed_reply_skips_one_row_not_the_collection(monkeypatch, capsys):
     rows = fit_verdict.collect({"dev3": fit_verdict.ROOT / "sample-vault"})
     assert len(calls) == 30 and 0 < len(rows) < 30
     assert "dev3 f01: skipped" in capsys.readouterr().err
+
+
+def test_free_text_a_model_wrote_is_judged_by_a_calibration_of_its_own():
+    assert calibrate.key("ollama", "choose") == "ollama"
+    assert calibrate.key("ollama", "ollama") == calibrate.key("ollama", "generate") == \
+        "ollama:generate"
+    assert calibrate.key("builtin", "builtin") == calibrate.key("builtin", "registry") == "builtin"
+    assert calibrate.threshold("ollama:generate") is None        # never fitted: never SHIPs

@@ -49,6 +49,12 @@ class Model:
         return "A summary [c1].", 10, 3
 
 
+@pytest.fixture(autouse=True)
+def model_answers(monkeypatch):
+    """These tests read what the model's lines make; the reader's turn is tested apart."""
+    monkeypatch.setattr(choose, "ON_DISAGREEMENT", "model")
+
+
 def number_of(lines, words):
     return next(int(ln.split(".")[0]) for ln in lines if words in ln)
 
@@ -138,6 +144,7 @@ def test_a_synthesis_question_goes_to_the_free_text_writer():
     w = choose.ChoosingWriter(m)
     assert w.write(messages("Summarise my notes on rates", "any", *RATES))[0] == "A summary [c1]."
     assert m.wrote == 1 and w.last_trace["writer"] == "generate"
+    assert not choose.SYNTHESIS_RE.match("Why did I switch race shoes?")
 
 
 def test_the_ledger_row_carries_what_was_offered_and_chosen():
@@ -166,3 +173,17 @@ def test_two_answers_agree_when_they_state_the_same_numbers():
     assert not choose.same_facts("Rate 760 [c1].", "Rate 640 [c1].")
     assert choose.same_facts("The boat is at pier four [c1].", "The boat is at pier four [c2].")
     assert not choose.same_facts("The boat is at pier four [c1].", "Moored in town [c1].")
+
+
+def test_where_the_readers_disagree_the_reader_answers_and_the_model_is_traced(monkeypatch):
+    monkeypatch.setattr(choose, "ON_DISAGREEMENT", "reader")
+    m = Model(lambda lines: [number_of(lines, "Fuel")])        # not what is asked
+    w = choose.ChoosingWriter(m)
+    text, _, _ = w.write(messages("Where is the boat moored?", "present", *RATES))
+    assert text == "The boat is moored at pier 4 [c3]."
+    assert w.last_trace["agree"] is False and w.last_trace["shown"] == "reader"
+    assert w.last_trace["model_answer"] == "Fuel costs 90 a month [c3]."
+    m = Model(lambda lines: [number_of(lines, "pier")])
+    w = choose.ChoosingWriter(m)
+    w.write(messages("Where is the boat moored?", "present", *RATES))
+    assert w.last_trace["agree"] is True and w.last_trace["shown"] == "model"

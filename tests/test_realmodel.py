@@ -127,3 +127,20 @@ def test_a_refusal_never_ships_an_answer(answers):
     for q, a in _answered(answers):
         if not q["answerable"]:
             assert a["abstained"] or a["verdict"] != "SHIP", (q["id"], a["answer"])
+
+
+def test_a_chosen_line_is_cited_verbatim_from_its_note(answers):
+    """The choosing reader (the default writer of a model backend) writes lines of the
+    notes: every word of each sentence of its answer, less its date prefix and
+    citation, stands in the passage it cites (a table row is written "header: cell")."""
+    for q, a in _answered(answers):
+        rows = [c.get("choose") for c in a["calls"] if c.get("choose")]
+        if a["abstained"] or not rows or rows[-1].get("writer") != "choose":
+            continue
+        by_id = {f"c{i}": s for i, s in enumerate(a["sources"], 1)}
+        for sentence, ids in _sentences(a):
+            _, body = generate.split_date(sentence)
+            body = body.split("; this replaces the statement in")[0].strip().rstrip(".")
+            text = " ".join(f"{by_id[i]['text']} {by_id[i]['heading']}" for i in ids
+                            if i in by_id)
+            assert set(textkit.terms(body)) <= set(textkit.terms(text)), (q["id"], sentence)

@@ -656,10 +656,13 @@ def test_wrong_embedding_dimension_at_question_and_at_ingest(small, ollama, tmp_
 
 
 def test_a_chosen_line_that_does_not_exist_is_no_answer(small, ollama):
-    """The choosing reader cites only lines it offered: a number past them is ignored."""
+    """The choosing reader cites only lines it offered: a number past them is ignored,
+    so the model chose nothing, and the builtin reader's answer stands (traced)."""
     ollama.fault("/api/chat", "badcite")         # digits 1550 and 9, no such lines
     a = ask_ollama(ollama, small[1])
-    assert a.abstained and a.citations == [] and "[c9]" not in a.answer
+    trace = next(c["choose"] for c in a.calls if c.get("choose"))
+    assert trace["chosen"] == [] and trace["shown"] == "reader" and not trace["agree"]
+    assert "[c9]" not in a.answer and a.answer == trace["builtin"]
 
 
 def test_a_reply_citing_notes_that_do_not_exist_is_escalated(small, ollama):

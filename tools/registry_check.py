@@ -1,6 +1,9 @@
 """The project registry against a hand-made truth: status right for every project?
 
-    python tools/registry_check.py vaults/projects-vault questions/projects-truth.json
+    python tools/registry_check.py vaults/projects-vault questions/projects-truth.json [--backend ollama]
+
+--backend ollama lets the model pick a status from a project's prose where its fields
+name none (registry.py checks the quote it gives); the default is builtin.
 
 The truth file: {"projects": [{"path", "name", "status", "status_from_prose"}, ...]},
 written blind by a person reading each note (status: from its status field alone;
@@ -20,10 +23,10 @@ sys.path.insert(0, str(ROOT))
 import harness  # noqa: E402
 
 
-def check(vault: Path, truth_file: Path) -> tuple[list[str], dict]:
+def check(vault: Path, truth_file: Path, backend: str = "builtin") -> tuple[list[str], dict]:
     truth = json.loads(truth_file.read_text(encoding="utf-8"))["projects"]
     with tempfile.TemporaryDirectory() as tmp:
-        idx, _ = harness.load(index=tmp, vault=vault, backend="builtin")
+        idx, _ = harness.load(index=tmp, vault=vault, backend=backend)
         rows = {p["path"]: p for p in idx.manifest.get("projects") or []}
     lines, counts = [], {"projects": len(truth), "found": 0, "name": 0, "status": 0,
                          "prose": 0, "extra": len(set(rows) - {t["path"] for t in truth})}
@@ -40,11 +43,16 @@ def check(vault: Path, truth_file: Path) -> tuple[list[str], dict]:
 
 
 def main(argv=None) -> int:
-    args = argv if argv is not None else sys.argv[1:]
-    if len(args) != 2:
+    args = list(argv if argv is not None else sys.argv[1:])
+    backend = "builtin"
+    if "--backend" in args:
+        at = args.index("--backend")
+        backend = args[at + 1] if at + 1 < len(args) else ""
+        del args[at:at + 2]
+    if len(args) != 2 or backend not in ("builtin", "ollama"):
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
-    lines, c = check(Path(args[0]), Path(args[1]))
+    lines, c = check(Path(args[0]), Path(args[1]), backend)
     print("\n".join(lines))
     print(f"status right {c['status']}/{c['projects']} (against the prose {c['prose']}/"
           f"{c['projects']}); found {c['found']}, names right {c['name']}, rows not in the "
