@@ -187,3 +187,39 @@ def test_where_the_readers_disagree_the_reader_answers_and_the_model_is_traced(m
     w = choose.ChoosingWriter(m)
     w.write(messages("Where is the boat moored?", "present", *RATES))
     assert w.last_trace["agree"] is True and w.last_trace["shown"] == "model"
+
+
+def _tool(name):
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "tools" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_disagreement_tally_counts_who_was_right(tmp_path, capsys):
+    import evaluate
+    q = [{"id": "a", "question": "What is my day rate?", "category": "current",
+          "time_mode": "present", "answer": "1550", "key_facts": ["1550"],
+          "forbidden_facts": ["1400"], "gold_files": ["r.md"], "answerable": True},
+         {"id": "b", "question": "Where is the boat?", "category": "lookup",
+          "time_mode": "any", "answer": "pier 4", "key_facts": ["pier 4"],
+          "forbidden_facts": [], "gold_files": ["b.md"], "answerable": True}]
+    (tmp_path / "q.jsonl").write_text("\n".join(json.dumps(x) for x in q) + "\n")
+    recs = [{"id": "a", "variant": "full", "answer": "Rate 1400 [c1].", "answer_correct": False,
+             "choose": {"writer": "choose", "chosen": [1], "agree": False, "builtin":
+                        "Rate 1400 [c1].", "model_answer": "Rate 1550 [c2]."}},
+            {"id": "b", "variant": "full", "answer": "At pier 4 [c1].", "answer_correct": True,
+             "choose": {"writer": "choose", "chosen": [2], "agree": True,
+                        "builtin": "At pier 4 [c1]."}}]
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "records.jsonl").write_text("\n".join(json.dumps(x) for x in [
+        {"format": evaluate.FORMAT, "kind": "verso-eval-records"}] + recs) + "\n")
+    t = _tool("choose_agree").tally(run, tmp_path / "q.jsonl")
+    assert (t["answers"], t["agree"], t["agree_right"], t["first_line"]) == (2, 1, 1, 1)
+    assert (t["model_only"], t["reader_only"], t["both"], t["neither"]) == (1, 0, 0, 0)
+    assert _tool("choose_agree").main([f"{run}={tmp_path / 'q.jsonl'}", "--pick"]) == 0
+    assert "ON_DISAGREEMENT = 'model'" in capsys.readouterr().out
