@@ -164,6 +164,7 @@ def model_rewrite(writer, msg: str, prev: dict | None) -> tuple[str, str]:
         return builtin
     prompt = REWRITE_PROMPT.format(prev=prev["question"], answer=prev.get("answer", "")[:400],
                                    msg=msg)
+    writer = getattr(writer, "inner", writer)   # the model itself, not the line chooser
     try:
         text = writer.write([{"role": "user", "content": prompt}], stage="route")[0]
     except models.BackendError:

@@ -65,6 +65,16 @@ def test_a_model_rewrite_is_kept_only_when_it_names_the_follow_up_own_words():
                                                                  "as asked")
 
 
+def test_the_rewrite_asks_the_model_itself_not_the_line_chooser():
+    """A model backend's writer chooses lines from notes; a rewrite is free text (the
+    chooser, handed the rewrite prompt, found no notes and said it did not know)."""
+    import choose
+    model = Writer("How much is the deposit for the Lisbon flat?")
+    assert chat.model_rewrite(choose.ChoosingWriter(model), "what about the deposit?",
+                              FLAT) == ("How much is the deposit for the Lisbon flat?", "model")
+    assert len(model.calls) == 1
+
+
 @pytest.fixture(scope="module")
 def loaded(tmp_path_factory):
     return harness.load(tmp_path_factory.mktemp("idx"), harness.SAMPLE_VAULT, "builtin")
