@@ -170,7 +170,8 @@ def model_rewrite(writer, msg: str, prev: dict | None) -> tuple[str, str]:
     except models.BackendError:
         return builtin
     text = " ".join(str(text).split()).strip('"')
-    return (text, "model") if text and keeps(msg, text) else builtin
+    question = text.endswith("?")                # a rewrite is a question, not an answer
+    return (text, "model") if question and keeps(msg, text) else builtin
 
 
 class Conversation:

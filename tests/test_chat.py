@@ -73,6 +73,8 @@ def test_the_rewrite_asks_the_model_itself_not_the_line_chooser():
     assert chat.model_rewrite(choose.ChoosingWriter(model), "what about the deposit?",
                               FLAT) == ("How much is the deposit for the Lisbon flat?", "model")
     assert len(model.calls) == 1
+    said = Writer("I don't know from my notes.")            # an answer, not a question
+    assert chat.model_rewrite(said, "who did she say?", FLAT)[1] != "model"
 
 
 @pytest.fixture(scope="module")
