@@ -7,20 +7,22 @@ Out: an answer whose sentences are note lines verbatim with their [cN] citations
      sentence; one ledger row per call carrying the lines offered, the lines chosen,
      the builtin reader's pick and whether the two readers agree.
 Not: scoring lines (reader.py, extract.unit_rows) or writing free text: a question that
-     asks for synthesis ("summarise", "compare", "why") goes to the model writer as
-     before (SYNTHESIS_RE), and generate + verify check it as they check any writer.
+     asks for synthesis ("summarise", "compare", "give an overview") goes to the model
+     writer as before (SYNTHESIS_RE), and generate + verify check it as any writer's.
 
 Rules, decided by code, not by the model:
 - The lines offered: the reader's units (sentence, list item, table row with its
   header, log entry with its date) of the kept notes, best evidence first, at most
   MAX_LINES and MAX_PROMPT_TOKENS. Ordered by score, so the model's pull towards the
-  first lines (measured: docs/reader.md) leans towards the builtin reader's own pick.
+  first lines (docs/real-models.md) leans towards the builtin reader's own pick.
 - Present mode: a line of a version superseded by another kept note is not offered; a
   chosen line whose value a newer dated note of another document replaces is overruled
   (extract's present-mode rule) and the trace says so. History mode: every version's
   lines are offered and the chosen ones are written oldest first, each with its date.
 - The reply is JSON {"lines": [n, ...]} under Ollama's `format` schema; any digits are
   read when a server ignores the schema. No line chosen: the abstain sentence.
+- Two readers, one decision: the builtin reader answers the same notes; where the two
+  state different facts, ON_DISAGREEMENT says whose answer is shown.
 """
 
 from __future__ import annotations
