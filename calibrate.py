@@ -153,11 +153,17 @@ def decide(checks_passed: bool, p: float | None, backend: str) -> str:
         else "ESCALATE"
 
 
-def calibrate(question: str, prompt: str, ver, kept: list, backend: str) -> dict:
-    """{"features", "p", "threshold", "verdict", "why"} of a written, non-abstaining answer."""
+def calibrate(question: str, prompt: str, ver, kept: list, backend: str,
+              readers_agree: bool | None = None) -> dict:
+    """{"features", "p", "threshold", "verdict", "why"} of a written, non-abstaining answer.
+    readers_agree: whether a model's chosen lines and the builtin reader stated the same
+    facts (choose.py), which then stands for the feature (else: is the answer's line the
+    reader's top line)."""
     f = features(question, prompt, ver.sentences, kept)
     if f is not None:
         f["on_question"] = float(ver.on_question)
+        if readers_agree is not None:
+            f["readers_agree"] = float(readers_agree)
     p = probability(f, backend)
     verdict = decide(ver.verdict == "SHIP", p, backend)
     t = threshold(backend)

@@ -352,8 +352,9 @@ def _write_and_verify(out: Answer, kept: list, be, clock: _Clock, writer=None) -
     writer = writer or be.writer
     draft = clock.run("generate", generate.generate, out.question, kept, mode,
                       writer, ledger=clock.ledger)
-    wrote = (getattr(writer, "last_trace", None) or {}).get("writer") or getattr(
-        writer, "name", None)                         # the chooser hands synthesis on
+    trace = getattr(writer, "last_trace", None) or {}
+    wrote = trace.get("writer") or getattr(writer, "name", None)   # the chooser hands
+    agree = trace.get("agree") if wrote == "choose" else None      # synthesis on
     out.answer, out.abstained, out.messages = draft.text, draft.abstained, draft.messages
     out.reply = draft.reply
     if draft.abstained:
@@ -368,7 +369,7 @@ def _write_and_verify(out: Answer, kept: list, be, clock: _Clock, writer=None) -
     else:
         cal = clock.run("calibrate", calibrate.calibrate, out.question,
                         draft.messages[-1]["content"], ver, kept,
-                        calibrate.key(be.name, wrote))
+                        calibrate.key(be.name, wrote), agree)
         out.verdict, out.confidence = cal["verdict"], cal["p"]
         out.checks["calibration"] = {k: cal[k] for k in ("features", "threshold", "why")}
     out.shown, out.look_at = unsure.advise(out.verdict, out.question, out.answer,

@@ -6,6 +6,8 @@ import math
 import sys
 from pathlib import Path
 
+import types
+
 import pytest
 
 import calibrate
@@ -195,3 +197,16 @@ def test_free_text_a_model_wrote_is_judged_by_a_calibration_of_its_own():
         "ollama:generate"
     assert calibrate.key("builtin", "builtin") == calibrate.key("builtin", "registry") == "builtin"
     assert calibrate.threshold("ollama:generate") is None        # never fitted: never SHIPs
+
+
+def test_two_readers_agreeing_stands_for_the_feature_when_a_model_chose():
+    notes = ("Notes:\n\n[c1] path: r.md | section: - | date: 2026-05-01 | latest\n"
+             "Day rate: 1550.\n\nTime mode: present\nQuestion: What is my day rate?")
+    row = {"claim": "Day rate: 1550", "sentence": "Day rate: 1550 [c1].",
+           "citations": ["c1"], "ok": True, "support": 0.9}
+    ver = types.SimpleNamespace(sentences=[row],
+                                on_question=True, verdict="SHIP")
+    own = calibrate.calibrate("What is my day rate?", notes, ver, [], "builtin")
+    told = calibrate.calibrate("What is my day rate?", notes, ver, [], "builtin",
+                               readers_agree=False)
+    assert own["features"]["readers_agree"] == 1.0 and told["features"]["readers_agree"] == 0.0
