@@ -2,7 +2,7 @@
 
     python tools/fit_verdict.py                      # builtin backend: fit and print
     python tools/fit_verdict.py --write              # ... and write it into calibrate.py
-    OLLAMA_HOST=... python tools/fit_verdict.py --backend ollama --save-rows R.jsonl
+    OLLAMA_HOST=... python tools/fit_verdict.py --backend ollama --judge builtin --save-rows R.jsonl
     python tools/fit_verdict.py --backend ollama --rows R.jsonl --write    # refit offline
 
 The procedure, all of it here:
@@ -53,7 +53,7 @@ def tuning_splits() -> dict:
             if row["role"] == "tuning"}
 
 
-def collect(splits: dict, backend: str = "builtin") -> list[dict]:
+def collect(splits: dict, backend: str = "builtin", judge: str | None = None) -> list[dict]:
     """One row per written, non-abstaining answer: split, id, features, right, passed."""
     out = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -61,7 +61,7 @@ def collect(splits: dict, backend: str = "builtin") -> list[dict]:
         for split, vault in splits.items():
             if vault not in loaded:
                 loaded[vault] = harness.load(index=str(Path(tmp) / str(len(loaded))),
-                                             vault=vault, backend=backend)
+                                             vault=vault, backend=backend, judge=judge)
             idx, be = loaded[vault]
             for q in evaluate.load_questions(ROOT / "questions" / f"{split}.jsonl"):
                 try:
@@ -164,6 +164,9 @@ def write(backend: str, cal: dict, path: Path = ROOT / "calibrate.py") -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--backend", choices=("builtin", "ollama"), default="builtin")
+    p.add_argument("--judge", choices=models.JUDGES, default=None, help="the judge the "
+                   "answers are judged by (--backend ollama names every role the model's "
+                   "unless this says builtin, as --backend auto runs it)")
     p.add_argument("--write", action="store_true", help="write the fit into calibrate.py")
     p.add_argument("--rows", metavar="JSONL", nargs="+", help="read the rows from this file (written "
                    "by --save-rows) instead of answering the tuning splits again")
@@ -179,7 +182,7 @@ def main(argv=None) -> int:
                 Path(f).read_text(encoding="utf-8").splitlines() if x.strip()]
     else:
         rows = collect({s: v for s, v in splits.items() if s in (args.splits or splits)},
-                       args.backend)
+                       args.backend, args.judge)
     if args.save_rows:
         Path(args.save_rows).write_text("".join(json.dumps(r) + "\n" for r in rows),
                                         encoding="utf-8")
