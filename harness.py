@@ -22,8 +22,8 @@ from pathlib import Path
 
 import asof
 import calibrate
-import generate
 import filecols
+import generate
 import textkit
 import ingest
 import models
@@ -352,9 +352,9 @@ def _write_and_verify(out: Answer, kept: list, be, clock: _Clock, writer=None) -
     writer = writer or be.writer
     draft = clock.run("generate", generate.generate, out.question, kept, mode,
                       writer, ledger=clock.ledger)
-    trace = getattr(writer, "last_trace", None) or {}
-    wrote = trace.get("writer") or getattr(writer, "name", None)   # the chooser hands
-    agree = trace.get("agree") if wrote == "choose" else None      # synthesis on
+    trace = getattr(writer, "last_trace", None) or {}   # the chooser hands synthesis on
+    wrote = trace.get("writer") or getattr(writer, "name", None)
+    agree = trace.get("agree") if wrote == "choose" else None
     out.answer, out.abstained, out.messages = draft.text, draft.abstained, draft.messages
     out.reply = draft.reply
     if draft.abstained:

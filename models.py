@@ -22,11 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import choose
 import cost_ledger
 import embedder
-import reader
-import choose
 import extract
+import reader
 
 
 class BackendError(Exception):
