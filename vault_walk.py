@@ -185,11 +185,7 @@ class _Walk:
                         link_files.append(e.path)
                     else:
                         notes.append(r)
-                        try:
-                            st = e.stat()
-                            stats[r] = [st.st_size, st.st_mtime_ns]
-                        except OSError:
-                            stats[r] = None
+                        stats[r] = _stat_of(e)
                         names.append(name)
             self.real_notes.append((real.rstrip(os.sep) + os.sep, names))
 
