@@ -6,7 +6,6 @@ is_latest and links, and the remembered near-copy pairs. The edits also show tha
 edit outside a date's group compares none of its pairs again."""
 
 import json
-import random
 import shutil
 from pathlib import Path
 
@@ -15,17 +14,15 @@ import pytest
 import families
 import ingest
 import store_load
-from vaults import write
+import test_segments
 
-T0 = 1_780_000_000
 DATES = ["2026-05-01", "2026-05-01", "2026-05-01", "2026-06-01", "2026-07-15"]
 WORDS = [f"w{i}" for i in range(300)]
 MARKS = ("path", "duplicate_of", "family", "is_latest", "links", "date", "sha256")
 
 
-class Vault:
-    def __init__(self, root: Path, seed: int):
-        self.root, self.rng, self.clock = root, random.Random(seed), T0
+class Vault(test_segments.Vault):
+    """test_segments' randomly edited vault (put, notes), with notes that share dates."""
 
     def body(self) -> str:
         return " ".join(self.rng.choices(WORDS, k=self.rng.randint(30, 90)))
@@ -37,13 +34,6 @@ class Vault:
         link = f"\nSee [[{r.choice(self.notes()).rsplit('/', 1)[-1][:-3]}]]." if (
             self.notes() and r.random() < 0.3) else ""
         return f"{head}# Note\n{body or self.body()}{link}\n"
-
-    def put(self, rel: str, text: str) -> None:
-        self.clock += 10
-        write(self.root, rel, text, mtime=self.clock)
-
-    def notes(self) -> list[str]:
-        return sorted(p.relative_to(self.root).as_posix() for p in self.root.rglob("*.md"))
 
     def name(self) -> str:
         r = self.rng
