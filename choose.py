@@ -126,8 +126,8 @@ def parse_reply(text: str, n: int) -> list[int]:
     try:
         data = json.loads(text)
         nums = data.get("lines") if isinstance(data, dict) else data
-        nums = [int(x) for x in nums if isinstance(x, (int, float, str)) and str(x).strip()
-                .lstrip("-").isdigit()] if isinstance(nums, list) else None
+        nums = ([int(x) for x in nums if str(x).strip().isdigit()]   # not 2.0, True, "x"
+                if isinstance(nums, list) else None)
     except (ValueError, TypeError):
         nums = None
     if nums is None:

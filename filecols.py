@@ -111,9 +111,9 @@ class Files(Sequence):
         return Record(self.base, e % self.base.n)
 
     def __eq__(self, other) -> bool:
-        if not isinstance(other, Sequence) or len(other) != len(self):
-            return NotImplemented if not isinstance(other, Sequence) else False
-        return all(dict(a) == dict(b) for a, b in zip(self, other))
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(other) == len(self) and all(dict(a) == dict(b) for a, b in zip(self, other))
 
     __hash__ = None
 
