@@ -30,6 +30,7 @@ import subprocess
 import sys
 import io
 import tarfile
+import tempfile
 import time
 from pathlib import Path
 
@@ -64,14 +65,15 @@ def _env() -> dict:
 def timed(cmd: list[str], cwd=None) -> tuple[float, float]:
     """(wall seconds, peak resident MB) of one fresh process; its own rusage (wait4),
     not the largest of every child so far."""
-    started = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, env=_env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    err = proc.stderr.read().decode("utf-8", "replace")
-    proc.stderr.close()
+    with tempfile.TemporaryFile() as errors:   # a file, not a pipe: a child that writes
+        started = time.perf_counter()          # much to stderr never blocks on wait4
+        proc = subprocess.Popen(cmd, cwd=cwd, env=_env(), stdout=subprocess.DEVNULL,
+                                stderr=errors)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        errors.seek(0)
+        err = errors.read().decode("utf-8", "replace")
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd[:3])} failed ({proc.returncode}): {err[-600:]}")
     return wall, usage.ru_maxrss / 1024

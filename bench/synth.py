@@ -301,7 +301,8 @@ class _RealWriter(_Writer):
         r, d = self.rng, self._day()
         stem = _name(self.words, self.taken) + " meeting"
         rel = f"meetings/{d}/{stem}.md"
-        head = f"---\ndate: {d}\ntype: meeting\nattendees: [{', '.join(self.words.content(3))}]\n---\n"
+        who = ", ".join(self.words.content(3))
+        head = f"---\ndate: {d}\ntype: meeting\nattendees: [{who}]\n---\n"
         self._put(rel, head + f"# {stem.title()}\n\n" + self._sections(rel, int(r.integers(1, 4))))
         self.counts["meeting"] += 1
 
