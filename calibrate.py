@@ -35,6 +35,9 @@ import textkit
 FEATURES = ("line_evidence", "margin", "line_named", "line_heading", "missing_in_note",
             "names_held", "relevance", "agreeing_notes", "cited_latest", "readers_agree",
             "support", "on_question")
+# A model reader's own: its probability for the first line it chose (choose.first_pick_p,
+# from the reply's logprobs). Missing (a server without logprobs) counts as its mean.
+MODEL_FEATURES = ("model_p",)
 PRECISION = 0.9          # the share of SHIPs that must be right (held out, tuning splits)
 CLIP = 10.0              # reader logits beyond this say nothing more
 FREE_TEXT_WRITERS = ("generate", "ollama")   # a model's own words (models.OllamaWriter)
@@ -142,6 +145,11 @@ def features(question: str, prompt: str, rows: list, kept: list) -> dict | None:
             "on_question": 1.0}
 
 
+def feature_names(backend: str) -> tuple:
+    """The features a backend's calibration is fitted on."""
+    return FEATURES if backend.split(":")[0] == "builtin" else FEATURES + MODEL_FEATURES
+
+
 def key(backend: str, writer: str | None = None) -> str:
     """The calibration an answer is judged by: its backend's (the builtin writer's, or a
     model's chosen lines), or for free text a model wrote, "<backend>:generate"."""
@@ -153,7 +161,7 @@ def probability(f: dict | None, backend: str) -> float | None:
     cal = CALIBRATIONS.get(backend)
     if f is None or cal is None:
         return None
-    z = cal["bias"] + sum(w * (f[n] - m) / s for n, w, m, s in zip(
+    z = cal["bias"] + sum(w * (f.get(n, m) - m) / s for n, w, m, s in zip(
         cal["features"], cal["weights"], cal["mean"], cal["scale"]))
     return 1.0 / (1.0 + math.exp(-z))
 
@@ -171,16 +179,18 @@ def decide(checks_passed: bool, p: float | None, backend: str) -> str:
 
 
 def calibrate(question: str, prompt: str, ver, kept: list, backend: str,
-              readers_agree: bool | None = None) -> dict:
+              readers_agree: bool | None = None, model_p: float | None = None) -> dict:
     """{"features", "p", "threshold", "verdict", "why"} of a written, non-abstaining answer.
     readers_agree: whether a model's chosen lines and the builtin reader stated the same
     facts (choose.py), which then stands for the feature (else: is the answer's line the
-    reader's top line)."""
+    reader's top line); model_p: the model's probability for its first chosen line."""
     f = features(question, prompt, ver.sentences, kept)
     if f is not None:
         f["on_question"] = float(ver.on_question)
         if readers_agree is not None:
             f["readers_agree"] = float(readers_agree)
+        if model_p is not None:
+            f["model_p"] = float(model_p)
     p = probability(f, backend)
     verdict = decide(ver.verdict == "SHIP", p, backend)
     t = threshold(backend)

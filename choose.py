@@ -13,8 +13,11 @@ Not: scoring lines (reader.py, extract.unit_rows) or writing free text: a questi
 Rules, decided by code, not by the model:
 - The lines offered: the reader's units (sentence, list item, table row with its
   header, log entry with its date) of the kept notes, best evidence first, at most
-  MAX_LINES and MAX_PROMPT_TOKENS. Ordered by score, so the model's pull towards the
-  first lines (docs/real-models.md) leans towards the builtin reader's own pick.
+  MAX_LINES and MAX_PROMPT_TOKENS. A question asking for a set, or a history, takes
+  them in turns across notes (each note's best line first). Numbered as LAYOUT says:
+  by score, the model's pull towards the first lines (docs/real-models.md) leans
+  towards the builtin reader's own pick; ASK_AGAIN asks once more in reverse order
+  when the two readers disagree, to tell the model's reading from that pull.
 - Present mode: a line of a version superseded by another kept note is not offered; a
   chosen line whose value a newer dated note of another document replaces is overruled
   (extract's present-mode rule) and the trace says so. History mode: every version's
@@ -28,6 +31,7 @@ Rules, decided by code, not by the model:
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 
@@ -46,6 +50,7 @@ MAX_LINES = 12
 MAX_PROMPT_TOKENS = 400
 MAX_CHOSEN = extract.MAX_SENTENCES
 CHOOSE_PREDICT = 32                 # tokens of reply: a short list of line numbers
+CHOOSE_TOP_LOGPROBS = 5             # the model's runners-up for its first line number
 LINE_CHARS = 300                    # a longer line is shown cut (it is cited whole)
 # Two readers, one decision: where the model's lines and the builtin reader's state
 # different facts, the answer shown is the builtin reader's ("reader") or the model's
@@ -53,10 +58,24 @@ LINE_CHARS = 300                    # a longer line is shown cut (it is cited wh
 # Set by tools/choose_agree.py on the tuning splits: with the rig's 1.5B model on dev,
 # of 23 disagreements the reader alone was right in 9 and the model alone in none.
 ON_DISAGREEMENT = "reader"
+# How the offered lines are ordered: "score" (best evidence first, the builtin reader's
+# pick as line 1) or "notes" (each kept note's lines together, in retrieval order, each
+# note's lines as they stand in it). Chosen by tools/choose_agree.py on the tuning splits.
+LAYOUT = "score"
+# When the model's first line states other facts than the builtin reader's answer, ask
+# once more with the offered lines in reverse order: a line chosen in both orders is the
+# model's own reading, not the pull of a position (trace "again": the second first pick).
+ASK_AGAIN = False
 SYNTHESIS_RE = re.compile(r"^\s*(?:please\s+)?(?:summari[sz]e|sum up|compare|contrast|"
                           r"give (?:me )?(?:an? )?(?:overview|summary))", re.I)
 # ("why" is not here: a reason is usually one line of a note, and "why did I ..." is how
 # a question with a false premise reads; a free-text writer answered those worse)
+# A question asking for a set: the reader's lists ("list", "all", "what are") and a
+# wh-word before a plural noun ("which projects use ...", "what tools ..."), the way
+# people ask for every note that holds one. Its lines are offered in turns across notes
+# and the model may name several (by_turns, picks_allowed).
+SET_RE = re.compile(r"\b(?:which|what)\s+(?!(?:does|goes|has|was)\b)"
+                    r"[a-z]+(?<![isu])s\b", re.I)
 MODE_HINT = {"present": "the newest statement counts; older versions are left out",
              "history": "every version counts: pick the line of each version, any order",
              "any": "any dated statement may answer"}
@@ -78,6 +97,8 @@ def offered(question: str, mode: str, notes: list[dict]) -> tuple[list, list]:
         pool = [u for u in units if extract._document(u.note) == u.note["path"]
                 or extract._document(u.note) not in paths]
     pool = sorted(pool, key=lambda u: (-u.score, u.note["order"], u.at))
+    if asks_set(question) or mode == "history":
+        pool = by_turns(pool)
     out, seen, tokens = [], set(), 0
     for u in pool:
         key = " ".join(u.text.split()).lower()
@@ -90,6 +111,24 @@ def offered(question: str, mode: str, notes: list[dict]) -> tuple[list, list]:
         out.append(u)
         tokens += cost
     return out, units
+
+
+def by_turns(pool: list) -> list:
+    """A set or a history gathers across notes: each note's best line, then each note's
+    second best, and so on (notes in the order of their best line), so the lines offered
+    reach every kept note before one note's many lines fill the budget."""
+    ranked, turns = [], {}
+    for i, u in enumerate(pool):
+        k = turns[u.note["id"]] = turns.get(u.note["id"], -1) + 1
+        ranked.append((k, i, u))
+    return [u for _, _, u in sorted(ranked, key=lambda x: x[:2])]
+
+
+def arranged(lines: list, layout: str | None = None) -> list:
+    """The offered lines in the order they are numbered (see LAYOUT)."""
+    if (layout or LAYOUT) == "notes":
+        return sorted(lines, key=lambda u: (u.note["order"], u.at))
+    return list(lines)
 
 
 def _line(n: int, u) -> str:
@@ -135,10 +174,33 @@ def parse_reply(text: str, n: int) -> list[int]:
     return list(dict.fromkeys(x for x in nums if 1 <= x <= n))[:MAX_CHOSEN]
 
 
+def first_pick_p(logprobs) -> float | None:
+    """The model's probability for the first line number of its reply: the product over
+    that number's digit tokens (None when the server sent no logprobs or no number)."""
+    total, seen = 0.0, False
+    for e in logprobs or ():
+        tok = (e.get("token") if isinstance(e, dict) else getattr(e, "token", "")) or ""
+        lp = e.get("logprob") if isinstance(e, dict) else getattr(e, "logprob", None)
+        if not re.search(r"\d", tok) or lp is None:
+            if seen:
+                break
+            continue
+        total, seen = total + float(lp), True
+        if not re.fullmatch(r"\D*\d+", tok.strip()):   # "3]": the number ends here
+            break
+    return math.exp(total) if seen else None
+
+
 def picks_allowed(question: str, mode: str) -> int:
     """How many lines a reply may name: one per part asked, more for a list or a history."""
-    ask = analyse(question)
-    return MAX_CHOSEN if (ask.is_list or mode == "history") else max(1, len(ask.parts))
+    if asks_set(question) or mode == "history":
+        return MAX_CHOSEN
+    return max(1, len(analyse(question).parts))
+
+
+def asks_set(question: str) -> bool:
+    """Whether a question asks for a set of things (SET_RE, or the reader's list)."""
+    return analyse(question).is_list or bool(SET_RE.search(question))
 
 
 def compose(question: str, mode: str, chosen: list, units: list) -> tuple[str, list]:
@@ -204,6 +266,17 @@ class ChoosingWriter:
             raise AttributeError(name)
         return getattr(self.inner, name)
 
+    def _ask(self, question: str, mode: str, lines: list) -> dict:
+        """One choosing request: {"picks", "reply", "model_p", "inp", "out", "messages"}."""
+        msgs = messages_for(question, mode, lines)
+        r = self.inner.chat(msgs, what="chat", options={"num_predict": CHOOSE_PREDICT},
+                            format=schema(len(lines), picks_allowed(question, mode)),
+                            logprobs=True, top_logprobs=CHOOSE_TOP_LOGPROBS)
+        reply = self.inner.text_of(r)
+        return {"picks": parse_reply(reply, len(lines)), "reply": reply, "messages": msgs,
+                "model_p": first_pick_p(getattr(r, "logprobs", None)),
+                "inp": r.prompt_eval_count or 0, "out": r.eval_count or 0}
+
     def write(self, messages, stage="generate", ledger=None):
         user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
         question, mode, notes = extract.parse_prompt(user)
@@ -212,37 +285,46 @@ class ChoosingWriter:
             return self.inner.write(messages, stage=stage, ledger=ledger)
         started = time.perf_counter()
         lines, units = offered(question, mode, notes)
+        lines = arranged(lines)
         builtin = extract.extract_answer(question, mode, notes)
         trace = {"writer": "choose", "offered": len(lines), "builtin": builtin}
-        inp = out = 0
-        chosen = []
-        if lines:
-            msgs = messages_for(question, mode, lines)
-            r = self.inner.chat(msgs, what="chat", options={"num_predict": CHOOSE_PREDICT},
-                                format=schema(len(lines), picks_allowed(question, mode)))
-            reply = self.inner.text_of(r)
-            inp, out = r.prompt_eval_count or 0, r.eval_count or 0
-            picks = parse_reply(reply, len(lines))
-            chosen = [lines[i - 1] for i in picks]
-            trace.update(reply=reply, chosen=picks, messages=msgs)
-        text, overruled = compose(question, mode, chosen, units)
+        asked = self._ask(question, mode, lines) if lines else {"picks": [], "inp": 0,
+                                                                 "out": 0}
+        trace.update(chosen=asked["picks"], **{k: asked[k] for k in
+                                               ("reply", "messages", "model_p") if k in asked})
+        text, overruled = compose(question, mode, [lines[i - 1] for i in asked["picks"]],
+                                  units)
         if mode == "history" and versions_in(text) < 2 <= versions_in(builtin):
             overruled.append({"chosen": text, "by": builtin, "why": "a change needs two "
                               "versions: the model's lines came from one, the reader's "
                               "from several"})
             text = builtin
         agree = same_facts(text, builtin)
-        if not agree and ON_DISAGREEMENT == "reader":
+        inp, out = asked["inp"], asked["out"]
+        if not agree and ASK_AGAIN and asked["picks"]:
+            again = self._ask(question, mode, lines[::-1])
+            inp, out = inp + again["inp"], out + again["out"]
+            first = lines[asked["picks"][0] - 1]
+            trace["again"] = bool(again["picks"]) and \
+                lines[::-1][again["picks"][0] - 1] is first
+        if not agree and not _model_shown(trace):
             trace["model_answer"] = text
             text = builtin
-        trace.update(overruled=overruled, agree=agree, shown="model" if agree or
-                     ON_DISAGREEMENT == "model" else "reader")
+        trace.update(overruled=overruled, agree=agree,
+                     shown="model" if agree or _model_shown(trace) else "reader")
         self.last_trace = trace
         cost_ledger.record(ledger, stage, "ollama", CHOOSER_MODEL_PREFIX + self.model,
                            started, inp, out)
         if ledger is not None:
             ledger.rows[-1]["choose"] = {k: v for k, v in trace.items() if k != "messages"}
         return text, inp, out
+
+
+def _model_shown(trace: dict) -> bool:
+    """Whether a disagreement shows the model's answer (ON_DISAGREEMENT: "model", or
+    "again" when the model chose the same first line in both orders)."""
+    return ON_DISAGREEMENT == "model" or (ON_DISAGREEMENT == "again"
+                                          and bool(trace.get("again")))
 
 
 def same_facts(a: str, b: str) -> bool:

@@ -354,7 +354,8 @@ def _write_and_verify(out: Answer, kept: list, be, clock: _Clock, writer=None) -
                       writer, ledger=clock.ledger)
     trace = getattr(writer, "last_trace", None) or {}   # the chooser hands synthesis on
     wrote = trace.get("writer") or getattr(writer, "name", None)
-    agree = trace.get("agree") if wrote == "choose" else None
+    agree, model_p = ((trace.get("agree"), trace.get("model_p")) if wrote == "choose"
+                      else (None, None))
     out.answer, out.abstained, out.messages = draft.text, draft.abstained, draft.messages
     out.reply = draft.reply
     if draft.abstained:
@@ -369,7 +370,7 @@ def _write_and_verify(out: Answer, kept: list, be, clock: _Clock, writer=None) -
     else:
         cal = clock.run("calibrate", calibrate.calibrate, out.question,
                         draft.messages[-1]["content"], ver, kept,
-                        calibrate.key(be.name, wrote), agree)
+                        calibrate.key(be.name, wrote), agree, model_p)
         out.verdict, out.confidence = cal["verdict"], cal["p"]
         out.checks["calibration"] = {k: cal[k] for k in ("features", "threshold", "why")}
     out.shown, out.look_at = unsure.advise(out.verdict, out.question, out.answer,

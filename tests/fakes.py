@@ -240,7 +240,12 @@ class FakeOllama(_Fake):
     def _chat(self, body, kind):
         prompt = body["messages"][-1]["content"]
         logprobs = None
-        if body.get("logprobs"):
+        if isinstance(body.get("format"), dict):          # the choosing reader's schema
+            content = choose_reply(prompt)
+            if body.get("logprobs") and kind != "nologprobs":
+                logprobs = [{"token": t, "logprob": -0.2 if t.isdigit() else -0.01}
+                            for t in re.findall(r"\d|\D+", content)]
+        elif body.get("logprobs"):
             content, top = judge_tokens(prompt)
             if kind == "noyes":
                 content, top = "The", [("The", -0.1), ("It", -2.5)]
@@ -248,8 +253,6 @@ class FakeOllama(_Fake):
                 logprobs = [{"token": content, "logprob": top[0][1],
                              "top_logprobs": [{"token": t, "logprob": lp}
                                               for t, lp in top[:body.get("top_logprobs", 0)]]}]
-        elif isinstance(body.get("format"), dict):        # the choosing reader's schema
-            content = choose_reply(prompt)
         else:
             content = write_reply(prompt)
         if kind == "empty":

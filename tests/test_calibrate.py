@@ -210,3 +210,32 @@ def test_two_readers_agreeing_stands_for_the_feature_when_a_model_chose():
     told = calibrate.calibrate("What is my day rate?", notes, ver, [], "builtin",
                                readers_agree=False)
     assert own["features"]["readers_agree"] == 1.0 and told["features"]["readers_agree"] == 0.0
+
+
+def test_a_model_feature_the_server_could_not_give_counts_as_its_mean(monkeypatch):
+    import numpy as np
+    names = calibrate.feature_names("ollama")
+    assert names[-1] == "model_p" and "model_p" not in calibrate.feature_names("builtin")
+    rng = np.random.default_rng(3)
+    rows = []
+    for i in range(400):
+        f = {k: float(rng.normal()) for k in calibrate.FEATURES}
+        f["model_p"] = float(rng.uniform())
+        z = 4.0 * (f["model_p"] - 0.5)
+        rows.append({"split": f"s{i % 2}", "features": f, "passed": True,
+                     "right": bool(rng.uniform() < 1 / (1 + math.exp(-z)))})
+    for r in rows[::4]:
+        del r["features"]["model_p"]         # a server without logprobs
+    m = fit_verdict.fit(rows, names)
+    w = dict(zip(names, m["weights"] / m["scale"]))
+    assert w["model_p"] > 2.0 and abs(w["line_evidence"]) < 0.5
+    cal = fit_verdict.calibration(rows, "ollama")
+    assert cal["features"] == list(names)
+    f = dict(rows[0]["features"])
+    f.pop("model_p", None)
+    with_mean = dict(f, model_p=cal["mean"][-1])
+    monkeypatch.setitem(calibrate.CALIBRATIONS, "ollama", cal)
+    assert calibrate.probability(f, "ollama") == pytest.approx(
+        calibrate.probability(with_mean, "ollama"))
+    assert calibrate.probability(dict(f, model_p=0.95), "ollama") > \
+        calibrate.probability(dict(f, model_p=0.05), "ollama")

@@ -32,8 +32,8 @@ class Model:
     def __init__(self, pick):
         self.pick, self.sent, self.wrote = pick, [], 0
 
-    def chat(self, msgs, what="chat", options=None, format=None):
-        self.sent.append({"messages": msgs, "format": format, "options": options})
+    def chat(self, msgs, what="chat", options=None, format=None, **kw):
+        self.sent.append({"messages": msgs, "format": format, "options": options, **kw})
         lines = [ln for ln in msgs[-1]["content"].splitlines() if ln[:1].isdigit()]
         self.n = len(lines)
         reply = self.pick(lines)
@@ -223,3 +223,98 @@ def test_the_disagreement_tally_counts_who_was_right(tmp_path, capsys):
     assert (t["model_only"], t["reader_only"], t["both"], t["neither"]) == (1, 0, 0, 0)
     assert _tool("choose_agree").main([f"{run}={tmp_path / 'q.jsonl'}", "--pick"]) == 0
     assert "ON_DISAGREEMENT = 'model'" in capsys.readouterr().out
+
+
+def test_first_pick_p_multiplies_the_digit_tokens_of_the_first_number_only():
+    toks = [("{\"", -0.01), ("lines", -0.01), ("\":", -0.01), (" [", -0.02), ("1", -0.5),
+            ("2", -0.1), (",", -0.3), (" ", -0.1), ("3", -2.0), ("]}", -0.01)]
+    p = choose.first_pick_p([SimpleNamespace(token=t, logprob=lp) for t, lp in toks])
+    assert p == pytest.approx(2.718281828 ** -0.6)
+    merged = [{"token": "[7", "logprob": -0.25}, {"token": "]", "logprob": -0.01}]
+    assert choose.first_pick_p(merged) == pytest.approx(2.718281828 ** -0.25)
+    assert choose.first_pick_p([{"token": "[7]", "logprob": -1.0},
+                                {"token": "8", "logprob": -3.0}]) == pytest.approx(
+        2.718281828 ** -1.0)
+    assert choose.first_pick_p(None) is None
+    assert choose.first_pick_p([{"token": "[]", "logprob": -0.1}]) is None
+
+
+def test_the_trace_keeps_the_models_probability_for_its_first_line():
+    class WithLogprobs(Model):
+        def chat(self, msgs, **kw):
+            r = super().chat(msgs, **kw)
+            first = str(json.loads(r.message.content)["lines"][0])
+            r.logprobs = [SimpleNamespace(token=d, logprob=-0.35) for d in first]
+            return r
+    m = WithLogprobs(lambda lines: [number_of(lines, "1550")])
+    w = choose.ChoosingWriter(m)
+    w.write(messages("What is the day rate?", "present", *RATES))
+    assert m.sent[-1]["logprobs"] is True
+    assert w.last_trace["model_p"] == pytest.approx(2.718281828 ** (-0.35 * len(str(
+        w.last_trace["chosen"][0]))))
+
+
+def test_notes_layout_numbers_each_notes_lines_together_in_retrieval_order():
+    notes = extract.parse_prompt(messages("q", "any", *RATES)[-1]["content"])[2]
+    lines, _ = choose.offered("Where is the boat moored and what does fuel cost?", "any",
+                              notes)
+    laid = choose.arranged(lines, "notes")
+    assert sorted(map(id, laid)) == sorted(map(id, lines))
+    keys = [(u.note["order"], u.at) for u in laid]
+    assert keys == sorted(keys)
+    assert choose.arranged(lines, "score") == lines
+
+
+def test_asked_again_in_reverse_a_position_pull_is_not_the_models_reading(monkeypatch):
+    """A model that always replies line 1 picks two different lines in the two orders:
+    the reader's answer is shown; one that picks by content is shown under "again"."""
+    monkeypatch.setattr(choose, "ASK_AGAIN", True)
+    monkeypatch.setattr(choose, "ON_DISAGREEMENT", "again")
+    q = messages("Where is the boat moored?", "present", *RATES)
+    reader_says = extract.extract_answer(*extract.parse_prompt(q[-1]["content"]))
+    assert "pier 4" in reader_says
+    by_content = Model(lambda lines: [number_of(lines, "Fuel")])
+    w = choose.ChoosingWriter(by_content)
+    text, _, _ = w.write(q)
+    assert len(by_content.sent) == 2 and w.last_trace["again"] is True
+    assert text.startswith("Fuel costs 90 a month") and w.last_trace["shown"] == "model"
+    monkeypatch.setattr(choose, "LAYOUT", "notes")    # line 1: not the reader's line
+    first = Model(lambda lines: [1])
+    w = choose.ChoosingWriter(first)
+    text, _, _ = w.write(q)
+    assert w.last_trace["again"] is False and text == reader_says
+    agreeing = Model(lambda lines: [number_of(lines, "pier")])
+    choose.ChoosingWriter(agreeing).write(q)
+    assert len(agreeing.sent) == 1                  # no second request when they agree
+
+
+def test_the_rule_picked_is_the_one_showing_most_right_answers_ties_to_the_reader():
+    pick = _tool("choose_agree").pick_rule
+    base = {"reader_only": 4, "model_only": 3}
+    assert pick(base)[0] == "reader"
+    assert pick({**base, "asked_again": 6, "again_model": 3, "again_reader": 1}) == (
+        "again", {"reader": 0, "model": -1, "again": 2})
+    assert pick({"reader_only": 2, "model_only": 2})[0] == "reader"
+
+
+def test_a_set_question_offers_every_notes_best_line_before_one_notes_many():
+    crowded = note(1, "tools/kit.md", "\n".join(f"- Project Alder uses tool kit part {i}."
+                                                for i in range(30)))
+    others = [note(2, "projects/birch.md", "Birch uses the soldering kit."),
+              note(3, "projects/cedar.md", "Cedar also uses the kit now.")]
+    notes = extract.parse_prompt(messages("q", "any", crowded, *others)[-1]["content"])[2]
+    lines, _ = choose.offered("Which projects use the kit?", "any", notes)
+    assert {u.note["path"] for u in lines[:3]} == {"tools/kit.md", "projects/birch.md",
+                                                    "projects/cedar.md"}
+    one, _ = choose.offered("What does the kit cost?", "any", notes)   # no set asked
+    assert [u.note["path"] for u in one[:3]] == ["tools/kit.md"] * 3
+
+
+@pytest.mark.parametrize("q,want", [
+    ("Which projects use the kit?", True), ("what tools did I buy for the shed", True),
+    ("List the rooms we painted.", True), ("What are the ferry times?", True),
+    ("Which firm did my rewire?", False), ("What does the kit cost?", False),
+    ("What was the address?", False), ("What's the status of the roof?", False),
+    ("Which bus goes to the depot?", False), ("What has changed?", False)])
+def test_a_set_is_a_list_or_a_wh_word_before_a_plural_noun(q, want):
+    assert choose.asks_set(q) is want

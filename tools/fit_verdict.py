@@ -8,7 +8,8 @@
 The procedure, all of it here:
 1. Every tuning split of questions/splits.json (role "tuning"; the frozen splits are never
    read) is answered by harness.ask with the backend, full variant. Each answer that was
-   written and did not abstain is one row: calibrate.FEATURES as calibrate computed them,
+   written and did not abstain is one row: the features calibrate computed (FEATURES,
+   and for a model backend MODEL_FEATURES, calibrate.feature_names),
    the label evaluate.answer_correct (an answer to an unanswerable question is wrong),
    and whether verify's code checks and judge passed.
 2. The features are standardised (mean and standard deviation over the rows) and a ridge
@@ -78,30 +79,39 @@ def collect(splits: dict, backend: str = "builtin", judge: str | None = None) ->
     return out
 
 
-def _matrix(rows: list[dict]) -> np.ndarray:
-    return np.array([[r["features"][n] for n in calibrate.FEATURES] for r in rows], float)
+def _matrix(rows: list[dict], names, fill=None) -> np.ndarray:
+    """The rows' features; a missing one (a model feature the server could not give) is
+    fill's value, by default the mean of the rows that have it (0 when none has)."""
+    X = np.array([[r["features"].get(n, np.nan) for n in names] for r in rows], float)
+    if fill is None:
+        seen = ~np.isnan(X)
+        fill = np.where(seen.any(axis=0), np.nansum(X, axis=0) / np.maximum(1, seen.sum(0)), 0)
+    return np.where(np.isnan(X), fill, X)
 
 
-def fit(rows: list[dict]) -> dict:
-    """{"mean", "scale", "weights", "bias"} of the standardised ridge logistic model."""
-    X, y = _matrix(rows), np.array([float(r["right"]) for r in rows])
+def fit(rows: list[dict], names=calibrate.FEATURES) -> dict:
+    """{"names", "mean", "scale", "weights", "bias"} of the standardised ridge logistic
+    model."""
+    X, y = _matrix(rows, names), np.array([float(r["right"]) for r in rows])
     mean, scale = X.mean(axis=0), X.std(axis=0)
     scale[scale < 1e-9] = 1.0
     w = fit_reader.logistic((X - mean) / scale, y, ridge=RIDGE)
-    return {"mean": mean, "scale": scale, "weights": w[1:], "bias": w[0]}
+    return {"names": tuple(names), "mean": mean, "scale": scale, "weights": w[1:],
+            "bias": w[0]}
 
 
 def predict(model: dict, rows: list[dict]) -> np.ndarray:
-    z = model["bias"] + ((_matrix(rows) - model["mean"]) / model["scale"]) @ model["weights"]
+    X = _matrix(rows, model["names"], fill=model["mean"])
+    z = model["bias"] + ((X - model["mean"]) / model["scale"]) @ model["weights"]
     return 1.0 / (1.0 + np.exp(-z))
 
 
-def held_out(rows: list[dict]) -> np.ndarray:
+def held_out(rows: list[dict], names=calibrate.FEATURES) -> np.ndarray:
     """Each row's probability from the model fitted on the other splits."""
     p = np.zeros(len(rows))
     for split in sorted({r["split"] for r in rows}):
         inside = [i for i, r in enumerate(rows) if r["split"] == split]
-        p[inside] = predict(fit([r for r in rows if r["split"] != split]),
+        p[inside] = predict(fit([r for r in rows if r["split"] != split], names),
                             [rows[i] for i in inside])
     return p
 
@@ -138,11 +148,12 @@ def top_right(p, rows, sizes=(5, 10, 20, 50)) -> str:
 
 
 def calibration(rows: list[dict], backend: str) -> dict:
-    probs = held_out(rows)
+    names = calibrate.feature_names(backend)
+    probs = held_out(rows, names)
     t = threshold(probs, [r["right"] for r in rows], [r["passed"] for r in rows])
-    m = fit(rows)
+    m = fit(rows, names)
     r4 = lambda xs: [round(float(x), 4) for x in xs]  # noqa: E731
-    return {"features": list(calibrate.FEATURES), "mean": r4(m["mean"]),
+    return {"features": list(names), "mean": r4(m["mean"]),
             "scale": r4(m["scale"]), "weights": r4(m["weights"]),
             "bias": round(float(m["bias"]), 4), "threshold": round(t, 4),
             "fitted_on": sorted({r["split"] for r in rows}), "backend": backend,
