@@ -239,3 +239,24 @@ def test_a_model_feature_the_server_could_not_give_counts_as_its_mean(monkeypatc
         calibrate.probability(with_mean, "ollama"))
     assert calibrate.probability(dict(f, model_p=0.95), "ollama") > \
         calibrate.probability(dict(f, model_p=0.05), "ollama")
+
+
+def test_rows_come_from_evaluate_runs_as_collect_makes_them(tmp_path):
+    import json
+    import evaluate
+    f = {k: 0.5 for k in calibrate.FEATURES}
+    recs = [{"id": "a", "variant": "full", "abstained": False, "features": f,
+             "answer_correct": True, "checks_passed": False},
+            {"id": "b", "variant": "full", "abstained": True, "features": None,
+             "answer_correct": False, "checks_passed": None},
+            {"id": "a", "variant": "no_rerank", "abstained": False, "features": f,
+             "answer_correct": False, "checks_passed": True}]
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "records.jsonl").write_text("\n".join(json.dumps(x) for x in [
+        {"format": evaluate.FORMAT, "kind": "verso-eval-records"}] + recs) + "\n")
+    tuning = fit_verdict.tuning_splits()
+    assert fit_verdict.rows_of_runs([f"{run}=dev"], tuning) == [
+        {"split": "dev", "id": "a", "features": f, "right": True, "passed": False}]
+    with pytest.raises(SystemExit, match="not a tuning split"):
+        fit_verdict.rows_of_runs([f"{run}=test"], tuning)

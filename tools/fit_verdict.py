@@ -4,6 +4,7 @@
     python tools/fit_verdict.py --write              # ... and write it into calibrate.py
     OLLAMA_HOST=... python tools/fit_verdict.py --backend ollama --judge builtin --save-rows R.jsonl
     python tools/fit_verdict.py --backend ollama --rows R.jsonl --write    # refit offline
+    python tools/fit_verdict.py --backend ollama --runs RUN=dev RUN2=dev2 ...  # from runs
 
 The procedure, all of it here:
 1. Every tuning split of questions/splits.json (role "tuning"; the frozen splits are never
@@ -76,6 +77,22 @@ def collect(splits: dict, backend: str = "builtin", judge: str | None = None) ->
                 out.append({"split": split, "id": q["id"], "features": f,
                             "right": evaluate.answer_correct(q, a),
                             "passed": bool(a["checks"].get("passed"))})
+    return out
+
+
+def rows_of_runs(specs: list[str], tuning: dict) -> list[dict]:
+    """The rows of evaluate.py runs of tuning splits ("RUN=SPLIT", full variant), as
+    collect would make them: the records keep each answer's features and checks."""
+    out = []
+    for spec in specs:
+        run, _, split = spec.partition("=")
+        if split not in tuning:
+            raise SystemExit(f"fit_verdict: {split or spec!r} is not a tuning split")
+        for r in evaluate.load_records(Path(run)):
+            if r.get("variant") == "full" and not r["abstained"] and r.get("features"):
+                out.append({"split": split, "id": r["id"], "features": r["features"],
+                            "right": bool(r["answer_correct"]),
+                            "passed": bool(r["checks_passed"])})
     return out
 
 
@@ -181,6 +198,8 @@ def main(argv=None) -> int:
     p.add_argument("--write", action="store_true", help="write the fit into calibrate.py")
     p.add_argument("--rows", metavar="JSONL", nargs="+", help="read the rows from this file (written "
                    "by --save-rows) instead of answering the tuning splits again")
+    p.add_argument("--runs", metavar="RUN=SPLIT", nargs="+", help="take the rows from "
+                   "evaluate.py runs (full variant) of these tuning splits")
     p.add_argument("--save-rows", metavar="JSONL", help="also write the rows collected")
     p.add_argument("--splits", nargs="+", metavar="SPLIT",
                    help="collect these tuning splits only (default: every tuning split)")
@@ -188,7 +207,9 @@ def main(argv=None) -> int:
     splits = tuning_splits()
     if args.splits and not set(args.splits) <= set(splits):
         p.error(f"not tuning splits: {', '.join(sorted(set(args.splits) - set(splits)))}")
-    if args.rows:
+    if args.runs:
+        rows = rows_of_runs(args.runs, splits)
+    elif args.rows:
         rows = [json.loads(x) for f in args.rows for x in
                 Path(f).read_text(encoding="utf-8").splitlines() if x.strip()]
     else:
