@@ -46,6 +46,11 @@ def row(summary: dict) -> dict:
     out = {LABELS.get(c, c): f"{m[c]['k']}/{m[c]['n']}" if c in m else "-" for c in COLUMNS}
     out["MRR"] = f"{m['mrr']['p']:.3f}" if m["mrr"]["p"] is not None else "-"
     out["SHIP"] = m["verdicts"].get("SHIP", 0)
+    sel = m.get("selective") or {}
+    if sel:
+        prec = sel["ship_precision"]
+        out["SHIP right"] = f"{prec['k']}/{prec['n']}"
+        out["AURC"] = "-" if sel.get("aurc") is None else f"{sel['aurc']:.3f}"
     for name in STAGES:
         st = m["stages"].get(name, {})
         out[f"{name} s"] = (f"{_seconds(st.get('p50_ms'))} / "

@@ -1,6 +1,7 @@
 """evaluate.py: metrics on hand-worked cases, the question validator, runs with a fake ask."""
 
 import json
+from pathlib import Path
 import math
 import sys
 import types
@@ -382,6 +383,19 @@ def test_main_run_json_out_and_compare(tmp_path, capsys, fake_harness):
     capsys.readouterr()
     assert ev.main(["--compare", str(out), str(b)]) == 0
     assert "full answer_correct: fixed -; broken g1, g2" in capsys.readouterr().out
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("rig_runs", Path(__file__).parent /
+                                                  "rig_runs.py")
+    rig = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rig)
+    table = rig.table([f"{out}=A", str(b)], str(out)).splitlines()
+    heads = [h.strip() for h in table[0].strip("|").split("|")]
+    a_row = dict(zip(heads, (c.strip() for c in table[2].strip("|").split("|"))))
+    b_row = dict(zip(heads, (c.strip() for c in table[3].strip("|").split("|"))))
+    ships = sum(r["verdict"] == "SHIP" for r in ev.load_records(out) if r["variant"] == "full")
+    assert a_row["run"] == "A" and a_row["correct"] == "2/2"
+    assert a_row["SHIP right"] == f"{ships}/{ships}" and b_row["correct"] == "0/2"
+    assert b_row["McNemar (wins/losses)"] == "0/2, p = 0.50"
 
 
 def test_main_refuses_out_inside_vault_and_unrun_pairs(tmp_path, capsys, fake_harness):
