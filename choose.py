@@ -50,7 +50,6 @@ MAX_LINES = 12
 MAX_PROMPT_TOKENS = 400
 MAX_CHOSEN = extract.MAX_SENTENCES
 CHOOSE_PREDICT = 32                 # tokens of reply: a short list of line numbers
-CHOOSE_TOP_LOGPROBS = 5             # the model's runners-up for its first line number
 LINE_CHARS = 300                    # a longer line is shown cut (it is cited whole)
 # Two readers, one decision: where the model's lines and the builtin reader's state
 # different facts, the answer shown is the builtin reader's ("reader") or the model's
@@ -271,7 +270,7 @@ class ChoosingWriter:
         msgs = messages_for(question, mode, lines)
         r = self.inner.chat(msgs, what="chat", options={"num_predict": CHOOSE_PREDICT},
                             format=schema(len(lines), picks_allowed(question, mode)),
-                            logprobs=True, top_logprobs=CHOOSE_TOP_LOGPROBS)
+                            logprobs=True)      # its probability for its first line
         reply = self.inner.text_of(r)
         return {"picks": parse_reply(reply, len(lines)), "reply": reply, "messages": msgs,
                 "model_p": first_pick_p(getattr(r, "logprobs", None)),
