@@ -67,7 +67,7 @@ CALIBRATIONS: dict = {'builtin': {'backend': 'builtin',
              'threshold': 1.01,
              'weights': [0.0974, 0.2358, -0.0596, 0.2311, -0.0783, 0.0454, 0.2675,
                          -0.3747, -0.1984, 0.2626, 0.0069, -0.0938]},
- 'ollama': {'backend': 'ollama',
+ 'ollama@bc50fc0044b9': {'backend': 'ollama', 'model': 'verso-writer',
             'bias': 0.1666,
             'features': ['line_evidence', 'margin', 'line_named', 'line_heading',
                          'missing_in_note', 'names_held', 'relevance', 'agreeing_notes',
@@ -150,10 +150,15 @@ def feature_names(backend: str) -> tuple:
     return FEATURES if backend.split(":")[0] == "builtin" else FEATURES + MODEL_FEATURES
 
 
-def key(backend: str, writer: str | None = None) -> str:
-    """The calibration an answer is judged by: its backend's (the builtin writer's, or a
-    model's chosen lines), or for free text a model wrote, "<backend>:generate"."""
-    return f"{backend}:generate" if writer in FREE_TEXT_WRITERS else backend
+def key(backend: str, writer: str | None = None, identity: str | None = None) -> str:
+    """The calibration an answer is judged by: the builtin writer's ("builtin"); free text
+    a model wrote ("<backend>:generate"); a model's chosen lines, per model
+    ("<backend>@<identity>", OllamaWriter.identity: a calibration holds for the model it
+    was measured on, not for another served under the same name). Without an identity
+    the key is the bare backend, which has no calibration: nothing ships."""
+    if writer in FREE_TEXT_WRITERS:
+        return f"{backend}:generate"
+    return f"{backend}@{identity}" if identity and backend != "builtin" else backend
 
 
 def probability(f: dict | None, backend: str) -> float | None:
@@ -202,4 +207,4 @@ def calibrate(question: str, prompt: str, ver, kept: list, backend: str,
            "on the tuning splits, so none ships unchecked" if t > 1 else
            f"below {t:.2f}, where answers were right {PRECISION:.0%} of the time")
     return {"features": f, "p": None if p is None else round(p, 4), "threshold": t,
-            "verdict": verdict, "why": why}
+            "verdict": verdict, "why": why, "key": backend}

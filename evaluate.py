@@ -321,6 +321,7 @@ def score(q: dict, a: dict, variant: str) -> dict:
         "verdict": a.get("verdict"), "confidence": a.get("confidence"),
         "checks_passed": (a.get("checks") or {}).get("passed"),
         "features": ((a.get("checks") or {}).get("calibration") or {}).get("features"),
+        "calibration_key": ((a.get("checks") or {}).get("calibration") or {}).get("key"),
         "sources": _paths(a.get("sources")),
         "ranking": list(a.get("ranking") or []), "retrieved": list(a.get("retrieved") or []),
         "stages": stages, "answer_correct": answer_correct(q, a),

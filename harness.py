@@ -370,14 +370,21 @@ def _write_and_verify(out: Answer, kept: list, be, clock: _Clock, writer=None) -
     else:
         cal = clock.run("calibrate", calibrate.calibrate, out.question,
                         draft.messages[-1]["content"], ver, kept,
-                        calibrate.key(be.name, wrote), agree, model_p)
+                        calibrate.key(be.name, wrote, _identity(writer, wrote)),
+                        agree, model_p)
         out.verdict, out.confidence = cal["verdict"], cal["p"]
-        out.checks["calibration"] = {k: cal[k] for k in ("features", "threshold", "why")}
+        out.checks["calibration"] = {k: cal[k] for k in ("features", "threshold", "why",
+                                                         "key")}
     out.shown, out.look_at = unsure.advise(out.verdict, out.question, out.answer,
                                            out.abstain_reason, ver.sentences, kept)
     by_id = {f"c{i}": c for i, c in enumerate(kept, 1)}
     out.citations = [{"id": cid, "path": by_id[cid].path, "date": by_id[cid].date}
                      for cid in draft.citations if cid in by_id]
+
+
+def _identity(writer, wrote) -> str | None:
+    """The chooser's model's identity (its digest), for its calibration's key."""
+    return getattr(writer, "identity", None) if wrote == "choose" else None
 
 
 def _abstain(out: Answer, clock: _Clock, reason: str, kept=()) -> Answer:

@@ -284,6 +284,17 @@ class OllamaWriter:
         at the fewest characters per token the server has counted for our prompts."""
         return int(max(self.num_ctx - WRITE_MAX_TOKENS, 256) * self.chars_per_token)
 
+    @property
+    def identity(self) -> str | None:
+        """What the model is, whatever it is called: the first 12 hex digits of its digest
+        in /api/tags (a name is not enough: verso-writer may be built from any model).
+        None when the server lists no digest for it. Asked once."""
+        if not hasattr(self, "_identity"):
+            listed = {m.model: m.digest for m in self.api.call("list", "list models").models}
+            digest = listed.get(_tagged(self.model)) or listed.get(self.model) or ""
+            self._identity = digest.split(":")[-1][:12] or None
+        return self._identity
+
     def chat(self, messages, what="chat", options=None, **kw):
         opts = {"temperature": 0, "seed": WRITE_SEED, "num_ctx": self.num_ctx,
                 "num_predict": WRITE_MAX_TOKENS, **(options or {})}

@@ -192,7 +192,10 @@ def test_a_failed_reply_skips_one_row_not_the_collection(monkeypatch, capsys):
 
 
 def test_free_text_a_model_wrote_is_judged_by_a_calibration_of_its_own():
-    assert calibrate.key("ollama", "choose") == "ollama"
+    assert calibrate.key("ollama", "choose") == "ollama"           # no identity: none
+    assert calibrate.key("ollama", "choose", "bc50fc0044b9") == "ollama@bc50fc0044b9"
+    assert calibrate.key("ollama", "generate", "bc50fc0044b9") == "ollama:generate"
+    assert calibrate.threshold("ollama") is None
     assert calibrate.key("ollama", "ollama") == calibrate.key("ollama", "generate") == \
         "ollama:generate"
     assert calibrate.key("builtin", "builtin") == calibrate.key("builtin", "registry") == "builtin"
@@ -257,6 +260,7 @@ def test_rows_come_from_evaluate_runs_as_collect_makes_them(tmp_path):
         {"format": evaluate.FORMAT, "kind": "verso-eval-records"}] + recs) + "\n")
     tuning = fit_verdict.tuning_splits()
     assert fit_verdict.rows_of_runs([f"{run}=dev"], tuning) == [
-        {"split": "dev", "id": "a", "features": f, "right": True, "passed": False}]
+        {"split": "dev", "id": "a", "features": f, "right": True, "passed": False,
+         "key": None}]
     with pytest.raises(SystemExit, match="not a tuning split"):
         fit_verdict.rows_of_runs([f"{run}=test"], tuning)

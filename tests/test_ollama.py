@@ -374,6 +374,26 @@ def test_evaluate_runs_end_to_end_on_the_ollama_backend(fake, tmp_path, monkeypa
                          for r in wrote)
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["writer"] == "verso-writer" and config["prompt_form"] == "plain"
+    chose = [r for r in records if r["choose"] and r["features"]]
+    assert chose and all(r["calibration_key"] == "ollama@" + "0" * 12 for r in chose)
+    assert all(r["verdict"] != "SHIP" for r in chose)     # no calibration for this model
+
+
+def test_a_calibration_holds_for_the_model_it_was_fitted_on_not_its_name(fake, monkeypatch):
+    import calibrate
+    import harness
+    w = writer(fake)
+    assert w.identity == "0" * 12                       # the digest /api/tags lists
+    monkeypatch.setattr(w.api, "call", lambda *a, **k: pytest.fail("asked twice"))
+    assert w.identity == "0" * 12
+    fitted = dict(calibrate.CALIBRATIONS["builtin"], threshold=0.0)
+    monkeypatch.setitem(calibrate.CALIBRATIONS, "ollama@" + "0" * 12, fitted)
+    monkeypatch.setenv("OLLAMA_HOST", fake.url)
+    idx, be = harness.load(vault=str(Path(__file__).parent.parent / "sample-vault"),
+                           backend="ollama", judge="builtin")
+    a = harness.ask("What is Maren's current day rate?", index=idx, backend=be)
+    assert a.checks["calibration"]["key"] == "ollama@" + "0" * 12
+    assert a.checks["calibration"]["threshold"] == 0.0
 
 
 def test_cascade_asks_the_model_about_the_builtin_judges_first_passages_only(fake):

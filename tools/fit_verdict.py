@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pprint
 import sys
 import tempfile
@@ -71,12 +72,13 @@ def collect(splits: dict, backend: str = "builtin", judge: str | None = None) ->
                 except models.BackendError as e:   # a slow or failed reply: one row less
                     print(f"# {split} {q['id']}: skipped ({e})", file=sys.stderr)
                     continue
-                f = (a["checks"].get("calibration") or {}).get("features")
-                if a["abstained"] or f is None:
+                cal = a["checks"].get("calibration") or {}
+                if a["abstained"] or cal.get("features") is None:
                     continue
-                out.append({"split": split, "id": q["id"], "features": f,
+                out.append({"split": split, "id": q["id"], "features": cal["features"],
                             "right": evaluate.answer_correct(q, a),
-                            "passed": bool(a["checks"].get("passed"))})
+                            "passed": bool(a["checks"].get("passed")),
+                            "key": cal.get("key")})
     return out
 
 
@@ -92,8 +94,18 @@ def rows_of_runs(specs: list[str], tuning: dict) -> list[dict]:
             if r.get("variant") == "full" and not r["abstained"] and r.get("features"):
                 out.append({"split": split, "id": r["id"], "features": r["features"],
                             "right": bool(r["answer_correct"]),
-                            "passed": bool(r["checks_passed"])})
+                            "passed": bool(r["checks_passed"]),
+                            "key": r.get("calibration_key")})
     return out
+
+
+def rows_model(args) -> str:
+    """The model the rows came from, by name: the runs' writer, else the one collect used."""
+    if args.runs:
+        cfg = Path(args.runs[0].partition("=")[0]) / "config.json"
+        if cfg.exists():
+            return json.loads(cfg.read_text(encoding="utf-8")).get("writer") or "?"
+    return os.environ.get("VERSO_WRITE_MODEL") or models.WRITE_MODEL
 
 
 def _matrix(rows: list[dict], names, fill=None) -> np.ndarray:
@@ -222,7 +234,13 @@ def main(argv=None) -> int:
         p.error(f"rows from {len({r['split'] for r in rows})} split(s): the held-out "
                 "threshold needs rows from at least two tuning splits (--rows A B, or "
                 "--splits with two or more)")
+    keys = {r.get("key") or args.backend for r in rows}
+    if len(keys) != 1 or (args.backend != "builtin" and "@" not in next(iter(keys))):
+        p.error(f"the rows are of calibration keys {sorted(keys)}: one model's rows are "
+                "needed, with its identity (a key ollama@DIGEST)")
+    key = keys.pop()
     cal = calibration(rows, args.backend)
+    cal["model"] = rows_model(args) if args.backend != "builtin" else None
     print(f"# {cal['rows']} answers, {cal['right']} right, "
           f"{sum(r['passed'] for r in rows)} passed the checks")
     for split, (ok, ship, right) in cal["held_out"].items():
@@ -231,7 +249,7 @@ def main(argv=None) -> int:
           f"first 5, 10, 20, 50: {cal['held_out_top']}")
     print(json.dumps(cal, indent=1))
     if args.write:
-        write(args.backend, cal)
+        write(key, cal)
     return 0
 
 
