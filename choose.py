@@ -327,12 +327,12 @@ def _model_shown(trace: dict) -> bool:
 
 
 def same_facts(a: str, b: str) -> bool:
-    """Whether two answers state the same thing: the same numbers when either states
-    one (a table row and a sentence may give one rate), else the same cited lines."""
+    """Whether two answers state the same thing: the same numbers (a table row and a
+    sentence may give one rate) and the same lines among those that state no number
+    (a name asked beside a phone number is a fact the numbers do not speak for)."""
     def facts(text):
-        body = re.sub(r"\[c\d+\]", " ", text)
-        nums = number_keys(body)
-        return ("numbers", frozenset(nums)) if nums else ("lines", tuple(
-            " ".join(x.split()).lower() for x in re.split(r"\s*\[c\d+\][^.]*\.\s*", text)
-            if x.strip()))
+        lines = [" ".join(x.split()).lower() for x in
+                 re.split(r"\s*\[c\d+\][^.]*\.\s*", text) if x.strip()]
+        nums = number_keys(re.sub(r"\[c\d+\]", " ", text))
+        return frozenset(nums), frozenset(x for x in lines if not number_keys(x))
     return facts(a) == facts(b)

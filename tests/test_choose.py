@@ -318,3 +318,12 @@ def test_a_set_question_offers_every_notes_best_line_before_one_notes_many():
     ("Which bus goes to the depot?", False), ("What has changed?", False)])
 def test_a_set_is_a_list_or_a_wh_word_before_a_plural_noun(q, want):
     assert choose.asks_set(q) is want
+
+
+def test_an_answer_with_the_numbers_but_not_the_name_asked_beside_them_is_not_the_same():
+    both = "electrician, Sparkright Electrical [c1]. mobile: 07700 900731 [c1]."
+    assert not choose.same_facts("mobile: 07700 900731 [c1].", both)
+    assert choose.same_facts("Mobile: 07700 900731 [c2]. Electrician, Sparkright "
+                             "Electrical [c1].", both)              # in another order
+    assert choose.same_facts("Electrician,  sparkright electrical [c3]. Mobile "
+                             "07700 900731 [c1].", both)
