@@ -14,10 +14,10 @@ Rules, decided by code, not by the model:
 - The lines offered: the reader's units (sentence, list item, table row with its
   header, log entry with its date) of the kept notes, best evidence first, at most
   MAX_LINES and MAX_PROMPT_TOKENS. A question asking for a set, or a history, takes
-  them in turns across notes (each note's best line first). Numbered as LAYOUT says:
-  by score, the model's pull towards the first lines (docs/real-models.md) leans
-  towards the builtin reader's own pick; ASK_AGAIN asks once more in reverse order
-  when the two readers disagree, to tell the model's reading from that pull.
+  them in turns across notes (each note's best line first). Numbered by score, so the
+  model's pull towards the first lines (docs/real-models.md) leans towards the builtin
+  reader's own pick; ASK_AGAIN asks once more in reverse order when the two readers
+  disagree, to tell the model's reading from that pull.
 - Present mode: a line of a version superseded by another kept note is not offered; a
   chosen line whose value a newer dated note of another document replaces is overruled
   (extract's present-mode rule) and the trace says so. History mode: every version's
@@ -57,10 +57,6 @@ LINE_CHARS = 300                    # a longer line is shown cut (it is cited wh
 # Set by tools/choose_agree.py on the tuning splits: with the rig's 1.5B model on dev,
 # of 23 disagreements the reader alone was right in 9 and the model alone in none.
 ON_DISAGREEMENT = "reader"
-# How the offered lines are ordered: "score" (best evidence first, the builtin reader's
-# pick as line 1) or "notes" (each kept note's lines together, in retrieval order, each
-# note's lines as they stand in it). Chosen by tools/choose_agree.py on the tuning splits.
-LAYOUT = "score"
 # When the model's first line states other facts than the builtin reader's answer, ask
 # once more with the offered lines in reverse order: a line chosen in both orders is the
 # model's own reading, not the pull of a position (trace "again": the second first pick).
@@ -121,13 +117,6 @@ def by_turns(pool: list) -> list:
         k = turns[u.note["id"]] = turns.get(u.note["id"], -1) + 1
         ranked.append((k, i, u))
     return [u for _, _, u in sorted(ranked, key=lambda x: x[:2])]
-
-
-def arranged(lines: list, layout: str | None = None) -> list:
-    """The offered lines in the order they are numbered (see LAYOUT)."""
-    if (layout or LAYOUT) == "notes":
-        return sorted(lines, key=lambda u: (u.note["order"], u.at))
-    return list(lines)
 
 
 def _line(n: int, u) -> str:
@@ -284,7 +273,6 @@ class ChoosingWriter:
             return self.inner.write(messages, stage=stage, ledger=ledger)
         started = time.perf_counter()
         lines, units = offered(question, mode, notes)
-        lines = arranged(lines)
         builtin = extract.extract_answer(question, mode, notes)
         trace = {"writer": "choose", "offered": len(lines), "builtin": builtin}
         asked = self._ask(question, mode, lines) if lines else {"picks": [], "inp": 0,

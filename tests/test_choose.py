@@ -254,19 +254,8 @@ def test_the_trace_keeps_the_models_probability_for_its_first_line():
         w.last_trace["chosen"][0]))))
 
 
-def test_notes_layout_numbers_each_notes_lines_together_in_retrieval_order():
-    notes = extract.parse_prompt(messages("q", "any", *RATES)[-1]["content"])[2]
-    lines, _ = choose.offered("Where is the boat moored and what does fuel cost?", "any",
-                              notes)
-    laid = choose.arranged(lines, "notes")
-    assert sorted(map(id, laid)) == sorted(map(id, lines))
-    keys = [(u.note["order"], u.at) for u in laid]
-    assert keys == sorted(keys)
-    assert choose.arranged(lines, "score") == lines
-
-
 def test_asked_again_in_reverse_a_position_pull_is_not_the_models_reading(monkeypatch):
-    """A model that always replies line 1 picks two different lines in the two orders:
+    """A model that always replies with the last line picks two lines in the two orders:
     the reader's answer is shown; one that picks by content is shown under "again"."""
     monkeypatch.setattr(choose, "ASK_AGAIN", True)
     monkeypatch.setattr(choose, "ON_DISAGREEMENT", "again")
@@ -278,8 +267,7 @@ def test_asked_again_in_reverse_a_position_pull_is_not_the_models_reading(monkey
     text, _, _ = w.write(q)
     assert len(by_content.sent) == 2 and w.last_trace["again"] is True
     assert text.startswith("Fuel costs 90 a month") and w.last_trace["shown"] == "model"
-    monkeypatch.setattr(choose, "LAYOUT", "notes")    # line 1: not the reader's line
-    first = Model(lambda lines: [1])
+    first = Model(lambda lines: [len(lines)])          # always the last line shown
     w = choose.ChoosingWriter(first)
     text, _, _ = w.write(q)
     assert w.last_trace["again"] is False and text == reader_says
