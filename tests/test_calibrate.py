@@ -95,11 +95,17 @@ def test_the_verdict_ships_only_checked_answers_above_the_threshold(monkeypatch)
 
 def test_threshold_is_the_lowest_probability_with_the_precision_held_out():
     p, right = [0.9, 0.8, 0.7, 0.6, 0.5], [1, 1, 1, 0, 1]
-    assert fit_verdict.threshold(p, right, [True] * 5) == 0.7       # 3/3; 3/4 < 0.9
-    assert fit_verdict.threshold(p, right, [True] * 5, precision=0.8) == 0.5   # 4/5
-    assert fit_verdict.threshold(p, right, [True, True, True, False, True]) == 0.5
-    assert fit_verdict.threshold([0.9, 0.9], [1, 0], [True, True]) == fit_verdict.NEVER
-    assert fit_verdict.threshold([], [], []) == fit_verdict.NEVER
+    t = lambda *a, **k: fit_verdict.threshold(*a, **{"support": 1, **k})  # noqa: E731
+    assert t(p, right, [True] * 5) == 0.7                           # 3/3; 3/4 < 0.9
+    assert t(p, right, [True] * 5, precision=0.8) == 0.5            # 4/5
+    assert t(p, right, [True, True, True, False, True]) == 0.5
+    assert t([0.9, 0.9], [1, 0], [True, True]) == fit_verdict.NEVER
+    assert t([], [], []) == fit_verdict.NEVER
+    assert t(p, right, [True] * 5, support=4) == fit_verdict.NEVER  # 3/4, 4/5 < 0.9
+    assert t(p, right, [True] * 5, precision=0.8, support=4) == 0.5
+    ten = [1 - i / 100 for i in range(12)]
+    assert fit_verdict.threshold(ten, [0] + [1] * 11, [True] * 12) == ten[-1]  # 11/12
+    assert fit_verdict.threshold(ten[:9], [1] * 9, [True] * 9) == fit_verdict.NEVER
 
 
 def test_the_fit_recovers_a_known_model_and_scores_each_split_held_out():

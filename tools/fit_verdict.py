@@ -19,8 +19,9 @@ The procedure, all of it here:
 3. The threshold comes from held-out probabilities: each tuning split is scored by the
    model fitted on the other tuning splits. Among the rows whose checks passed, ordered by
    that probability, the threshold is the lowest probability at which the rows at or above
-   it are right at least calibrate.PRECISION of the time (the most answers shipped at that
-   precision); when no probability reaches it, the threshold is above 1: nothing SHIPs.
+   it, at least MIN_SUPPORT of them, are right at least calibrate.PRECISION of the time
+   (the most answers shipped at that precision); when no probability reaches it, the
+   threshold is above 1: nothing SHIPs.
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ import models  # noqa: E402
 
 RIDGE = 5.0          # on standardised features: ~200 rows, a dozen features
 NEVER = 1.01         # a threshold no probability reaches
+# The fewest held-out answers a threshold may rest on: 1 of 1 right says nothing of a 90%
+# precision, 9 of 10 says a little (ten is where one wrong answer already breaks 90%).
+MIN_SUPPORT = 10
 BEGIN, END = "# --- fitted by tools/fit_verdict.py", "# --- end of fitted constants"
 
 
@@ -145,15 +149,16 @@ def held_out(rows: list[dict], names=calibrate.FEATURES) -> np.ndarray:
     return p
 
 
-def threshold(p, right, passed, precision: float = calibrate.PRECISION) -> float:
-    """The lowest p at which the passed rows at or above it are right >= precision of
-    the time; NEVER when no such p exists."""
+def threshold(p, right, passed, precision: float = calibrate.PRECISION,
+              support: int = MIN_SUPPORT) -> float:
+    """The lowest p at which the passed rows at or above it, at least `support` of them,
+    are right >= precision of the time; NEVER when no such p exists."""
     order = sorted(((float(pi), bool(ri)) for pi, ri, ok in zip(p, right, passed) if ok),
                    reverse=True)
     best, k = NEVER, 0
     for n, (pi, ri) in enumerate(order, 1):
         k += ri
-        if k / n >= precision and (n == len(order) or order[n][0] < pi):
+        if n >= support and k / n >= precision and (n == len(order) or order[n][0] < pi):
             best = pi
     return best
 
