@@ -196,7 +196,8 @@ def decide(checks_passed: bool, p: float | None, backend: str) -> str:
 
 def calibrate(question: str, prompt: str, ver, kept: list, backend: str,
               readers_agree: bool | None = None, model_p: float | None = None) -> dict:
-    """{"features", "p", "threshold", "verdict", "why"} of a written, non-abstaining answer.
+    """{"features", "p", "threshold", "verdict", "why", "key"} of a written, non-abstaining
+    answer, judged by the calibration under key `backend` (key()).
     readers_agree: whether a model's chosen lines and the builtin reader stated the same
     facts (choose.py), which then stands for the feature (else: is the answer's line the
     reader's top line); model_p: the model's probability for its first chosen line."""

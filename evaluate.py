@@ -313,6 +313,7 @@ def score(q: dict, a: dict, variant: str) -> dict:
     answerable = q["answerable"] and bool(gold)   # retrieval metrics need gold files
     stages = [dict(s) for s in a.get("stages") or []]
     present = q["answerable"] and q["time_mode"] in ("present", "as_of")   # one version
+    cal = (a.get("checks") or {}).get("calibration") or {}
     return {
         "id": q["id"], "question": q["question"], "category": q["category"],
         "variant": variant,
@@ -320,8 +321,7 @@ def score(q: dict, a: dict, variant: str) -> dict:
         "abstained": abstained, "time_mode": a.get("time_mode"),
         "verdict": a.get("verdict"), "confidence": a.get("confidence"),
         "checks_passed": (a.get("checks") or {}).get("passed"),
-        "features": ((a.get("checks") or {}).get("calibration") or {}).get("features"),
-        "calibration_key": ((a.get("checks") or {}).get("calibration") or {}).get("key"),
+        "features": cal.get("features"), "calibration_key": cal.get("key"),
         "sources": _paths(a.get("sources")),
         "ranking": list(a.get("ranking") or []), "retrieved": list(a.get("retrieved") or []),
         "stages": stages, "answer_correct": answer_correct(q, a),
