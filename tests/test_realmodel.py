@@ -144,3 +144,21 @@ def test_a_chosen_line_is_cited_verbatim_from_its_note(answers):
             text = " ".join(f"{by_id[i]['text']} {by_id[i]['heading']}" for i in ids
                             if i in by_id)
             assert set(textkit.terms(body)) <= set(textkit.terms(text)), (q["id"], sentence)
+
+
+def test_the_chooser_keeps_the_models_probability_and_is_judged_by_its_own_calibration(
+        answers):
+    """The choosing request asks for logprobs: each chosen answer carries the model's
+    probability for its first line, and its verdict comes from the calibration keyed by
+    the model's digest (ollama@ and 12 hex digits), never the bare backend's."""
+    import re
+    chosen = []
+    for q, a in _answered(answers):
+        rows = [c["choose"] for c in a["calls"] if c.get("choose")]
+        if a["abstained"] or not rows or rows[-1].get("writer") != "choose":
+            continue
+        chosen.append(rows[-1].get("model_p"))
+        key = (a["checks"].get("calibration") or {}).get("key") or ""
+        assert re.fullmatch(r"ollama@[0-9a-f]{12}", key), (q["id"], key)
+    assert chosen and all(p is None or 0.0 < p <= 1.0 for p in chosen)
+    assert any(p is not None for p in chosen), "the server sent no logprobs"
