@@ -166,9 +166,8 @@ def first_pick_p(logprobs) -> float | None:
     """The model's probability for the first line number of its reply: the product over
     that number's digit tokens (None when the server sent no logprobs or no number)."""
     total, seen = 0.0, False
-    for e in logprobs or ():
-        tok = (e.get("token") if isinstance(e, dict) else getattr(e, "token", "")) or ""
-        lp = e.get("logprob") if isinstance(e, dict) else getattr(e, "logprob", None)
+    for e in logprobs or ():            # the ollama client's Logprob entries
+        tok, lp = e.token or "", e.logprob
         if not re.search(r"\d", tok) or lp is None:
             if seen:
                 break

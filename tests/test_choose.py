@@ -230,13 +230,14 @@ def test_first_pick_p_multiplies_the_digit_tokens_of_the_first_number_only():
             ("2", -0.1), (",", -0.3), (" ", -0.1), ("3", -2.0), ("]}", -0.01)]
     p = choose.first_pick_p([SimpleNamespace(token=t, logprob=lp) for t, lp in toks])
     assert p == pytest.approx(2.718281828 ** -0.6)
-    merged = [{"token": "[7", "logprob": -0.25}, {"token": "]", "logprob": -0.01}]
+    def entries(*pairs):
+        return [SimpleNamespace(token=t, logprob=lp) for t, lp in pairs]
+    merged = entries(("[7", -0.25), ("]", -0.01))
     assert choose.first_pick_p(merged) == pytest.approx(2.718281828 ** -0.25)
-    assert choose.first_pick_p([{"token": "[7]", "logprob": -1.0},
-                                {"token": "8", "logprob": -3.0}]) == pytest.approx(
+    assert choose.first_pick_p(entries(("[7]", -1.0), ("8", -3.0))) == pytest.approx(
         2.718281828 ** -1.0)
     assert choose.first_pick_p(None) is None
-    assert choose.first_pick_p([{"token": "[]", "logprob": -0.1}]) is None
+    assert choose.first_pick_p(entries(("[]", -0.1))) is None
 
 
 def test_the_trace_keeps_the_models_probability_for_its_first_line():
