@@ -22,7 +22,7 @@ import calendar
 import re
 from datetime import date, timedelta
 
-import textkit
+from verso import textkit
 
 M = textkit.MONTH_WORD
 DAY = r"(\d{1,2})(?:st|nd|rd|th)?"

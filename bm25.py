@@ -22,8 +22,8 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-import store
-import textkit
+from verso import store
+from verso import textkit
 
 K1 = 1.5                 # BM25 term-frequency saturation
 B = 0.75                 # BM25 length normalisation
@@ -323,7 +323,7 @@ def save_postings(index_dir, min_rows: int) -> int:
             and not (folder / f"{s['name']}.{BM25_META}").exists()]
     if not todo:
         return 0
-    import store_load
+    from verso import store_load
     index = store_load.load_index(folder)
     done = 0
     for s, seg in enumerate(index.segments):

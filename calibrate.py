@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import math
 
-import extract
-import reader
-import textkit
+from verso import extract
+from verso import reader
+from verso import textkit
 
 FEATURES = ("line_evidence", "margin", "line_named", "line_heading", "missing_in_note",
             "names_held", "relevance", "agreeing_notes", "cited_latest", "readers_agree",

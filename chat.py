@@ -24,6 +24,9 @@ it names every name and word of the follow-up's own (else the builtin rewrite is
 
 from __future__ import annotations
 
+if __name__ == "__main__":      # run as a program in a checkout: `verso` is this folder
+    import _checkout  # noqa: F401
+
 import argparse
 import calendar
 import json
@@ -31,10 +34,10 @@ import re
 import sys
 from pathlib import Path
 
-import harness
-import models
-import store
-import textkit
+from verso import harness
+from verso import models
+from verso import store
+from verso import textkit
 
 ABOUT_RE = re.compile(r"^(?:and|so|but|ok|okay)?[\s,]*(?:what|how) about\s+(.+?)[\s?.!]*$|"
                       r"^and\s+(?:the\s+)?(.+?)\?$", re.I)
@@ -213,7 +216,7 @@ def _command(line: str, conv: Conversation, last: dict | None) -> bool:
     elif cmd == "/cost":
         print(harness.render(last["trace"]).split("\n\n", 1)[-1].split("\ntime mode")[0])
     elif cmd == "/html" and arg:
-        import html_report
+        from verso import html_report
         html_report.save_trace(Path(arg), last["trace"].to_dict(),
                                Path(conv.index.manifest["vault"]))
         print(f"(trace written to {arg})")

@@ -35,10 +35,10 @@ import math
 import re
 import time
 
-import cost_ledger
-import extract
-from reader import analyse
-from textkit import count_tokens, number_keys
+from verso import cost_ledger
+from verso import extract
+from verso.reader import analyse
+from verso.textkit import count_tokens, number_keys
 
 CHOOSER_MODEL_PREFIX = "choose:"
 # The lines offered: as many as the 8-second target leaves room for. The 1.5B model on

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-import dating
+from verso import dating
 
 CHUNK_WORDS = 180                  # most words in one chunk
 MAX_WORD_CHARS = 200               # longer "words" (base64, minified code) are cut in pieces

@@ -25,7 +25,7 @@ import re
 import unicodedata
 from datetime import date, datetime, timedelta
 
-import textkit
+from verso import textkit
 
 HEADER_LINES = 15                  # body lines searched for an "Updated: ..." line
 

@@ -15,8 +15,8 @@ from array import array
 
 import numpy as np
 
-import cost_ledger
-import textkit
+from verso import cost_ledger
+from verso import textkit
 
 EMBED_DIM = 384          # hashed feature buckets (one float32 row per chunk)
 NGRAM_RANGE = (3, 5)     # character n-grams of each term, with boundary marks

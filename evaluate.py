@@ -15,23 +15,26 @@ Latency percentiles use the nearest-rank method: p-th = sorted[ceil(p/100 * n) -
 
 from __future__ import annotations
 
+if __name__ == "__main__":      # run as a program in a checkout: `verso` is this folder
+    import _checkout  # noqa: F401
+
 import argparse
 import hashlib
 import json
 import math
-import os
 import re
 import subprocess
 import sys
 import unicodedata
 from pathlib import Path
 
-import models
-import scorecard
-import selective
-import store
-import store_load
-import textkit
+import verso
+from verso import models
+from verso import scorecard
+from verso import selective
+from verso import store
+from verso import store_load
+from verso import textkit
 
 FORMAT = 1
 FIELDS = {"id": str, "question": str, "category": str, "time_mode": str, "answer": str,
@@ -171,7 +174,7 @@ def load_conversations(path, vault) -> dict:
 def run_conversations(convs: dict, idx, be) -> list[dict]:
     """Each conversation through chat.Conversation: one scored record per turn, with
     the rewrite and whether it kept the referent (follow-ups only)."""
-    import chat
+    from verso import chat
     out = []
     for cid, turns in convs.items():
         conv = chat.Conversation(idx, be)
@@ -202,7 +205,7 @@ def summarise_conversations(records) -> dict:
 def _run_conversations(args, argv) -> int:
     vault = Path(args.vault)
     convs = load_conversations(args.conversations, vault)
-    import harness
+    from verso import harness
     try:
         idx, be = harness.load(index=str(_index_dir(args, vault)), vault=vault,
                                backend=args.backend, judge=args.judge, writer=args.writer)
@@ -294,7 +297,7 @@ def mcnemar(wins: int, losses: int) -> float:
 def numbers_cited(a: dict) -> bool:
     """Every number of every sentence of the answer stands in a source the sentence cites
     (its text, heading, path or date); an "On YYYY-MM-DD:" lead is not a claim."""
-    import generate   # only scoring needs it; --check and --compare stay light
+    from verso import generate   # only scoring needs it; --check and --compare stay light
     by_id = {f"c{i}": s for i, s in enumerate(a.get("sources") or [], 1)
              if isinstance(s, dict)}
     for sentence, ids in generate.parse_citations(a.get("answer") or ""):
@@ -556,12 +559,12 @@ def _index_dir(args, vault: Path) -> Path:
     if args.index or args.out:
         return Path(args.index) if args.index else Path(args.out) / "index"
     tag = hashlib.sha256(str(vault.resolve()).encode()).hexdigest()[:10]
-    return Path(os.environ.get("VERSO_HOME", ".verso")) / "eval" / f"{vault.name}-{tag}"
+    return store.home() / "eval" / f"{vault.name}-{tag}"
 
 
 def _open_pipeline(vault: Path, index_dir: Path, args):
     """ask(question, **variant) bound to one loaded index and backend (lazy imports)."""
-    import harness
+    from verso import harness
     try:
         idx, be = harness.load(index=str(index_dir), vault=vault, backend=args.backend,
                                judge=args.judge, writer=args.writer)
@@ -596,33 +599,54 @@ def _setup(args) -> tuple[list, list, Path]:
     return variants, [p for p in pairs if f"{p[0]}:{p[1]}" not in bad], index_dir
 
 
-def _run(args, argv) -> int:
-    variants, pairs, index_dir = _setup(args)
+def _evaluate(args, setup, on_answer=None, progress=None):
+    """(result, records, backend) of the question set args.questions; setup: _setup's."""
+    variants, pairs, index_dir = setup
     vault, qpath = Path(args.vault), Path(args.questions)
     questions = load_questions(qpath)
     ask, be = _open_pipeline(vault, index_dir, args)
-    pages = None
-    if args.html:
-        import html_report
-        pages = html_report.TracePages(Path(args.html), vault)
     records = []
     for v in variants:
-        records += run_variant(questions, ask, v, progress=_progress, on_answer=pages)
-    _progress("")
+        records += run_variant(questions, ask, v, progress=progress, on_answer=on_answer)
     result = {"variants": {v: summarise([r for r in records if r["variant"] == v])
                            for v in variants},
               "pairs": [paired(records, a, b, m) for a, b in pairs for m in PAIR_METRICS],
               "questions": str(qpath), "n_questions": len(questions),
               "questions_sha256": hashlib.sha256(qpath.read_bytes()).hexdigest(),
               "vault": str(vault.resolve()), "backend": getattr(be, "name", str(be))}
+    return result, records, be
+
+
+def run_set(questions, vault, *, index=None, backend="builtin", variants=("full",),
+            judge=None, writer=None) -> dict:
+    """A question set's figures, for a notebook (`verso.evaluate(FILE, vault=DIR)`): the
+    summary per variant, the McNemar pairs, and every scored record under "records"."""
+    argv = ["--questions", str(questions), "--vault", str(vault), "--backend", backend,
+            "--variant", *variants] + (["--index", str(index)] if index else [])
+    args = _parser().parse_args(argv + (["--judge", judge] if judge else [])
+                                + (["--writer", writer] if writer else []))
+    result, records, _ = _evaluate(args, _setup(args))
+    return dict(result, records=records)
+
+
+def _run(args, argv) -> int:
+    setup, pages = _setup(args), None
+    if args.html:
+        from verso import html_report
+        pages = html_report.TracePages(Path(args.html), Path(args.vault))
+    result, records, be = _evaluate(args, setup, pages, _progress)
+    index_dir = setup[2]
+    _progress("")
+    qpath = Path(args.questions)
     print(json.dumps(result, indent=1) if args.json else scorecard.render(result))
     if fails := [r for r in records if r.get("error")]:
         print(f"warning: {len(fails)} of {len(records)} answers failed and were scored "
               f"wrong (first: {fails[0]['variant']} {fails[0]['id']}: {fails[0]['error']})",
               file=sys.stderr)
     if args.out:
-        import generate
-        config = {"backend": result["backend"], "judge": args.judge, "variants": variants,
+        from verso import generate
+        config = {"backend": result["backend"], "judge": args.judge,
+                  "variants": list(result["variants"]),
                   "backend_note": getattr(be, "note", ""), "writer": getattr(getattr(
                       be, "writer", None), "model", "builtin"),
                   "prompt_form": generate.PROMPT_FORM,
@@ -631,7 +655,7 @@ def _run(args, argv) -> int:
                   "index": str(index_dir), "git_commit": _git_commit()}
         save_run(Path(args.out), records, result, argv, config)
     if pages:
-        pages.save_index(result, records, questions)
+        pages.save_index(result, records, load_questions(qpath))
     return 0
 
 
@@ -666,6 +690,8 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
+
+verso.call_as(__name__, run_set)     # verso.evaluate(FILE, vault=DIR) in a notebook
 
 if __name__ == "__main__":
     sys.exit(main())

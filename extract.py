@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import cost_ledger
-from reader import (VALUE_RES, W_LATEST, W_RANK, Ask, Scorer, analyse, evidence, holds,
+from verso import cost_ledger
+from verso.reader import (VALUE_RES, W_LATEST, W_RANK, Ask, Scorer, analyse, evidence, holds,
                     label, match, sigmoid, value_tokens, weights_for)
-from textkit import (INSTRUCTION_RE, KEY_RE, STOPWORDS, TOKEN_RE, count_tokens,
+from verso.textkit import (INSTRUCTION_RE, KEY_RE, STOPWORDS, TOKEN_RE, count_tokens,
                      evidence_terms, number_key, number_keys, split_units, terms)
 # Extractive: reads the prompt generate.build_messages writes (the format constants live
 # here so that models never imports a stage module), cites the reader's best units.

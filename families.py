@@ -25,7 +25,7 @@ import zlib
 from collections import defaultdict
 from pathlib import Path
 
-import dating
+from verso import dating
 
 NEAR_COPY_JACCARD = 0.9            # word 5-shingle similarity of a near-copy
 SHINGLE = 5

@@ -34,9 +34,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-import textkit
-import reader
-import extract
+from verso import textkit
+from verso import reader
+from verso import extract
 
 ABSTAIN = extract.ABSTAIN_SENTENCE
 MAX_SENTENCES = extract.MAX_SENTENCES

@@ -12,6 +12,9 @@ Not: any ranking, filtering or writing logic of its own; each stage lives in its
 
 from __future__ import annotations
 
+if __name__ == "__main__":      # run as a program in a checkout: `verso` is this folder
+    import _checkout  # noqa: F401
+
 import argparse
 import json
 import os
@@ -20,29 +23,29 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import asof
-import calibrate
-import filecols
-import generate
-import textkit
-import ingest
-import models
-import reader
-import cost_ledger
-import rerank as rerank_stage
-import retrieve
-import route as route_stage
-import store
-import registry
-import store_load
-import unsure
-import vault_walk
-import verify as verify_stage
-import version
+from verso import asof
+from verso import calibrate
+from verso import filecols
+from verso import generate
+from verso import textkit
+from verso import ingest
+from verso import models
+from verso import reader
+from verso import cost_ledger
+from verso import rerank as rerank_stage
+from verso import retrieve
+from verso import route as route_stage
+from verso import store
+from verso import registry
+from verso import store_load
+from verso import unsure
+from verso import vault_walk
+from verso import verify as verify_stage
+from verso import version
 
-SAMPLE_VAULT = Path(__file__).resolve().parent / "sample-vault"
-SAMPLE_NOTICE = ("answering from the bundled sample vault; index your own notes with "
-                 "`python ingest.py PATH`")
+SAMPLE_VAULT = store.data_path("sample-vault")
+SAMPLE_NOTICE = ("answering from the bundled sample vault, not your notes: index yours with "
+                 "`verso ingest NOTES`")
 STAGES = ("route", "retrieve", "version-filter", "rerank", "generate", "verify", "calibrate")
 MAX_REGISTRY_ROWS = 12   # rows one registry answer cites (the writer's notes are 5)
 MAX_QUESTION_CHARS = 4000   # longer questions are cut here (embedding and prompts stay bounded)
@@ -94,11 +97,11 @@ class Answer:
 
     def to_html(self, gold=()) -> str:
         """A self-contained HTML page of every stage (html_report.py)."""
-        import html_report
+        from verso import html_report
         return html_report.trace_page(self.to_dict(), gold=gold)
 
     def _repr_html_(self) -> str:
-        import html_report
+        from verso import html_report
         return html_report.trace_fragment(self.to_dict())
 
 
@@ -144,24 +147,29 @@ def _score(c) -> float:
     return c.relevance if c.relevance is not None else c.fused
 
 
-def resolve_vault(index=None, vault=None) -> tuple[Path | None, str | None]:
-    """(the vault to refresh the index from, or None to answer from the index as it is;
-    a one-line warning or None). The vault given; else the one the index was built
-    from; else, when the default index does not exist yet, the sample vault. Whenever
-    the sample vault is used because no vault was given, the warning says so. An
-    --index folder that holds no index, with no --vault, is an error (ValueError)."""
+def resolve(index=None, vault=None) -> tuple[Path, Path | None, list[str]]:
+    """(the index dir; the vault to refresh it from, or None to answer from the index as
+    it is; one-line notes for stderr). The index: `index`, else the default (the one
+    ingested last: store.find_index). The vault: `vault`, else the one the index was
+    built from; else, when no index exists at all, the sample vault, indexed apart in
+    home/sample, and a note saying so. An `index` folder that holds no index, with no
+    `vault`, is an error (ValueError)."""
+    d, note = (Path(index).expanduser(), None) if index is not None else store.find_index()
+    notes = [note] if note else []
     if vault is not None:
-        return Path(vault), None
-    built = store_load.built_from(index)
+        return d, Path(vault), notes
+    built = store_load.built_from(d)
     if built is None:
         if index is not None:
-            raise ValueError(f"no index in {index}: build one with `python ingest.py "
-                             f"NOTES --index {index}`, or pass --vault NOTES")
-        return SAMPLE_VAULT, SAMPLE_NOTICE
+            raise ValueError(f"no index in {index}: build one with `verso ingest NOTES "
+                             f"--index {index}`, or pass --vault NOTES")
+        return store.home() / store.SAMPLE_NAME, SAMPLE_VAULT, notes + [SAMPLE_NOTICE]
     folder, created = built
     if Path(folder).is_dir():
-        return Path(folder), SAMPLE_NOTICE if Path(folder) == SAMPLE_VAULT else None
-    return None, f"vault {folder} not found: answering from the index built on {created[:10]}"
+        return d, Path(folder), notes + ([SAMPLE_NOTICE] if Path(folder) == SAMPLE_VAULT
+                                         else [])
+    return d, None, notes + [f"vault {folder} not found: answering from the index built "
+                             f"on {created[:10]}"]
 
 
 def from_sample(idx) -> bool:
@@ -171,36 +179,36 @@ def from_sample(idx) -> bool:
 
 def load(index=None, vault=None, backend="auto", judge=None, rebuild=False, writer=None):
     """(Index, Backend) for a question; the index is brought up to date from its vault
-    first (see resolve_vault for which vault).
+    first (see resolve for which index and vault).
 
     The backend is chosen first, so the index is built with its embedder; queries are
     then always embedded by the embedder the index was built with."""
-    folder = None
+    d = folder = None
     if not isinstance(index, store_load.Index):
-        folder, warning = resolve_vault(index, vault)
-        if warning:
-            print(warning, file=sys.stderr)
+        d, folder, notes = resolve(index, vault)
+        for note in notes:
+            print(note, file=sys.stderr)
     be = backend if isinstance(backend, models.Backend) else models.load_backend(
-        backend, judge=judge, timeout=_config_timeout(index, folder), writer=writer)
+        backend, judge=judge, timeout=_config_timeout(d, folder), writer=writer)
     if isinstance(index, store_load.Index):
         idx = index
     else:
         if folder is None:
-            idx = store_load.load_index(index, None if be.name == "builtin" else be)
+            idx = store_load.load_index(d, None if be.name == "builtin" else be)
         else:
             if vault is not None and not rebuild:   # a vault read from the index is its own
-                _same_vault(Path(index) if index else store.default_index_dir(), folder)
-            idx = ingest.refresh(folder, index_dir=index, rebuild=rebuild, backend=be)
+                _same_vault(d, folder)
+            idx = ingest.refresh(folder, index_dir=d, rebuild=rebuild, backend=be)
     be.embedder = idx.embedder
     return idx, be
 
 
-def _config_timeout(index, folder) -> float | None:
+def _config_timeout(index_dir, folder) -> float | None:
     """`timeout` of the vault's config (the one its index keeps), unless --timeout or
     $VERSO_OLLAMA_TIMEOUT set one: those come first."""
     if folder is None or os.environ.get(models.TIMEOUT_ENV):
         return None
-    d = Path(index or store.default_index_dir()).expanduser().resolve()
+    d = Path(index_dir).expanduser().resolve()
     folder = Path(folder).expanduser().resolve()
     cfg, _ = vault_walk.load_config(folder, ingest.kept_config(d, folder))
     return cfg.get("timeout")
@@ -398,7 +406,8 @@ def _abstain(out: Answer, clock: _Clock, reason: str, kept=()) -> Answer:
 def render(a: Answer) -> str:
     """The human report: what to read (and where to look when unsure), stage table,
     total, sources, verdict."""
-    lines = [a.shown or a.answer]
+    lines = [f"({SAMPLE_NOTICE})"] if a.sample_vault else []
+    lines.append(a.shown or a.answer)
     lines += [f"  [{x['id']}] {x['path']} ({x['date']}): {' '.join(x['line'].split())[:110]}"
               for x in a.look_at]
     lines.append("")
@@ -470,7 +479,7 @@ def main(argv=None) -> int:
         return 2
     print(json.dumps(a.to_dict(), indent=1) if args.json else render(a))
     if args.html:
-        import html_report
+        from verso import html_report
         try:
             html_report.save_trace(Path(args.html), a.to_dict(),
                                    Path(idx.manifest["vault"]))

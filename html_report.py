@@ -22,12 +22,12 @@ import re
 from pathlib import Path
 from urllib.parse import quote
 
-import cost_ledger
-import generate
-import rerank
-import scorecard
-import store
-import verify
+from verso import cost_ledger
+from verso import generate
+from verso import rerank
+from verso import scorecard
+from verso import store
+from verso import verify
 
 VERDICT_COLOURS = {"SHIP": "#1e7b34", "ESCALATE": "#b35c00", "ABSTAIN": "#5a6270"}
 VARIANT_COLOURS = ("#3b6fb6", "#d08a2c", "#4c9a5a", "#b0483e", "#7d5ba6", "#5a8f97")

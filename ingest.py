@@ -22,6 +22,9 @@ Rules, decided by code:
 
 from __future__ import annotations
 
+if __name__ == "__main__":      # run as a program in a checkout: `verso` is this folder
+    import _checkout  # noqa: F401
+
 import argparse
 import gc
 import hashlib
@@ -36,18 +39,19 @@ from pathlib import Path
 
 import numpy as np
 
-import bm25
-import embedder
-import chunking
-import dating
-import families
-import filecols
-import models
-import registry
-import store
-import store_load
-import textkit
-import vault_walk
+import verso
+from verso import bm25
+from verso import embedder
+from verso import chunking
+from verso import dating
+from verso import families
+from verso import filecols
+from verso import models
+from verso import registry
+from verso import store
+from verso import store_load
+from verso import textkit
+from verso import vault_walk
 
 MERGE_SEGMENTS = 4                 # more delta segments than this: they are merged into one
 MERGE_SHARE = 0.25                 # delta + tombstoned rows above this share of the live
@@ -439,6 +443,18 @@ def build_index(vault, index_dir=None, config=None, rebuild=False, backend=None,
     return _build(vault, index_dir, config, rebuild, backend, progress, keep=keep)[0]
 
 
+def ingest_notes(vault, index=None, config=None, rebuild=False, backend="builtin",
+                 progress=None) -> dict:
+    """What `verso ingest NOTES` does, for a notebook too (`verso.ingest(NOTES)`): index
+    the vault (into the default index, home/index, unless `index` names one), write its
+    BM25 postings, and make that index the default of every question. The summary."""
+    s = build_index(vault, index or store.home() / store.INDEX_NAME, config, rebuild,
+                    backend=backend, progress=progress, keep=_AT_EXIT)
+    bm25.save_postings(s["index"], POSTINGS_AT_INGEST)
+    store.remember(s["index"])
+    return s
+
+
 def refresh(vault, index_dir=None, config=None, rebuild=False, backend=None,
             current=None) -> store_load.Index:
     """The vault's index, brought up to date and loaded: the index build_index already
@@ -695,7 +711,9 @@ class _Meter:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="ingest.py", description="Index a folder of notes.")
     p.add_argument("vault", help="folder of .md/.txt notes")
-    p.add_argument("--index", help="index dir (default $VERSO_HOME or ./.verso)")
+    p.add_argument("--index", help="index dir (default: the index in Verso's home, "
+                   "$VERSO_HOME or ~/.local/share/verso); the last one ingested is the "
+                   "default of every question")
     p.add_argument("--config", help="vault config (default VAULT/verso.toml)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--rebuild", action="store_true", help="re-fit and re-embed everything")
@@ -711,9 +729,7 @@ def main(argv=None) -> int:
     meter = None if a.quiet or not sys.stderr.isatty() else _Meter(sys.stderr)
     try:
         models.use_timeout(a.timeout)
-        s = build_index(a.vault, a.index, a.config, a.rebuild, backend=a.backend,
-                        progress=meter, keep=_AT_EXIT)
-        bm25.save_postings(s["index"], POSTINGS_AT_INGEST)
+        s = ingest_notes(a.vault, a.index, a.config, a.rebuild, a.backend, meter)
         if a.files:
             s["files"] = file_listing(store_load.load_index(s["index"]).files)
     except (ValueError, store.IndexProblem, store.IndexBusy, models.BackendError, OSError) as e:
@@ -730,6 +746,8 @@ def main(argv=None) -> int:
         print(_human(s) + (f"\n\n{_files_table(s['files'])}" if a.files else ""))
     return 0
 
+
+verso.call_as(__name__, ingest_notes)     # verso.ingest(NOTES) in a notebook
 
 if __name__ == "__main__":
     run_cli(main)

@@ -18,6 +18,9 @@ mcp_tools.guard checks every path and note URI again right before a reply is wri
 
 from __future__ import annotations
 
+if __name__ == "__main__":      # run as a program in a checkout: `verso` is this folder
+    import _checkout  # noqa: F401
+
 import argparse
 import json
 import sys
@@ -25,12 +28,12 @@ import traceback
 from importlib import metadata
 from pathlib import Path
 
-import harness
-import ingest
-import mcp_tools
-import models
-import store
-import store_load
+from verso import harness
+from verso import ingest
+from verso import mcp_tools
+from verso import models
+from verso import store
+from verso import store_load
 
 HANDSHAKE_VERSIONS = ("2025-06-18", "2025-11-25")    # initialize; oldest first
 MODERN_VERSIONS = ("2026-07-28",)                    # per-request _meta envelope
@@ -332,19 +335,19 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:    # as the harness: --vault, else the index's own vault, else the sample vault
         models.use_timeout(args.timeout)
-        vault, warning = harness.resolve_vault(args.index, args.vault)
+        index, vault, notes = harness.resolve(args.index, args.vault)
     except (ValueError, store.IndexProblem, models.BackendError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     vault = vault.expanduser().resolve() if vault else None
     if args.mcp_check:
-        import mcp_check
+        from verso import mcp_check
         return mcp_check.run(vault, args)
     if vault and not vault.is_dir():
         print(f"error: vault {vault} is not a folder: pass --vault DIR", file=sys.stderr)
         return 2
-    if warning:
-        print(warning, file=sys.stderr)
+    for note in notes:
+        print(note, file=sys.stderr)
     try:
         be = models.load_backend(args.backend, judge=args.judge)
     except models.BackendError as e:
@@ -353,7 +356,7 @@ def main(argv=None) -> int:
     print(f"verso mcp: serving {vault or 'the index as it is'} on stdio ({be.note})",
           file=sys.stderr)
     try:
-        return serve(Server(vault, args.index, be))
+        return serve(Server(vault, index, be))
     except KeyboardInterrupt:
         return 130
 

@@ -16,14 +16,14 @@ import sys
 from pathlib import Path
 from urllib.parse import quote, unquote
 
-import asof
-import filecols
-import harness
-import registry
-import retrieve
-import route
-import vault_walk
-import version
+from verso import asof
+from verso import filecols
+from verso import harness
+from verso import registry
+from verso import retrieve
+from verso import route
+from verso import vault_walk
+from verso import version
 
 INDEX_URI, NOTE_URI = "verso://index", "verso://note/"
 OPEN_LINE = '[folders.{}] privacy = "shareable"'

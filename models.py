@@ -22,11 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import choose
-import cost_ledger
-import embedder
-import extract
-import reader
+from verso import choose
+from verso import cost_ledger
+from verso import embedder
+from verso import extract
+from verso import reader
 
 
 class BackendError(Exception):
@@ -235,7 +235,7 @@ class OllamaEmbedder:
                 raise BackendError(
                     f"Ollama model {self.model} sent {len(r.embeddings)} vectors of "
                     f"{bad.pop() if bad else self._dim} dimensions for {len(batch)} texts, "
-                    f"expected {self._dim}: if the model changed, run `python ingest.py "
+                    f"expected {self._dim}: if the model changed, run `verso ingest "
                     "VAULT --rebuild`")
             rows.extend(r.embeddings)
             tokens += r.prompt_eval_count or 0

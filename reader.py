@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import cost_ledger
-from textkit import (DAY_WORD, KEY_RE, MONTH_WORD, STOPWORDS, TOKEN_RE, count_tokens,
+from verso import cost_ledger
+from verso.textkit import (DAY_WORD, KEY_RE, MONTH_WORD, STOPWORDS, TOKEN_RE, count_tokens,
                      evidence_terms, month_term, number_keys, split_units, stem, terms,
                      tokenize)
 # (the builtin judge and writer; tools/fit_reader.py fits their weights on the dev split)

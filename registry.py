@@ -20,11 +20,11 @@ from __future__ import annotations
 import json
 import re
 
-import dating
-import models
-import retrieve
-import textkit
-import vault_walk
+from verso import dating
+from verso import models
+from verso import retrieve
+from verso import textkit
+from verso import vault_walk
 
 STATUSES = ("active", "paused", "done", "abandoned", "planned", "unknown")
 WORDS = {   # each status and the words people write for it, longest first when matching

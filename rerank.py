@@ -20,8 +20,8 @@ from dataclasses import replace
 
 import numpy as np
 
-import models
-import bm25
+from verso import models
+from verso import bm25
 
 RELEVANCE_THRESHOLD = 0.5   # calibrated P(helps answer); below it for all kept -> abstain
 KEEP = 5

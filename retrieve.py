@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import bm25
-import filecols
-import store_load
+from verso import bm25
+from verso import filecols
+from verso import store_load
 
 RRF_K = 60               # reciprocal rank fusion: 1 / (RRF_K + rank), rank 1-based
 DEFAULT_K = 20           # fused candidates returned (before link expansion)
@@ -258,7 +258,7 @@ def closest_chunk(index, qvec, chunk_ids) -> int:
 def _check_query(index, qvec, method, k, expand_links):
     if not len(index.chunks):
         raise ValueError("the index is empty (no chunks): add markdown notes to the vault "
-                         "and run `python ingest.py VAULT --rebuild`")
+                         "and run `verso ingest VAULT --rebuild`")
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}: use one of {', '.join(METHODS)}")
     if k < 1:
@@ -271,7 +271,7 @@ def _check_query(index, qvec, method, k, expand_links):
     if qvec.shape[0] != index.vectors.shape[1]:
         raise ValueError(f"query vector has dim {qvec.shape[0]} but the index has "
                          f"{index.vectors.shape[1]}: embed with the index's embedder "
-                         "or rebuild with `python ingest.py VAULT --rebuild`")
+                         "or rebuild with `verso ingest VAULT --rebuild`")
     return qvec
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 
-import asof
+from verso import asof
 
 SMALL_TALK_RE = re.compile(
     r"\b(?:hi|hello|hey|hiya|howdy|yo|good (?:morning|afternoon|evening|night)|"

@@ -10,7 +10,7 @@ Not: scoring or running questions (evaluate.py), HTML (html_report.py).
 
 from __future__ import annotations
 
-import textkit
+from verso import textkit
 
 TABLE = (("found@5", "source_found_at5"), ("recall@10", "recall_all_at10"),
          ("MRR", "mrr"), ("correct", "answer_correct"), ("current", "current_correct"),

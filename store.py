@@ -2,7 +2,7 @@
 
 In:  the pieces of one ingest (a note's rows: vectors, texts, headings, dates), the
      manifest and file records to write; an index dir.
-Out: an index dir (--index, else $VERSO_HOME, else ./.verso) of immutable segments
+Out: an index dir (--index, else the default: find_index) of immutable segments
      (vectors, texts, per-row metadata of whole notes), the file records and a manifest
      naming the live segments and the tombstoned notes in each (format FORMAT; see "on
      disk" below). A commit writes the new files under new names, then replaces the
@@ -22,10 +22,12 @@ import itertools
 import json
 import os
 import re
+import sys
 import time
 import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +44,10 @@ INDEX_FILE_RE = re.compile(   # every name an index dir may hold besides lock (s
     r"|manifest\.json|files\.json|chunks\.json"
     r"|vectors\.npy|idf\.npy|bm25\.npz|bm25_vocab\.json|.+\.prev|\..+\.tmp-[\d-]+)$")
 _TMP_IDS = itertools.count()
+INDEX_NAME = "index"               # home/index: the index of `verso ingest NOTES` without --index
+SAMPLE_NAME = "sample"             # home/sample: the bundled sample vault's index
+DEFAULT_FILE = "default-index.json"   # home/default-index.json: the index ingested last
+LOCAL_INDEX = ".verso"             # where Verso before 0.2 built an index: the current folder
 
 
 class IndexProblem(Exception):
@@ -52,28 +58,74 @@ class IndexBusy(RuntimeError):
     """Another live ingest holds the index lock."""
 
 
+def home() -> Path:
+    """Where Verso keeps its state (indexes, the default's name, evaluation indexes):
+    $VERSO_HOME, else the platform's user data folder (~/.local/share/verso on Linux,
+    $XDG_DATA_HOME/verso where set; ~/Library/Application Support/verso on macOS;
+    %LOCALAPPDATA%\\verso on Windows)."""
+    if set_home := os.environ.get("VERSO_HOME"):
+        return Path(set_home).expanduser()
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local"
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    else:
+        base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(base).expanduser() / "verso"
+
+
+def data_path(name: str) -> Path:
+    """A file or folder shipped inside the package (the sample vault, the splits' vaults
+    and questions, the Modelfile), wherever it is installed."""
+    return Path(str(resources.files("verso") / name))
+
+
+def _has_index(d: Path) -> bool:
+    return (d / "manifest.json").is_file()
+
+
+def remembered() -> Path | None:
+    """The index ingested last (home/DEFAULT_FILE), when it still holds an index."""
+    try:
+        data = json.loads((home() / DEFAULT_FILE).read_bytes())
+        d = Path(data["index"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return d if _has_index(d) else None
+
+
+def remember(index_dir) -> None:
+    """Make index_dir the default of every question asked without --index."""
+    h = home()
+    h.mkdir(parents=True, exist_ok=True)
+    write_atomic(h / DEFAULT_FILE, json_bytes(
+        {"format": 1, "index": str(Path(index_dir).expanduser().resolve())}))
+
+
+def find_index() -> tuple[Path, str | None]:
+    """(the index a question without --index uses, a one-line note or None): the index
+    ingested last; else home/index (or $VERSO_HOME itself where an older Verso built the
+    index there); else, with $VERSO_HOME unset, ./.verso built by an older Verso in the
+    current folder, which then becomes the default (so the note is said once); else
+    home/index, which holds no index yet (the caller falls back to the sample)."""
+    if (d := remembered()) is not None:
+        return d, None
+    h = home()
+    for d in (h / INDEX_NAME, h):
+        if _has_index(d):
+            return d, None
+    local = Path.cwd() / LOCAL_INDEX
+    if not os.environ.get("VERSO_HOME") and _has_index(local):
+        remember(local)
+        return local, (f"using the index in {local} (built here by an earlier Verso); it is "
+                       f"now the default wherever you ask from")
+    return h / INDEX_NAME, None
+
+
 def default_index_dir() -> Path:
-    """$VERSO_HOME if set, else ./.verso under the current directory."""
-    home = os.environ.get("VERSO_HOME")
-    return Path(home).expanduser() if home else Path.cwd() / ".verso"
+    """The index of a question or an ingest given no --index (see find_index)."""
+    return find_index()[0]
 
-
-# --------------------------------------------------------------------- on disk
-#
-# index_dir/manifest.json names everything live and is replaced last (atomically):
-#   s<N>.vectors.npy  a segment: float32 [rows, dim], one row per chunk of whole notes
-#   s<N>.rows.npy     per row: end offset of its text in s<N>.text, crc32, sha256 (hash)
-#   s<N>.text         the rows' texts, UTF-8, back to back (read only when asked for)
-#   s<N>.chunks.json  per row heading, section_date, entry_latest; per note [path, row, n]
-#   s<N>.bm25-*       the segment's BM25 postings and its tombstones' document
-#                     frequencies (retrieve.py, on the first question)
-#   g<N>.files.cols   the base of the file records, by column (filecols.py);
-#                     g<N>.delta.json the records now, as positions in the base or the
-#                     records that differ (ingest._files_out)
-#   e<N>.idf.npy      the builtin embedder's IDF
-# A segment is never rewritten: an ingest writes new files, then the manifest, whose
-# "dead" lists the notes of each segment replaced or deleted since (tombstones). Files
-# no manifest names are removed after the commit, or by the next ingest (under the lock).
 
 def json_bytes(obj) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")

@@ -24,11 +24,11 @@ from pathlib import Path
 
 import numpy as np
 
-import embedder
-import chunking
-import filecols
-import models
-import store
+from verso import embedder
+from verso import chunking
+from verso import filecols
+from verso import models
+from verso import store
 
 LOAD_TRIES = 3                     # load_index re-reads a manifest a commit replaced meanwhile
 
@@ -56,7 +56,7 @@ def _line(e: Exception) -> str:
 def _fix(index_dir: Path, vault=None) -> str:
     default = index_dir == store.default_index_dir().resolve()
     extra = "" if default else f" --index {shlex.quote(str(index_dir))}"
-    return f"python ingest.py {shlex.quote(vault) if vault else 'VAULT'}{extra} --rebuild"
+    return f"verso ingest {shlex.quote(vault) if vault else 'VAULT'}{extra} --rebuild"
 
 
 def _read_json(index_dir: Path, name: str, key: str, vault=None):
@@ -88,7 +88,7 @@ def built_from(index_dir=None) -> tuple[str, str] | None:
         return str(manifest["vault"]), str(manifest.get("created") or "an unknown date")
     except (OSError, ValueError, KeyError, TypeError):
         raise store.IndexProblem(f"the index in {d} is damaged and does not say which vault it "
-                                 f"was built from: run python ingest.py YOUR_NOTES --index {d} "
+                                 f"was built from: run verso ingest YOUR_NOTES --index {d} "
                                  f"--rebuild") from None
 
 
@@ -263,7 +263,7 @@ def load_index(index_dir=None, backend=None) -> Index:
     non-builtin index. An ingest that commits meanwhile is followed to its new manifest."""
     d = Path(index_dir or store.default_index_dir()).expanduser().resolve()
     if not (d / "manifest.json").exists():
-        raise store.IndexProblem(f"no index in {d}: run python ingest.py VAULT"
+        raise store.IndexProblem(f"no index in {d}: run verso ingest VAULT"
                                  + ("" if d == store.default_index_dir().resolve()
                                     else f" --index {d}"))
     for attempt in range(LOAD_TRIES):

@@ -13,10 +13,10 @@ Not: deciding the verdict (verify, calibrate) or changing the answer text itself
 
 from __future__ import annotations
 
-import extract
-import generate
-import reader
-import textkit
+from verso import extract
+from verso import generate
+from verso import reader
+from verso import textkit
 
 LOOK_AT = 3              # notes listed under an abstention
 UNSURE = "Not sure — check {ids}: "

@@ -22,7 +22,7 @@ import stat
 import tomllib
 from pathlib import Path
 
-import dating
+from verso import dating
 
 MAX_FILE_BYTES = 5 * 1024 * 1024   # larger notes are skipped ("too large")
 TEXT_EXTS = (".md", ".txt")

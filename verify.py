@@ -29,13 +29,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-import generate
-import models
-import textkit
-import reader
-import extract
-import rerank
-import version
+from verso import generate
+from verso import models
+from verso import textkit
+from verso import reader
+from verso import extract
+from verso import rerank
+from verso import version
 
 SUPPORT_THRESHOLD = 0.5
 ANSWER_THRESHOLD = rerank.RELEVANCE_THRESHOLD   # a newer note "answers" from here up

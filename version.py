@@ -42,10 +42,10 @@ from __future__ import annotations
 
 import dataclasses
 
-import filecols
-import retrieve
-import store_load
-from retrieve import Candidate
+from verso import filecols
+from verso import retrieve
+from verso import store_load
+from verso.retrieve import Candidate
 
 MODES = ("present", "history", "any", "as_of")
 HISTORY_MAX_ADDED = 12     # history: chunks pulled in for missing versions and sections

@@ -26,9 +26,10 @@ ROOT = HERE.parent
 for p in (str(ROOT), str(HERE)):
     if p not in sys.path:
         sys.path.insert(0, p)
+import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 
-import harness  # noqa: E402
-import mcp_check  # noqa: E402
+from verso import harness  # noqa: E402
+from verso import mcp_check  # noqa: E402
 import synth  # noqa: E402
 
 

@@ -128,8 +128,9 @@ def _fts5_rows(index: Path, rel: str) -> tuple[alt.FTS5, dict] | None:
     if not alt.fts5_available():
         return None
     sys.path.insert(0, str(ROOT))
-    import bm25
-    import store_load
+    import _checkout  # noqa: F401  (`verso` is this checkout)
+    from verso import bm25
+    from verso import store_load
     idx = store_load.load_index(index)
     texts = [bm25.chunk_text(c) for c in idx.chunks]
     fts = alt.FTS5(index.parent / "fts5.sqlite")

@@ -42,6 +42,7 @@ ROOT = HERE.parent
 for p in (str(ROOT), str(HERE)):
     if p not in sys.path:
         sys.path.insert(0, p)
+import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 
 import alternatives as alt  # noqa: E402
 import synth  # noqa: E402
@@ -146,9 +147,9 @@ def _rss_mb() -> float:
 
 def child_ingest(vault: str, index: str, rebuild: bool) -> dict:
     """build_index (from scratch or incremental) then the BM25 arrays, in this process."""
-    import ingest
-    import store_load
-    import bm25
+    from verso import ingest
+    from verso import store_load
+    from verso import bm25
     t0 = time.perf_counter()
     s = ingest.build_index(vault, index, rebuild=rebuild, backend="builtin")
     t1 = time.perf_counter()
@@ -163,10 +164,10 @@ def child_ingest(vault: str, index: str, rebuild: bool) -> dict:
 def child_load(index: str, question: str) -> dict:
     """A cold start: imports, load_index, BM25 arrays from disk, one question retrieved."""
     t0 = time.perf_counter()
-    import bm25
-    import store_load
-    import retrieve
-    import version
+    from verso import bm25
+    from verso import store_load
+    from verso import retrieve
+    from verso import version
     t1 = time.perf_counter()
     idx = store_load.load_index(index)
     t2 = time.perf_counter()
@@ -216,7 +217,7 @@ def _process_figures(vault: Path, index: Path, question: str) -> dict:
     ingest.py after one edited, added, deleted and renamed note (another note each
     run); python harness.py with nothing changed (and its peak memory, VmHWM); the
     vault scan; python -c "import numpy, json" for reference."""
-    import vault_walk
+    from verso import vault_walk
     ing = [sys.executable, str(ROOT / "ingest.py"), str(vault), "--index", str(index)]
     _wall(ing)                      # nothing changed: compiled modules cached, as a user's
     notes = sorted(p for p in vault.rglob("*.md") if "journal" not in p.parts)
@@ -257,7 +258,7 @@ def child_harness(argv: list[str]) -> dict:
     """python harness.py ARGV in this process; its peak memory (VmHWM)."""
     import contextlib
     import io
-    import harness
+    from verso import harness
     with contextlib.redirect_stdout(io.StringIO()):
         harness.main(argv)
     return {"rss_mb": _rss_mb()}
@@ -280,8 +281,8 @@ def _ingest_all(vault: Path, index: Path, question: str, cold_runs: int,
 
 
 def _warm_load(index: Path) -> dict:
-    import store_load
-    import bm25
+    from verso import store_load
+    from verso import bm25
     times = []
     for _ in range(WARM_RUNS):
         t = time.perf_counter()
@@ -293,10 +294,10 @@ def _warm_load(index: Path) -> dict:
 
 def _verso_queries(idx, questions: list[str], n_ask: int) -> tuple[dict, dict]:
     """Stage latencies over the questions; and the rankings for the comparisons."""
-    import harness
-    import models
-    import retrieve
-    import version
+    from verso import harness
+    from verso import models
+    from verso import retrieve
+    from verso import version
     depth = max(3 * retrieve.DEFAULT_K, retrieve.FUSE_DEPTH_MIN)
     r = {}
     r["embed"], qvecs = _timed(idx.embedder.embed_query, questions)
@@ -331,8 +332,8 @@ def _verso_queries(idx, questions: list[str], n_ask: int) -> tuple[dict, dict]:
 def _alternatives(idx, questions: list[str], ours_top: list, work: Path,
                   edited: str | None = None) -> dict:
     """FTS5 (both query styles), rank_bm25 and bm25s on the same chunks and questions."""
-    import bm25
-    import textkit
+    from verso import bm25
+    from verso import textkit
     texts = [bm25.chunk_text(c) for c in idx.chunks]
     t = time.perf_counter()
     docs = [textkit.terms(x) for x in texts]
@@ -385,8 +386,8 @@ def _found(ranked_paths: list, truth: list[str], k: int = TOP) -> float:
 def bench_size(n_chunks: int, work: Path, seed: int, n_queries: int,
                cold_runs: int = COLD_RUNS, log=print, processes: bool = True) -> dict:
     """Every figure for one size; the vault and index live under work/."""
-    import store_load
-    import bm25
+    from verso import store_load
+    from verso import bm25
     work.mkdir(parents=True, exist_ok=True)
     vault, index = work / "vault", work / "index"
     t = time.perf_counter()

@@ -17,10 +17,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 
-import evaluate  # noqa: E402
-import harness  # noqa: E402
-import models  # noqa: E402
+from verso import evaluate  # noqa: E402
+from verso import harness  # noqa: E402
+from verso import models  # noqa: E402
 
 JUDGES = ("builtin", "logprob", "batch")
 

@@ -33,13 +33,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 if "--code" in sys.argv:
     sys.path.insert(0, sys.argv[sys.argv.index("--code") + 1])
+import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 
-import evaluate  # noqa: E402
-import generate  # noqa: E402
-import harness  # noqa: E402
-import reader
-import extract
-import verify  # noqa: E402
+from verso import evaluate  # noqa: E402
+from verso import generate  # noqa: E402
+from verso import harness  # noqa: E402
+from verso import reader
+from verso import extract
+from verso import verify  # noqa: E402
 import rigfixtures  # noqa: E402
 
 

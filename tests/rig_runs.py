@@ -24,9 +24,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 
-import evaluate  # noqa: E402
-import generate  # noqa: E402
+from verso import evaluate  # noqa: E402
+from verso import generate  # noqa: E402
 
 COLUMNS = ("source_found_at5", "answer_correct", "stale_rate", "abstain_correct",
            "false_abstain", "citation_valid", "shipped_numbers_cited")

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import extract
-from retrieve import Candidate
+from verso import extract
+from verso.retrieve import Candidate
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "rig_replies.jsonl"
 

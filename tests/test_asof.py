@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-import asof
-import harness
-import mcp_server
-import route
+from verso import asof
+from verso import harness
+from verso import mcp_server
+from verso import route
 from tests.vaults import write
 
 NEWEST = ["2026-04-02", "2026-06-10", "2026-11-03"]
@@ -105,10 +105,10 @@ def test_a_date_given_outright_and_a_bad_one(shop, capsys):
 
 
 def test_citing_a_version_superseded_before_the_date_escalates(shop):
-    import reader
-    import retrieve
-    import version
-    import verify
+    from verso import reader
+    from verso import retrieve
+    from verso import version
+    from verso import verify
     idx, _ = harness.load(shop[1], shop[0], "builtin")
     by = {c["path"]: c for c in idx.chunks}
     cands = [retrieve.Candidate(by[p], relevance=0.9) for p in

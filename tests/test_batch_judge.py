@@ -5,8 +5,8 @@ passage at a time."""
 import json
 import re
 
-import models
-import cost_ledger
+from verso import models
+from verso import cost_ledger
 from fakes import FakeOllama, overlap
 
 T = 0.5

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import embedder
-import textkit
+from verso import embedder
+from verso import textkit
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -162,7 +162,7 @@ def _chunks(texts):
 
 def _ref_bm25(chunks):
     """The first build_bm25 (commit 935d2ca): per-chunk vocab.setdefault, np.unique."""
-    import bm25
+    from verso import bm25
     n, vocab, flat = len(chunks), {}, []
     lens = np.zeros(n, dtype=np.int64)
     for i, c in enumerate(chunks):
@@ -192,14 +192,14 @@ def _synthetic_texts(tmp_path, chunks=120, seed=5):
 
 
 def _scores(bm, queries):
-    import bm25
+    from verso import bm25
     return [bm25.scores(bm, q) for q in queries]
 
 
 def test_build_bm25_equals_first_version(tmp_path):
     """Same postings term by term as the first build_bm25 (commit 935d2ca), and the same
     scores (its float32 weights, summed)."""
-    import bm25
+    from verso import bm25
     chunks = _chunks(_synthetic_texts(tmp_path))
     bm = bm25.build_bm25(chunks)
     vocab, indptr, docs, weights, idf = _ref_bm25(chunks)

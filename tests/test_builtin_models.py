@@ -6,11 +6,11 @@ import math
 
 import pytest
 
-import textkit
-import reader
-import extract
-from generate import ABSTAIN, build_messages
-from retrieve import Candidate
+from verso import textkit
+from verso import reader
+from verso import extract
+from verso.generate import ABSTAIN, build_messages
+from verso.retrieve import Candidate
 
 
 def cand(i, path, text, date="2026-06-01", heading="", family=None, latest=True, **kw):

@@ -10,12 +10,12 @@ import types
 
 import pytest
 
-import calibrate
-import generate
-import selective
-import unsure
-from retrieve import Candidate
-from verify import verify
+from verso import calibrate
+from verso import generate
+from verso import selective
+from verso import unsure
+from verso.retrieve import Candidate
+from verso.verify import verify
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 import fit_verdict  # noqa: E402
@@ -182,8 +182,8 @@ def test_abstain_says_why_in_plain_words_and_lists_where_to_look():
 
 
 def test_a_failed_reply_skips_one_row_not_the_collection(monkeypatch, capsys):
-    import harness
-    import models
+    from verso import harness
+    from verso import models
     real, calls = harness.ask, []
 
     def flaky(question, **kw):
@@ -252,7 +252,7 @@ def test_a_model_feature_the_server_could_not_give_counts_as_its_mean(monkeypatc
 
 def test_rows_come_from_evaluate_runs_as_collect_makes_them(tmp_path):
     import json
-    import evaluate
+    from verso import evaluate
     f = {k: 0.5 for k in calibrate.FEATURES}
     recs = [{"id": "a", "variant": "full", "abstained": False, "features": f,
              "answer_correct": True, "checks_passed": False},

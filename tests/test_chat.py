@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-import chat
-import evaluate
-import harness
+from verso import chat
+from verso import evaluate
+from verso import harness
 
 RETAINER = {"question": "What is the Kittiwake retainer now?", "answer": "£3,350 [c1].",
             "citations": [{"id": "c1", "path": "a.md", "date": "2026-10-01"},
@@ -68,7 +68,7 @@ def test_a_model_rewrite_is_kept_only_when_it_names_the_follow_up_own_words():
 def test_the_rewrite_asks_the_model_itself_not_the_line_chooser():
     """A model backend's writer chooses lines from notes; a rewrite is free text (the
     chooser, handed the rewrite prompt, found no notes and said it did not know)."""
-    import choose
+    from verso import choose
     model = Writer("How much is the deposit for the Lisbon flat?")
     assert chat.model_rewrite(choose.ChoosingWriter(model), "what about the deposit?",
                               FLAT) == ("How much is the deposit for the Lisbon flat?", "model")

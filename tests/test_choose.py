@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-import choose
-import cost_ledger
-import extract
+from verso import choose
+from verso import cost_ledger
+from verso import extract
 
 
 def note(n, path, text, date="2026-05-01", status="latest", section="-"):
@@ -200,7 +200,7 @@ def _tool(name):
 
 
 def test_the_disagreement_tally_counts_who_was_right(tmp_path, capsys):
-    import evaluate
+    from verso import evaluate
     q = [{"id": "a", "question": "What is my day rate?", "category": "current",
           "time_mode": "present", "answer": "1550", "key_facts": ["1550"],
           "forbidden_facts": ["1400"], "gold_files": ["r.md"], "answerable": True},

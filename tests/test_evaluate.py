@@ -8,8 +8,9 @@ import types
 
 import pytest
 
-import evaluate as ev
-import scorecard
+import verso
+from verso import evaluate as ev
+from verso import scorecard
 
 
 def q_(id="q1", category="current", time_mode="present", key=("1550",), forbidden=(),
@@ -335,11 +336,12 @@ def test_run_variant_with_fake_ask():
 
 @pytest.fixture
 def fake_harness(monkeypatch):
-    mod = types.ModuleType("harness")
+    mod = types.ModuleType("verso.harness")
     mod.load = lambda index=None, vault=None, backend="auto", judge=None, writer=None: (
         "IDX", types.SimpleNamespace(name="fake"))
     mod.ask = lambda question, index=None, backend=None, **kw: fake_ask(question, **kw)
-    monkeypatch.setitem(sys.modules, "harness", mod)
+    monkeypatch.setitem(sys.modules, "verso.harness", mod)
+    monkeypatch.setattr(verso, "harness", mod, raising=False)   # `from verso import harness`
     return mod
 
 

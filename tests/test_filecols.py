@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-import filecols
-import ingest
-import store
-import store_load
+from verso import filecols
+from verso import ingest
+from verso import store
+from verso import store_load
 from vaults import write
 
 RECS = [{"path": "a.md", "date": "2026-05-01", "links": ["b.md"], "private": True,

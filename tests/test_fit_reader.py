@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import reader
+from verso import reader
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 import fit_reader  # noqa: E402

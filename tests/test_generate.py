@@ -1,10 +1,10 @@
 """generate: the prompt, citation parsing, and the Draft from a writer."""
 
-import generate
-import extract
-import cost_ledger
-from generate import ABSTAIN, build_messages, parse_citations
-from retrieve import Candidate
+from verso import generate
+from verso import extract
+from verso import cost_ledger
+from verso.generate import ABSTAIN, build_messages, parse_citations
+from verso.retrieve import Candidate
 
 
 def cand(i, path, text, date="2026-06-01", heading="", latest=True, source="filename", **kw):

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-import harness
-import models
+from verso import harness
+from verso import models
 
 REQUIRED = {"answer", "abstained", "abstain_reason", "time_mode", "citations", "sources",
             "stages", "verdict", "backend"}

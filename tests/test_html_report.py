@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-import evaluate as ev
-import scorecard
-import harness
-import html_report
+from verso import evaluate as ev
+from verso import scorecard
+from verso import harness
+from verso import html_report
 from tests import browser
 from tests.vaults import write
 

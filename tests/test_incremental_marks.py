@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-import families
-import ingest
-import store_load
+from verso import families
+from verso import ingest
+from verso import store_load
 import test_segments
 
 DATES = ["2026-05-01", "2026-05-01", "2026-05-01", "2026-06-01", "2026-07-15"]

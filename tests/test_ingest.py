@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import embedder
-import chunking
-import dating
-import families
-import ingest
-import models
-import store
-import store_load
-import vault_walk
+from verso import embedder
+from verso import chunking
+from verso import dating
+from verso import families
+from verso import ingest
+from verso import models
+from verso import store
+from verso import store_load
+from verso import vault_walk
 from vaults import index_file, write
 
 OLD = 1_600_000_000  # an mtime in 2020, so mtime dates are recognisable
@@ -491,15 +491,15 @@ def test_damaged_index_is_detected(vault, tmp_path, damage, words):
         store_load.load_index(tmp_path / "idx")
     msg = str(e.value)
     assert words in msg and "\n" not in msg
-    assert f"python ingest.py {vault} --index {tmp_path / 'idx'} --rebuild" in msg
+    assert f"verso ingest {vault} --index {tmp_path / 'idx'} --rebuild" in msg
     summary, idx = build(vault, tmp_path)                # the next run repairs it
     assert "unusable" in summary["note"] and len(idx.chunks) == 2
 
 
 def test_missing_index(tmp_path, monkeypatch):
     monkeypatch.setenv("VERSO_HOME", str(tmp_path / "home"))
-    assert store.default_index_dir() == tmp_path / "home"
-    with pytest.raises(store.IndexProblem, match="no index in .*: run python ingest.py VAULT$"):
+    assert store.default_index_dir() == tmp_path / "home" / "index"
+    with pytest.raises(store.IndexProblem, match="no index in .*: run verso ingest VAULT$"):
         store_load.load_index()
 
 
@@ -816,8 +816,8 @@ def test_the_mcp_server_behind_harness_runs_with_the_cycle_collector_on(monkeypa
     """run_cli turns the collector off for one-shot processes; `python harness.py --mcp`
     serves for hours, so it turns it back on."""
     import gc
-    import cli
-    import mcp_server
+    from verso import cli
+    from verso import mcp_server
     seen = []
     monkeypatch.setattr(mcp_server, "main", lambda argv: seen.append(gc.isenabled()) or 0)
     gc.disable()

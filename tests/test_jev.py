@@ -5,9 +5,9 @@ import os
 
 import pytest
 
-import models
-import reader
-import cost_ledger
+from verso import models
+from verso import reader
+from verso import cost_ledger
 from fakes import FakeJev, closed_port_url
 
 MARKER = "ZX-PRIVATE-7731"  # planted in a private note: must never reach Jev

@@ -2,8 +2,8 @@
 
 import itertools
 
-import textkit
-import reader
+from verso import textkit
+from verso import reader
 
 WORDS = ["move", "moving", "moved", "mover", "mow", "pay", "paying", "payment", "rate",
          "rates", "rated", "day", "agree", "agreed", "changes", "changed", "chang", "get",

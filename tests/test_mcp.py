@@ -19,9 +19,9 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
-import harness
-import mcp_server
-import mcp_tools
+from verso import harness
+from verso import mcp_server
+from verso import mcp_tools
 
 ROOT = Path(__file__).resolve().parent.parent
 MARKER = "VERSO-PRIVATE-MARKER-7f3a"

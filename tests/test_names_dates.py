@@ -6,11 +6,11 @@ from datetime import date
 
 import pytest
 
-import dating
-import families
-import harness
-import ingest
-import store_load
+from verso import dating
+from verso import families
+from verso import harness
+from verso import ingest
+from verso import store_load
 from vaults import write
 
 OLD = 1_600_000_000   # an mtime in 2020, far from every date written in the notes

@@ -6,10 +6,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import embedder
-import models
-import reader
-import cost_ledger
+from verso import embedder
+from verso import models
+from verso import reader
+from verso import cost_ledger
 from fakes import FakeOllama, closed_port_url
 
 T = 0.5  # seconds: short client timeouts keep the fault tests fast
@@ -326,8 +326,8 @@ def test_an_index_brings_its_own_embedder():
 
 
 def test_ingest_cli_builds_an_ollama_index(fake, tmp_path, monkeypatch):
-    import ingest
-    import store_load
+    from verso import ingest
+    from verso import store_load
     vault = tmp_path / "vault"
     vault.mkdir()
     (vault / "rent.md").write_text("# Rent\nThe rent is 800 euros a month.\n")
@@ -346,7 +346,7 @@ def test_evaluate_runs_end_to_end_on_the_ollama_backend(fake, tmp_path, monkeypa
                                                        capsys):
     import json
 
-    import evaluate
+    from verso import evaluate
     vault = tmp_path / "vault"
     vault.mkdir()
     (vault / "rent 2026-03.md").write_text("# Rent\nThe rent is 800 euros a month.\n")
@@ -380,8 +380,8 @@ def test_evaluate_runs_end_to_end_on_the_ollama_backend(fake, tmp_path, monkeypa
 
 
 def test_a_calibration_holds_for_the_model_it_was_fitted_on_not_its_name(fake, monkeypatch):
-    import calibrate
-    import harness
+    from verso import calibrate
+    from verso import harness
     w = writer(fake)
     assert w.identity == "0" * 12                       # the digest /api/tags lists
     monkeypatch.setattr(w.api, "call", lambda *a, **k: pytest.fail("asked twice"))
@@ -469,7 +469,7 @@ def _rent_vault(tmp_path, n=3):
 
 def test_evaluate_records_a_question_that_timed_out_and_goes_on(fake, tmp_path, monkeypatch,
                                                                 capsys):
-    import evaluate
+    from verso import evaluate
     vault, questions = _rent_vault(tmp_path)
     monkeypatch.setenv("OLLAMA_HOST", fake.url)
     monkeypatch.setenv(models.TIMEOUT_ENV, "")
@@ -489,7 +489,7 @@ def test_evaluate_records_a_question_that_timed_out_and_goes_on(fake, tmp_path, 
 
 
 def test_a_backend_that_keeps_failing_stops_asking_after_a_streak():
-    import evaluate
+    from verso import evaluate
     qs = [dict(id=f"q{i}", question="q?", category="lookup", time_mode="any", answer="",
                key_facts=["x"], forbidden_facts=[], gold_files=["a.md"], answerable=True)
           for i in range(5)]
@@ -505,7 +505,7 @@ def test_a_backend_that_keeps_failing_stops_asking_after_a_streak():
 
 def test_the_vault_config_sets_the_timeout_unless_the_flag_or_env_does(fake, tmp_path,
                                                                       monkeypatch):
-    import harness
+    from verso import harness
     vault, _ = _rent_vault(tmp_path, 1)
     (vault / "verso.toml").write_text("timeout = 7\n")
     monkeypatch.setenv("OLLAMA_HOST", fake.url)

@@ -4,8 +4,8 @@ own token counts."""
 
 from pathlib import Path
 
-import generate
-import models
+from verso import generate
+from verso import models
 from fakes import FakeOllama
 from test_generate import cand
 

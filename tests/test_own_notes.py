@@ -8,11 +8,12 @@ import subprocess
 
 import pytest
 
-import evaluate
-import cli
-import harness
-import ingest
-import store_load
+from verso import evaluate
+from verso import cli
+from verso import harness
+from verso import ingest
+from verso import store
+from verso import store_load
 from vaults import write
 
 QUESTION = "How much is the studio rent now?"
@@ -30,17 +31,21 @@ def notes(tmp_path):
 
 @pytest.fixture
 def home(tmp_path, monkeypatch):
-    """A fresh working folder with no VERSO_HOME: the default index is ./.verso there."""
+    """A fresh working folder, no $VERSO_HOME, and a user of its own: the state lives in
+    the user's data folder ($XDG_DATA_HOME/verso). Returns the working folder."""
     cwd = tmp_path / "work"
     cwd.mkdir()
     monkeypatch.chdir(cwd)
     monkeypatch.delenv("VERSO_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "user" / "data"))
     return cwd
 
 
 def test_default_index_answers_from_the_vault_it_was_built_from(notes, home, capsys):
     assert ingest.main([str(notes), "--quiet"]) == 0
-    assert (home / ".verso" / "manifest.json").exists()
+    assert store.home() == home.parent / "user" / "data" / "verso"
+    assert (store.home() / "index" / "manifest.json").exists() and not (home / ".verso").exists()
     capsys.readouterr()
     assert harness.main([QUESTION, "--backend", "builtin"]) == 0
     out = capsys.readouterr()
@@ -56,7 +61,7 @@ def test_index_flag_without_vault_uses_that_index_vault(notes, home, tmp_path, c
     assert harness.main([QUESTION, "--index", str(idx), "--backend", "builtin", "--json"]) == 0
     a = json.loads(capsys.readouterr().out)
     assert [c["path"] for c in a["citations"]] == ["studio/studio rent 2026-09.md"]
-    assert not (home / ".verso").exists()          # the other index was never touched
+    assert not (store.home() / "index").exists()   # no other index was built
 
 
 def test_notebook_load_and_ask_follow_the_index(notes, home, tmp_path):
@@ -101,7 +106,9 @@ def test_no_index_yet_means_the_sample_vault_and_it_says_so_every_time(home, cap
     assert harness.main(["What is Maren's current day rate?", "--backend", "builtin"]) == 0
     out = capsys.readouterr()
     assert "760" in out.out and out.err.strip() == harness.SAMPLE_NOTICE
-    assert store_load.built_from()[0] == str(harness.SAMPLE_VAULT)
+    assert out.out.splitlines()[0] == f"({harness.SAMPLE_NOTICE})"      # stdout says it too
+    assert store_load.built_from(store.home() / "sample")[0] == str(harness.SAMPLE_VAULT)
+    assert not (store.home() / "index").exists() and not (home / ".verso").exists()
     assert harness.main(["What is Maren's current day rate?", "--backend", "builtin",
                          "--json"]) == 0                 # the index now exists: still said
     out = capsys.readouterr()
@@ -124,7 +131,7 @@ def test_an_index_folder_without_an_index_and_no_vault_is_an_error(home, tmp_pat
         idx.mkdir()
     assert harness.main([QUESTION, "--index", str(idx), "--backend", "builtin"]) == 2
     err = capsys.readouterr().err
-    assert f"no index in {idx}" in err and "python ingest.py NOTES --index" in err
+    assert f"no index in {idx}" in err and "verso ingest NOTES --index" in err
     assert not idx.exists() or list(idx.iterdir()) == []    # nothing was built there
 
 
@@ -191,12 +198,15 @@ def test_ingest_progress_only_on_a_terminal_and_never_with_quiet(notes, tmp_path
 @pytest.mark.skipif(shutil.which("verso") is None, reason="the verso console script is "
                     "installed by pip install -e . (CI does)")
 def test_console_script_is_the_same_program(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "VERSO_HOME"}
+    env = {k: v for k, v in os.environ.items() if k not in ("VERSO_HOME", "XDG_DATA_HOME")}
+    env["HOME"] = str(tmp_path / "user")
     run = subprocess.run(["verso", "What is Maren's current day rate?", "--backend",
                           "builtin"], cwd=tmp_path, env=env, capture_output=True, text=True,
                          timeout=120)
     assert run.returncode == 0, run.stderr
-    assert "760" in run.stdout and (tmp_path / ".verso" / "manifest.json").exists()
+    sample = tmp_path / "user" / ".local" / "share" / "verso" / "sample"
+    assert "760" in run.stdout and (sample / "manifest.json").exists()
+    assert not (tmp_path / ".verso").exists()
 
 
 def test_mcp_serves_the_vault_its_index_records(notes, home, tmp_path, capsys):
@@ -255,3 +265,66 @@ def test_ingest_lists_every_note_with_files(notes, tmp_path, capsys):
     copy = next(r for r in table if r.startswith("studio/studio rent 2026-09 (1).md"))
     assert len(table) == 5 and copy.split("  ")[-1].strip() == "yes"     # private
     assert "studio/studio rent 2026-09.md" in copy.split("filename", 1)[1]
+
+
+def test_asked_from_any_folder_after_an_ingest_the_ingested_vault_answers(notes, home,
+                                                                           tmp_path, capsys):
+    idx = tmp_path / "work-index"
+    assert cli.main(["ingest", str(notes), "--index", str(idx), "--quiet"]) == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.chdir(elsewhere)                    # the home fixture's monkeypatch restores the cwd
+    capsys.readouterr()
+    assert cli.main([QUESTION, "--backend", "builtin", "--json"]) == 0
+    out = capsys.readouterr()
+    a = json.loads(out.out)
+    assert "655" in a["answer"] and a["sample_vault"] is False and out.err == ""
+    assert list(elsewhere.iterdir()) == []             # nothing built where it was asked
+    assert store.remembered() == idx.resolve()
+
+
+def test_an_older_verso_index_in_the_folder_is_used_and_said_once(notes, home, capsys):
+    ingest.build_index(notes, home / ".verso")           # as Verso before 0.2 left it
+    assert harness.main([QUESTION, "--backend", "builtin"]) == 0
+    out = capsys.readouterr()
+    assert "655" in out.out and out.err.count("\n") == 1 and ".verso" in out.err
+    assert harness.main([QUESTION, "--backend", "builtin"]) == 0    # now the default
+    assert capsys.readouterr().err == ""
+    assert store.remembered() == (home / ".verso").resolve()
+
+
+def test_the_verso_command_lists_and_reaches_every_face(notes, home, tmp_path, capsys):
+    assert cli.main(["--help"]) == 0
+    listed = capsys.readouterr().out
+    for face in ("ingest", "chat", "mcp", "projects", "evaluate"):
+        assert f"\n  {face} " in listed
+    assert cli.main([]) == 2                                 # no question, no command
+    capsys.readouterr()
+    assert cli.main(["ingest", str(notes), "--index", str(tmp_path / "i"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["index"] == str((tmp_path / "i").resolve())
+    assert cli.main(["projects", "--backend", "builtin"]) == 0
+    assert "no projects in the registry" in capsys.readouterr().out
+    qs = tmp_path / "q.jsonl"
+    qs.write_text(json.dumps({"id": "r1", "question": QUESTION, "category": "current",
+                              "time_mode": "present", "answer": "£655", "key_facts": ["655"],
+                              "forbidden_facts": [], "answerable": True,
+                              "gold_files": ["studio/studio rent 2026-09.md"]}) + "\n")
+    assert cli.main(["evaluate", "--check", str(qs), "--vault", str(notes)]) == 0
+    assert capsys.readouterr().out.startswith("ok: 1 questions")
+
+
+def test_the_notebook_api_at_the_top_of_the_package(notes, home, tmp_path):
+    import verso
+    summary = verso.ingest(notes)                          # a callable module
+    assert summary["index"] == str(store.home() / "index")
+    assert verso.ingest.build_index is ingest.build_index    # and still the module
+    a = verso.ask(QUESTION, backend="builtin")
+    assert isinstance(a, verso.Answer) and "655" in a.answer
+    qs = tmp_path / "q.jsonl"
+    qs.write_text(json.dumps({"id": "r1", "question": QUESTION, "category": "current",
+                              "time_mode": "present", "answer": "£655", "key_facts": ["655"],
+                              "forbidden_facts": ["610"], "answerable": True,
+                              "gold_files": ["studio/studio rent 2026-09.md"]}) + "\n")
+    result = verso.evaluate(qs, vault=notes)
+    assert result["variants"]["full"]["overall"]["answer_correct"]["k"] == 1
+    assert [r["id"] for r in result["records"]] == ["r1"]

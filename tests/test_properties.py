@@ -6,11 +6,11 @@ from datetime import date
 
 from hypothesis import example, given, settings, strategies as st
 
-import chunking
-import dating
-import families
-import generate
-import textkit
+from verso import chunking
+from verso import dating
+from verso import families
+from verso import generate
+from verso import textkit
 
 FAST = settings(max_examples=100, deadline=None)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import evaluate
+from verso import evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = json.loads((ROOT / "questions" / "splits.json").read_text(encoding="utf-8"))["splits"]

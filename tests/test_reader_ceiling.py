@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-import harness
-import extract
-from generate import build_messages
-from retrieve import Candidate
+from verso import harness
+from verso import extract
+from verso.generate import build_messages
+from verso.retrieve import Candidate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 import reader_ceiling  # noqa: E402

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-import evaluate
-import generate
-import harness
-import models
-import textkit
+from verso import evaluate
+from verso import generate
+from verso import harness
+from verso import models
+from verso import textkit
 
 pytestmark = pytest.mark.realmodel
 HOST = os.environ.get("VERSO_REALMODEL_HOST", "")

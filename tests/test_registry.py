@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-import harness
-import ingest
-import mcp_server
-import registry
+from verso import harness
+from verso import ingest
+from verso import mcp_server
+from verso import registry
 from tests.vaults import write
 
 

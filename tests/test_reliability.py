@@ -19,15 +19,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import chunking
-import dating
-import harness
-import ingest
-import models
-import store
-import store_load
-import textkit
-import vault_walk
+from verso import chunking
+from verso import dating
+from verso import harness
+from verso import ingest
+from verso import models
+from verso import store
+from verso import store_load
+from verso import textkit
+from verso import vault_walk
 from fakes import FakeJev, FakeOllama, closed_port_url
 from vaults import index_file, write
 
@@ -444,9 +444,9 @@ def test_damaged_index_is_one_line_naming_the_fix(vault, tmp_path, case):
     with pytest.raises(store.IndexProblem) as e:
         store_load.load_index(d)
     msg = one_line(e)
-    assert words in msg and msg.endswith(" --rebuild") and "python ingest.py" in msg
+    assert words in msg and msg.endswith(" --rebuild") and "verso ingest" in msg
     if case not in ("vault not a path", "manifest garbage"):
-        assert f"python ingest.py {vault} --index {d} --rebuild" in msg
+        assert f"verso ingest {vault} --index {d} --rebuild" in msg
     summary = ingest.build_index(vault, d)                  # the next run repairs it
     assert "rebuilt" in summary["note"] and len(store_load.load_index(d).chunks) == 2
 
@@ -467,7 +467,7 @@ def test_an_index_loaded_with_a_model_of_another_dimension(vault, tmp_path):
 
 # ========================================================================= locks
 
-HOLD = ("import pathlib, sys; sys.path.insert(0, {root!r}); import store; "
+HOLD = ("import pathlib, sys; from verso import store; "
         "held = store.lock(pathlib.Path({d!r})); held.__enter__(); "
         "print('held', flush=True); sys.stdin.read()")
 

@@ -2,11 +2,11 @@
 
 import pytest
 
-import models
-import reader
-import cost_ledger
-from rerank import RELEVANCE_THRESHOLD, gate, rerank
-from retrieve import Candidate
+from verso import models
+from verso import reader
+from verso import cost_ledger
+from verso.rerank import RELEVANCE_THRESHOLD, gate, rerank
+from verso.retrieve import Candidate
 
 
 def cand(i, text="", fused=0.0, dense=None, private=False, path=None):
@@ -95,8 +95,8 @@ def test_idf_goes_to_the_judge_only_when_given():
 
 def test_corpus_idf_is_the_bm25_idf_and_cached():
     from types import SimpleNamespace
-    import bm25
-    from rerank import corpus_idf
+    from verso import bm25
+    from verso.rerank import corpus_idf
     chunks = [{"id": i, "path": f"{i}.md", "heading": "", "text": t}
               for i, t in enumerate(["day rate 550", "day off", "flat lease"])]
     index = SimpleNamespace(chunks=chunks, cache={}, manifest={}, dir=None)

@@ -8,11 +8,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-import embedder
-import textkit
-import bm25
-import retrieve
-from retrieve import Candidate
+from verso import embedder
+from verso import textkit
+from verso import bm25
+from verso import retrieve
+from verso.retrieve import Candidate
 
 
 def make_index(notes, folder=None, sha="sha-1"):

@@ -5,11 +5,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import generate
-import reader
+from verso import generate
+from verso import reader
 import rigfixtures
-import verify
-from generate import ABSTAIN, parse_citations
+from verso import verify
+from verso.generate import ABSTAIN, parse_citations
 
 FIX = rigfixtures.load()
 FAST = settings(max_examples=150, deadline=None,

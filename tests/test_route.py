@@ -2,9 +2,9 @@
 
 import pytest
 
-import reader
-import cost_ledger
-from route import INTENT_OPTIONS, TIME_OPTIONS, route
+from verso import reader
+from verso import cost_ledger
+from verso.route import INTENT_OPTIONS, TIME_OPTIONS, route
 
 CASES = [  # message, intent, time mode
     ("What is Maren's current day rate?", "notes", "present"),

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-import ingest
-import store_load
+from verso import ingest
+from verso import store_load
 
 VAULT = Path(__file__).resolve().parent.parent / "sample-vault"
 MARKER = "VERSO-PRIVATE-MARKER-7f3a"

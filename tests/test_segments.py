@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import ingest
-import models
-import textkit
-import bm25
-import retrieve
-import store
-import store_load
+from verso import ingest
+from verso import models
+from verso import textkit
+from verso import bm25
+from verso import retrieve
+from verso import store
+from verso import store_load
 from test_ingest import FixedEmbedder
 from vaults import index_file, write
 
@@ -513,23 +513,23 @@ def test_a_cold_builtin_question_imports_only_what_it_needs(tmp_path):
         v.put(v.name(), v.text())
     ingest.build_index(v.root, tmp_path / "i")
     v.put(v.notes()[0], v.text() + "\nSee [[" + v.notes()[1].rsplit("/", 1)[-1][:-3] + "]].\n")
-    code = ("import sys, contextlib, io, harness\n"
+    code = ("import sys, contextlib, io\nfrom verso import harness\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             f"    harness.main(['--vault', {str(v.root)!r}, '--index', {str(tmp_path / 'i')!r},"
             " '--backend', 'builtin', 'what is the day rate?'])\n"
-            "import store_load, retrieve\n"            # rows across two segments, ids unsorted
+            "from verso import store_load, retrieve\n"            # rows across two segments, ids unsorted
             f"idx = store_load.load_index({str(tmp_path / 'i')!r})\n"
             "assert len(idx.segments) == 2\n"
             "retrieve.closest_chunk(idx, idx.vectors[0], [len(idx.chunks) - 1, 0])\n"
-            "print(sorted(m for m in ('ollama', 'httpx', 'requests', 'html_report', "
-            "'mcp_server', 'evaluate', 'numpy.ma', 'concurrent.futures') if m in sys.modules))")
+            "print(sorted(m for m in ('ollama', 'httpx', 'requests', 'verso.html_report', "
+            "'verso.mcp_server', 'verso.evaluate', 'numpy.ma', 'concurrent.futures') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).resolve().parent.parent)
     assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_lazy_tables_equal_the_tables_they_replace(tmp_path, monkeypatch):
-    import rerank
+    from verso import rerank
     v = Vault(tmp_path / "vault", seed=11)
     for _ in range(25):
         v.put(v.name(), v.text())

@@ -2,11 +2,11 @@
 
 import pytest
 
-import reader
-import cost_ledger
-from generate import ABSTAIN
-from retrieve import Candidate
-from verify import verify
+from verso import reader
+from verso import cost_ledger
+from verso.generate import ABSTAIN
+from verso.retrieve import Candidate
+from verso.verify import verify
 
 
 def cand(i, path, text, date="2026-06-01", family=None, latest=True, relevance=0.9, **kw):

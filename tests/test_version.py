@@ -4,9 +4,9 @@ from types import SimpleNamespace
 
 import pytest
 
-import embedder
-import version
-from retrieve import Candidate
+from verso import embedder
+from verso import version
+from verso.retrieve import Candidate
 
 H = "handovers/{} handover.md"
 PLAN = "plans/career plan {}.md"

@@ -16,11 +16,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 
-import harness  # noqa: E402
-import ingest  # noqa: E402
-import models  # noqa: E402
-import store_load  # noqa: E402
+from verso import harness  # noqa: E402
+from verso import ingest  # noqa: E402
+from verso import models  # noqa: E402
+from verso import store_load  # noqa: E402
 import synth  # noqa: E402
 
 WARM = 5      # questions asked once first (imports, caches), not timed

@@ -10,7 +10,9 @@ import sys, tempfile
 from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-import evaluate, harness
+import _checkout  # noqa: E402,F401  (`verso` is this checkout)
+from verso import evaluate
+from verso import harness
 qs = [q for q in evaluate.load_questions(ROOT / "questions" / "asof.jsonl") if q["category"] == "as_of"]
 with tempfile.TemporaryDirectory() as tmp:
     idx, be = harness.load(index=tmp, vault=ROOT / "vaults" / "seventh-vault", backend="builtin")

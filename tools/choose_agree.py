@@ -20,9 +20,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 
-import evaluate  # noqa: E402
-import extract  # noqa: E402
+from verso import evaluate  # noqa: E402
+from verso import extract  # noqa: E402
 
 
 def _right(q: dict, answer: str) -> bool:

@@ -17,12 +17,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 
-import choose  # noqa: E402
-import evaluate  # noqa: E402
-import extract  # noqa: E402
-import harness  # noqa: E402
-from textkit import count_tokens  # noqa: E402
+from verso import choose  # noqa: E402
+from verso import evaluate  # noqa: E402
+from verso import extract  # noqa: E402
+from verso import harness  # noqa: E402
+from verso.textkit import count_tokens  # noqa: E402
 
 KS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 40)
 TOLERANCE = 0.02                    # reach given up for a shorter prompt, pooled

@@ -34,16 +34,17 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 
-import evaluate  # noqa: E402
-import generate  # noqa: E402
-import harness  # noqa: E402
-import reader  # noqa: E402
-import extract  # noqa: E402
-import rerank  # noqa: E402
-import retrieve  # noqa: E402
-import route  # noqa: E402
-import version  # noqa: E402
+from verso import evaluate  # noqa: E402
+from verso import generate  # noqa: E402
+from verso import harness  # noqa: E402
+from verso import reader  # noqa: E402
+from verso import extract  # noqa: E402
+from verso import rerank  # noqa: E402
+from verso import retrieve  # noqa: E402
+from verso import route  # noqa: E402
+from verso import version  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 RIDGE = 1.0       # a unit-variance prior on each weight (a few dozen positives)

@@ -38,12 +38,13 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tools")]
+import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 
-import calibrate  # noqa: E402
-import evaluate  # noqa: E402
+from verso import calibrate  # noqa: E402
+from verso import evaluate  # noqa: E402
 import fit_reader  # noqa: E402
-import harness  # noqa: E402
-import models  # noqa: E402
+from verso import harness  # noqa: E402
+from verso import models  # noqa: E402
 
 RIDGE = 5.0          # on standardised features: ~200 rows, a dozen features
 NEVER = 1.01         # a threshold no probability reaches

@@ -26,12 +26,13 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 
-import evaluate  # noqa: E402
-import generate  # noqa: E402
-import harness  # noqa: E402
-import reader
-import extract
+from verso import evaluate  # noqa: E402
+from verso import generate  # noqa: E402
+from verso import harness  # noqa: E402
+from verso import reader
+from verso import extract
 
 STEPS = ("kept", "gate", "in unit", "named", "answers", "lead")
 

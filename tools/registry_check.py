@@ -19,8 +19,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 
-import harness  # noqa: E402
+from verso import harness  # noqa: E402
 
 
 def check(vault: Path, truth_file: Path, backend: str = "builtin") -> tuple[list[str], dict]:
