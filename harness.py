@@ -132,7 +132,7 @@ class _Clock:
 
 def _trace(cands) -> list[dict]:
     keys = ("dense_rank", "dense_score", "bm25_rank", "bm25_score", "fused", "via",
-            "added_by", "relevance", "superseded_by", "dropped")
+            "added_by", "relevance", "superseded_by", "why", "dropped")
     return [dict(id=c.id, path=c.path, heading=c.chunk.get("heading", ""), date=c.date,
                  is_latest=_current(c), family=c.chunk.get("family"),
                  **{k: getattr(c, k) for k in keys}) for c in cands]
@@ -289,8 +289,11 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
 
 
 def _sources(kept: list) -> list[dict]:
+    """The evidence handed on, as every reader gets it: each passage with its date,
+    whether it is current, and when not, what supersedes it and why."""
     return [{"id": c.id, "path": c.path, "heading": c.chunk.get("heading", ""),
              "date": c.date, "is_latest": _current(c), "score": round(float(_score(c)), 4),
+             "superseded_by": c.superseded_by, "why": c.why,
              "text": c.chunk.get("text", "")} for c in kept]
 
 

@@ -45,6 +45,7 @@ class Candidate:
     added_by: str | None = None       # "link" | "version" | None (found by search)
     relevance: float | None = None    # rerank probability (judge)
     superseded_by: str | None = None  # path (or "path @ section date") of the newer one
+    why: str | None = None            # why superseded_by: a newer version, entry or statement
     dropped: str | None = None        # reason when a stage set it aside (kept in trace)
 
     @property

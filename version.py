@@ -52,6 +52,9 @@ HISTORY_MAX_ADDED = 12     # history: chunks pulled in for missing versions and 
 WEAK_SOURCE = "mtime"      # date_source whose date is a guess (shown as "undated")
 SECTION_MARK = " @ "       # superseded_by for a newer log entry: "path @ 2026-05-02"
 DROP_REASON = "superseded by {}"
+WHY_VERSION = "a newer version of this note"     # Candidate.why, beside superseded_by
+WHY_ENTRY = "a newer entry of this log"
+WHY_IN_FORCE = "the version in force on {}"      # as of a date
 
 
 # ----------------------------------------------------------------- file versions
@@ -208,7 +211,7 @@ def _as_of(index, cands, qvec, day) -> list[Candidate]:
 
 def _mark_as_of(index, tables, c: Candidate, day: str) -> None:
     """Set aside (dropped) or mark one candidate for as-of day."""
-    c.superseded_by = None
+    c.superseded_by = c.why = None
     files = _versions(tables, c.chunk.get("family") or c.path)
     f = index.by_path.get(c.path) or {}
     latest, entry_latest = c.is_latest, c.chunk.get("entry_latest")
@@ -220,7 +223,7 @@ def _mark_as_of(index, tables, c: Candidate, day: str) -> None:
             c.dropped = f"not yet written on {day} (dated {f.get('date')})"
         latest = force is not None and force["path"] == c.path
         if force is not None and not latest and not c.dropped:
-            c.superseded_by = force["path"]
+            c.superseded_by, c.why = force["path"], WHY_IN_FORCE.format(day)
     entry = c.chunk.get("section_date")
     entries = [d for d in tables["sections"].get(c.path, {}) if d <= day]
     if entry and entry > day:
@@ -229,6 +232,7 @@ def _mark_as_of(index, tables, c: Candidate, day: str) -> None:
         entry_latest = entry == max(entries)
         if not entry_latest and not c.superseded_by:
             c.superseded_by = f"{c.path}{SECTION_MARK}{max(entries)}"
+            c.why = WHY_IN_FORCE.format(day)
     c.chunk = {**c.chunk, "is_latest": latest, "entry_latest": entry_latest}
 
 
@@ -335,16 +339,17 @@ def _mark(index, cands) -> None:
     """superseded_by: the newest newer file of the family, else the log's newest entry."""
     tables = _tables(index)
     for c in cands:
-        c.superseded_by = None
+        c.superseded_by = c.why = None
         own = _view(index.by_path.get(c.path))
         newer = [f for f in _versions(tables, c.chunk.get("family") or c.path)
                  if f["path"] != c.path and _newer(_view(f), own)]
         if newer:
-            c.superseded_by = max(newer, key=_strength)["path"]
+            c.superseded_by, c.why = max(newer, key=_strength)["path"], WHY_VERSION
             continue
         day, sections = c.chunk.get("section_date"), tables["sections"].get(c.path)
         if day and sections and max(sections) > day:
             c.superseded_by = f"{c.path}{SECTION_MARK}{max(sections)}"
+            c.why = WHY_ENTRY
 
 
 # ----------------------------------------------------------------------- settle
