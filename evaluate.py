@@ -1,8 +1,9 @@
 """Evaluation: a question set -> per-question records -> metrics per variant, with McNemar.
 
 In:  a vault, a JSONL question set (format in DESIGN.md "Question sets"), variant names.
-Out: records (one per question and variant), a summary per variant overall and by
-     category (every rate as {k, n, p}), paired exact McNemar tests, a run folder.
+Out: records (one per question and variant: the answer and the evidence handed on to
+     the readers, each scored), a summary per variant overall and by category (every
+     rate as {k, n, p}), paired exact McNemar tests, a run folder.
 Not: any retrieval or answering of its own; every answer comes from harness.ask(), and
      the gold time_mode is only used for scoring, never handed to the system.
 
@@ -310,6 +311,52 @@ def numbers_cited(a: dict) -> bool:
     return True
 
 
+def _passages(sources) -> list[str]:
+    """Each source dict as its reader gets it: heading, then text (bare paths: "")."""
+    return [f"{s.get('heading') or ''}\n{s.get('text') or ''}" for s in sources or []
+            if isinstance(s, dict)]
+
+
+def evidence_recall(key_facts, sources) -> bool:
+    """Every key fact inside the evidence: the headings and texts of all the sources
+    joined, so two facts may stand in two passages."""
+    joined = "\n".join(_passages(sources))
+    return all(has_fact(joined, f) for f in key_facts)
+
+
+def evidence_stale(forbidden_facts, sources) -> bool:
+    """Some passage marked current (superseded_by None) holds a forbidden fact; one
+    labelled superseded may hold it."""
+    current = _passages(s for s in sources or [] if isinstance(s, dict)
+                        and s.get("superseded_by") is None)
+    return any(has_fact(t, f) for t in current for f in forbidden_facts)
+
+
+def evidence_recall_all(gold_files, sources) -> bool:
+    """Every gold file among the paths of the sources handed on."""
+    return set(gold_files) <= set(_paths(s for s in sources or [] if isinstance(s, dict)))
+
+
+def evidence_words(sources) -> int:
+    """Words (whitespace split) of the sources' texts; 0 for none."""
+    return sum(len((s.get("text") or "").split()) for s in sources or []
+               if isinstance(s, dict))
+
+
+def _evidence(q: dict, a: dict) -> dict:
+    """The evidence fields of a record; None where the measure does not apply."""
+    src, ok = a.get("sources") or [], q["answerable"]
+    one_version = (ok and q["time_mode"] in ("present", "as_of")
+                   and bool(q["forbidden_facts"]))
+    return {"evidence_recall": evidence_recall(q["key_facts"], src)
+            if ok and q["key_facts"] else None,
+            "evidence_stale": evidence_stale(q["forbidden_facts"], src)
+            if one_version else None,
+            "evidence_recall_all": evidence_recall_all(q["gold_files"], src)
+            if ok and q["gold_files"] and q["category"] == "change" else None,
+            "evidence_words": evidence_words(src)}
+
+
 def score(q: dict, a: dict, variant: str) -> dict:
     """One record: the question, what the system answered, every per-question metric."""
     gold, text, abstained = q["gold_files"], a.get("answer") or "", bool(a.get("abstained"))
@@ -334,6 +381,7 @@ def score(q: dict, a: dict, variant: str) -> dict:
         "reciprocal_rank": reciprocal_rank(gold, a.get("ranking")) if answerable else None,
         "stale": (any(has_fact(CITATION_RE.sub("", text), f) for f in q["forbidden_facts"])
                   if present else None),
+        **_evidence(q, a),
         "abstain_correct": None if q["answerable"] else abstained,
         "false_abstain": abstained if q["answerable"] else None,
         "citation_valid": None if abstained else (a.get("checks") or {}).get("rules_ok"),
@@ -374,6 +422,16 @@ def _stage_costs(records) -> dict:
     return out
 
 
+def _evidence_summary(records) -> dict:
+    """Evidence recall, stale evidence, recall_all as rates; words per question as
+    mean and nearest-rank p95 (records from before these fields count as not measured)."""
+    words = [r["evidence_words"] for r in records if r.get("evidence_words") is not None]
+    return {**{m: _rate(r.get(m) for r in records) for m in
+               ("evidence_recall", "evidence_stale", "evidence_recall_all")},
+            "evidence_words": {"mean": sum(words) / len(words) if words else None,
+                               "p95": percentile(words, 95), "n": len(words)}}
+
+
 def _metrics(records) -> dict:
     rr = [r["reciprocal_rank"] for r in records if r["reciprocal_rank"] is not None]
     spoke = [r for r in records if not r["abstained"]]
@@ -395,6 +453,7 @@ def _metrics(records) -> dict:
         "on_question": _rate(r.get("on_question") for r in records),
         "shipped_numbers_cited": _rate(r.get("shipped_numbers_cited") for r in records),
         "route_accuracy": _rate(r["route_correct"] for r in records),
+        **_evidence_summary(records),
         "verdicts": verdicts,
         "failed": sum(1 for r in records if r.get("error")),
         "escalate_on_correct": _rate(r["verdict"] == "ESCALATE" for r in spoke

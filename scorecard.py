@@ -17,6 +17,8 @@ TABLE = (("found@5", "source_found_at5"), ("recall@10", "recall_all_at10"),
          ("stale", "stale_rate"), ("abstain ok", "abstain_correct"),
          ("false abst", "false_abstain"), ("cite valid", "citation_valid"),
          ("on question", "on_question"), ("route", "route_accuracy"))
+EVIDENCE = (("evidence recall", "evidence_recall"), ("stale evidence", "evidence_stale"),
+            ("recall all (change)", "evidence_recall_all"))
 
 
 def fmt_rate(r: dict) -> str:
@@ -34,6 +36,20 @@ def categories(result: dict) -> list[str]:
                               for c in s["by_category"]))
 
 
+def _words(w: dict) -> str:
+    return "-" if w.get("mean") is None else f"{w['mean']:.0f} / {w['p95']}"
+
+
+def _evidence_table(vs: dict) -> tuple[str, list, list]:
+    """(title, header, rows): the evidence measures of each variant's overall summary
+    (`-` for a summary written before they existed)."""
+    none = {"k": 0, "n": 0, "p": None}
+    return ("evidence handed on (stale: a passage marked current holds a forbidden "
+            "fact):", ["variant", *(c for c, _ in EVIDENCE), "words/q mean / p95"], [
+        [n, *(fmt_rate(o.get(m, none)) for _, m in EVIDENCE),
+         _words(o.get("evidence_words", {}))] for n, o in vs.items()])
+
+
 def report_tables(result: dict) -> list[tuple[str, list, list]]:
     """(title, header, rows of strings) of each table in the report (text and HTML)."""
     vs = {n: s["overall"] for n, s in result["variants"].items()}
@@ -41,6 +57,7 @@ def report_tables(result: dict) -> list[tuple[str, list, list]]:
         [n, *(f"{o[m]['p']:.3f}" if m == "mrr" and o[m]["n"] else fmt_rate(o[m])
               for _, m in TABLE), _ms(o["stages"]["total"]["p50_ms"]),
          _ms(o["stages"]["total"]["p95_ms"])] for n, o in vs.items()])]
+    out.append(_evidence_table(vs))
     cats = categories(result)
     out.append(("answer correct by category:", ["variant", *cats], [
         [n, *(fmt_rate(s["by_category"][c]["answer_correct"]) if c in s["by_category"]
@@ -80,7 +97,8 @@ def pair_line(p: dict) -> str:
 
 
 def render(result: dict) -> str:
-    """Variant table, answer_correct by category, verdicts, stage costs, paired tests."""
+    """Variant table, evidence, answer_correct by category, verdicts, stage costs,
+    paired tests."""
     out = []
     for title, header, rows in report_tables(result):
         out += ([""] if out else []) + ([title] if title else []) + textkit.columns(header, rows)

@@ -153,6 +153,8 @@ def test_score_record_fields():
     assert r["source_found_at5"] is True and r["recall_all_at10"] is None  # not change
     assert r["citation_valid"] is False and r["route_correct"] is True
     assert r["total_ms"] == 10.0 and r["tokens"] == 125 and r["dollars"] == 0.002
+    assert r["evidence_recall"] is False and r["evidence_stale"] is False   # paths only
+    assert r["evidence_recall_all"] is None and r["evidence_words"] == 0
     json.dumps(r)                                                   # a JSONL line
 
 
@@ -359,7 +361,8 @@ def test_main_run_json_out_and_compare(tmp_path, capsys, fake_harness):
     assert res["variants"]["hybrid"]["overall"]["answer_correct"]["k"] == 0
     for name in ("source_found_at5", "recall_all_at10", "mrr", "answer_correct",
                  "stale_rate", "abstain_correct", "false_abstain", "citation_valid",
-                 "route_accuracy"):
+                 "route_accuracy", "evidence_recall", "evidence_stale",
+                 "evidence_recall_all", "evidence_words"):
         assert name in full["overall"]
     pair = [p for p in res["pairs"] if p["b"] == "no-rerank" and p["metric"] ==
             "answer_correct"][0]
@@ -377,6 +380,7 @@ def test_main_run_json_out_and_compare(tmp_path, capsys, fake_harness):
     text = capsys.readouterr().out
     assert "full vs hybrid  answer_correct: wins 2, losses 0" in text
     assert "2/2 (100%)" in text and "answer correct by category:" in text
+    assert "evidence recall" in text and "stale evidence" in text and "words/q" in text
 
     b = tmp_path / "runs" / "b"
     fake_harness.ask = lambda question, index=None, backend=None, **kw: fake_ask(

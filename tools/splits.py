@@ -1,4 +1,4 @@
-"""Every shipped split in one command: run them all, or diff two such runs answer by answer.
+"""Every shipped split in one command: run them all, tabulate a run, diff two runs.
 
 The table split -> vault -> role (tuning / frozen, with the frozen sha256) lives in
 questions/splits.json; this script, tests/test_question_sets.py and the docs read it.
@@ -6,9 +6,19 @@ questions/splits.json; this script, tests/test_question_sets.py and the docs rea
     python tools/splits.py run runs/all-before                # every split, default variants
     python tools/splits.py run runs/all-r --variant full --backend builtin
     python tools/splits.py diff runs/all-before runs/all-after   # exit 1 if any answer differs
+    python tools/splits.py table runs/all-before                 # one row per split
+    python tools/splits.py table runs/all-before --variant hybrid
 
 `diff` compares, per split, variant and question: the answer text, the verdict, the time
 mode and the kept sources. "Behaviour unchanged" means it prints nothing and exits 0.
+
+`table` reads each RUN/SPLIT/records.jsonl and prints one row per split for one variant
+(default full; a split run with one variant only, such as a conversation split's "chat",
+shows that one): answers correct, SHIP right (correct among SHIP), and what was handed on
+to the readers: evidence recall (every key fact inside), stale evidence (a passage marked
+current holds a forbidden fact), recall all (every gold file, change questions), words
+per question. Counts are k/n over the questions each measure applies to; `-` when none
+does, or the run predates the measure (SHIP right: 0/0 when nothing shipped).
 """
 
 from __future__ import annotations
@@ -22,6 +32,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = ROOT / "questions" / "splits.json"
 SAME = ("answer", "verdict", "time_mode", "sources", "abstained")
+FORMAT = 1                 # evaluate.py's records format
+HEADER = ("split", "variant", "answer correct", "SHIP right", "evidence recall",
+          "stale evidence", "recall all (evidence)", "words/q")
 
 
 def splits(table: Path = TABLE) -> dict:
@@ -29,10 +42,19 @@ def splits(table: Path = TABLE) -> dict:
     return json.loads(table.read_text(encoding="utf-8"))["splits"]
 
 
+def _load(run_dir: Path) -> list[dict]:
+    """The records of one evaluate run folder, in order; ValueError on another format."""
+    path = run_dir / "records.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    head = json.loads(lines[0]) if lines else {}
+    if head.get("format") != FORMAT:
+        raise ValueError(f"{path}: format {head.get('format')!r}, expected {FORMAT}")
+    return [json.loads(x) for x in lines[1:] if x.strip()]
+
+
 def _records(run_dir: Path) -> dict:
-    """{(variant, id): record} of one evaluate run folder (the format line skipped)."""
-    lines = (run_dir / "records.jsonl").read_text(encoding="utf-8").splitlines()[1:]
-    return {(r["variant"], r["id"]): r for r in map(json.loads, lines)}
+    """{(variant, id): record} of one evaluate run folder."""
+    return {(r["variant"], r["id"]): r for r in _load(run_dir)}
 
 
 def diff_runs(a: Path, b: Path) -> list[str]:
@@ -52,6 +74,46 @@ def diff_runs(a: Path, b: Path) -> list[str]:
             if diffs:
                 out.append(f"{split} {key[0]} {key[1]}: {', '.join(diffs)} differ")
     return out
+
+
+def _kn(values, none: str = "-") -> str:
+    """`k/n` of the truthy values among those not None; `none` when all are None."""
+    vals = [bool(v) for v in values if v is not None]
+    return f"{sum(vals)}/{len(vals)}" if vals else none
+
+
+def split_row(split: str, records: list[dict], variant: str = "full") -> list[str]:
+    """One table row (HEADER's columns) of a split's records for one variant; a split
+    run with a single other variant (conversations: "chat") shows that one."""
+    names = list(dict.fromkeys(r["variant"] for r in records))
+    if variant not in names and len(names) == 1:
+        variant = names[0]
+    rs = [r for r in records if r["variant"] == variant]
+    if not rs:
+        return [split, f"no {variant}", *["-"] * (len(HEADER) - 2)]
+    words = [r["evidence_words"] for r in rs if r.get("evidence_words") is not None]
+    return [split, variant, _kn(r["answer_correct"] for r in rs),
+            _kn((r["answer_correct"] for r in rs if r.get("verdict") == "SHIP"), "0/0"),
+            *(_kn(r.get(m) for r in rs) for m in ("evidence_recall", "evidence_stale",
+                                                   "evidence_recall_all")),
+            f"{sum(words) / len(words):.1f}" if words else "-"]
+
+
+def table(run: Path, variant: str = "full") -> list[list[str]]:
+    """Rows (HEADER first) of every split folder of a `run` output, by split name."""
+    dirs = sorted(run.iterdir()) if run.is_dir() else []
+    found = [d for d in dirs if (d / "records.jsonl").is_file()]
+    if not found:
+        raise ValueError(f"{run} holds no SPLIT/records.jsonl: pass a folder written "
+                         "by `python tools/splits.py run OUT`")
+    return [list(HEADER), *(split_row(d.name, _load(d), variant) for d in found)]
+
+
+def _columns(rows) -> str:
+    """Rows as aligned text, two spaces between columns."""
+    widths = [max(len(c) for c in col) for col in zip(*rows)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+                     for r in rows)
 
 
 def run_all(out: Path, extra: list[str]) -> int:
@@ -76,9 +138,21 @@ def main(argv=None) -> int:
     d = sub.add_parser("diff", help="list answers that differ between two runs")
     d.add_argument("a")
     d.add_argument("b")
+    t = sub.add_parser("table", help="one row per split of a run: answers and evidence")
+    t.add_argument("run")
+    t.add_argument("--variant", default="full", help="the variant to show (default full)")
     args, extra = p.parse_known_args(argv)
     if args.cmd == "run":
         return run_all(Path(args.out), extra)
+    if args.cmd == "table":
+        if extra:
+            p.error(f"unrecognized arguments: {' '.join(extra)}")
+        try:
+            print(_columns(table(Path(args.run), args.variant)))
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        return 0
     lines = diff_runs(Path(args.a), Path(args.b))
     print("\n".join(lines) or "every answer the same")
     return 1 if lines else 0
