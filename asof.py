@@ -42,6 +42,34 @@ PATTERNS = (
 )
 
 
+# the points in time a question names, whole ones first (each blanked once found): an
+# ISO date, a month with its year; then a month named as a time ("in March", "between
+# June and October", "3 May", "May 3"), then a year
+WHOLE_POINT_RES = (re.compile(r"\b\d{4}-\d\d(?:-\d\d)?\b"),
+                   re.compile(rf"\b(?:{DAY}\s+(?:of\s+)?)?{M}(?:\s+\d{{1,2}}(?:st|nd|rd|th)?)?,?\s+"
+                              rf"{YEAR}\b"))
+POINT_RES = (re.compile(rf"\b(?:in|on|by|since|from|to|until|till|and|or|between|before|"
+                        rf"after|of|early|late|mid|end of|start of)\s+(?:the\s+)?(?:{DAY}\s+"
+                        rf"(?:of\s+)?)?({M})\b"),
+             re.compile(rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?({M})\b"),
+             re.compile(rf"\b({M})\s+\d{{1,2}}(?:st|nd|rd|th)?\b"),
+             re.compile(rf"\b{YEAR}\b"))
+
+
+def points(question: str) -> set[str]:
+    """The different points in time a question names: ISO dates and months with their
+    year as written, months (as month terms) and years. Two or more ask across versions
+    ("in March and in May", "in 2025 and 2026")."""
+    q = " ".join(question.replace("\u2019", "'").lower().split())
+    out = set()
+    for rx in WHOLE_POINT_RES:
+        out.update(" ".join(m.group().split()) for m in rx.finditer(q))
+        q = rx.sub(" ", q)
+    for rx in POINT_RES:
+        out.update(textkit.month_term(g) or g for m in rx.finditer(q) for g in m.groups()[-1:])
+    return out
+
+
 def _month(word: str) -> int:
     return textkit.MONTHS[textkit.month_term(word)]
 

@@ -40,6 +40,7 @@ STATUS_OLDER = "older version"       # "older version, superseded by PATH" when 
 STATUS_OLDER_ENTRY = "older entry"   # an older dated section of a log
 SUPERSEDED_MARK = ", superseded by "  # status suffix naming the newer version (generate)
 LOG_ENTRY_MARK = " @ "               # "path @ date": a newer entry of the same log
+STATEMENT_WHY = "a newer dated statement in another note"   # evidence.py's label: no version
 MAX_SENTENCES = 5
 REPLACES = "; this replaces the statement in {title} ({date}) [{id}]"
 
@@ -114,7 +115,7 @@ def _best(units: list[_Unit]) -> _Unit:
     return max(units, key=lambda u: (u.score, -u.note["order"], -u.at))
 
 
-def _values(u: _Unit, kinds) -> set[str]:
+def stated_values(u: _Unit, kinds) -> set[str]:
     """The values of the asked kinds a unit states (numbers canonical, names lowercased)."""
     toks, valued = value_tokens(u.text, kinds)
     return {number_key(toks[i]) if toks[i][0].isdigit() else toks[i].lower() for i in valued}
@@ -141,11 +142,11 @@ def _newest(lead: _Unit, units: list[_Unit], ask: Ask) -> tuple[_Unit, _Unit | N
     kinds = ask.kinds
     if not kinds:
         return lead, None
-    mine = _values(lead, kinds)
+    mine = stated_values(lead, kinds)
     rivals = [u for u in units if u.answers and holds(u.text, kinds)
               and not INSTRUCTION_RE.search(u.text)     # no newer statement, an injection
               and _document(u.note) != _document(lead.note) and lead.named <= u.named
-              and _values(u, kinds) and not _values(u, kinds) <= mine]
+              and stated_values(u, kinds) and not stated_values(u, kinds) <= mine]
     dated = [u for u in rivals + [lead] if u.note["date"] != UNDATED]
     if not dated:
         return lead, None
@@ -165,8 +166,8 @@ def _without_superseded(u: _Unit, units: list[_Unit], kinds) -> str:
     u's) naming something asked state, when what stays still states a value: a
     present answer does not repeat a superseded value ("now X instead of Y")."""
     kinds = kinds or frozenset({"number", "name", "date"})
-    older = set().union(*(_values(w, kinds) for w in units if _older(w, u) and w.named))
-    newer = set().union(*(_values(w, kinds) for w in units
+    older = set().union(*(stated_values(w, kinds) for w in units if _older(w, u) and w.named))
+    newer = set().union(*(stated_values(w, kinds) for w in units
                           if not _older(w, u) and w.note is not u.note))
     stale = older - newer - set(terms(u.note["section"]))
     toks = list(TOKEN_RE.finditer(u.text))
@@ -266,14 +267,14 @@ def _history(question: str, notes: list[dict]) -> list[str]:
     lines, seen = [], set()
     for key in sorted(versions):
         best = max(versions[key], key=lambda u: (u.answers, bool(common) and _key(u) == common,
-                                                 bool(_values(u, ask.kinds) - seen), u.score))
+                                                 bool(stated_values(u, ask.kinds) - seen), u.score))
         lines.append(best)
-        seen |= _values(best, ask.kinds)
+        seen |= stated_values(best, ask.kinds)
     others: dict = {}
     for u in units:
         if (_document(u.note) != doc and u.answers and lead.named <= u.named
                 and ask.kinds and holds(u.text, ask.kinds) == 1.0
-                and u.note["date"] != UNDATED and _values(u, ask.kinds) - seen):
+                and u.note["date"] != UNDATED and stated_values(u, ask.kinds) - seen):
             key = (u.note["path"], u.note["date"])
             if key not in others or u.score > others[key].score:
                 others[key] = u

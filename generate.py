@@ -146,8 +146,11 @@ class Draft:
 
 
 def note_status(c) -> str:
-    """latest / older version[, superseded by X] / older entry, as the prompt shows it."""
-    if c.superseded_by:
+    """latest / older version[, superseded by X] / older entry, as the prompt shows it. A
+    passage another note's newer statement contradicts is no older version: its note is
+    the latest (the reader weighs the statements itself; verify and the evidence carry
+    the label)."""
+    if c.superseded_by and not (c.why or "").startswith(extract.STATEMENT_WHY):
         kind = extract.STATUS_OLDER_ENTRY if c.path in c.superseded_by else extract.STATUS_OLDER
         return f"{kind}{extract.SUPERSEDED_MARK}{c.superseded_by}"
     if not c.is_latest:

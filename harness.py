@@ -32,6 +32,7 @@ from verso import ingest
 from verso import models
 from verso import reader
 from verso import cost_ledger
+from verso import evidence
 from verso import rerank as rerank_stage
 from verso import retrieve
 from verso import route as route_stage
@@ -46,7 +47,8 @@ from verso import version
 SAMPLE_VAULT = store.data_path("sample-vault")
 SAMPLE_NOTICE = ("answering from the bundled sample vault, not your notes: index yours with "
                  "`verso ingest NOTES`")
-STAGES = ("route", "retrieve", "version-filter", "rerank", "generate", "verify", "calibrate")
+STAGES = ("route", "retrieve", "version-filter", "rerank", "evidence", "generate", "verify",
+          "calibrate")
 MAX_REGISTRY_ROWS = 12   # rows one registry answer cites (the writer's notes are 5)
 MAX_QUESTION_CHARS = 4000   # longer questions are cut here (embedding and prompts stay bounded)
 WHERE_FROM = ("The vault: --vault, else the vault the index was built from, else (no index "
@@ -229,8 +231,13 @@ def _same_vault(index_dir: Path, vault) -> None:
 
 def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid",
         use_version=True, rerank=True, expand_links=True, mode=None, k=20,
-        keep=5, include_private=True, write=True, as_of=None) -> Answer:
-    """Route, retrieve, filter by time, rerank and gate, write, verify; every stage timed.
+        keep=None, budget=evidence.BUDGET_WORDS, include_private=True, write=True,
+        as_of=None) -> Answer:
+    """Route, retrieve, filter by time, rerank and gate, choose the evidence, write,
+    verify; every stage timed. The evidence (evidence.select) is the first
+    evidence.KEEP passages, or with a `budget` as many (cut) passages as fit that many
+    words; `keep` caps the passages. Without version rules (use_version=False, the
+    baselines) it is the plain top `keep` (default 5).
     include_private=False searches shareable folders only; write=False stops at the
     evidence (sources and the version trace), before the writer (mcp_server).
     as_of ("YYYY-MM-DD", or "YYYY-MM") asks about the notes as they stood on that date."""
@@ -265,15 +272,20 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
         idf = (rerank_stage.corpus_idf(idx)
                if isinstance(be.judge, (reader.BuiltinJudge, models.CascadeJudge)) else None)
         cands = clock.run("rerank", rerank_stage.rerank, question, cands, be.judge,
-                          keep=keep, ledger=ledger, idf=idf)
+                          keep=rerank_stage.KEEP, ledger=ledger, idf=idf)
         out.candidates["rerank"] = _trace(cands)
     if use_version:
         threshold = rerank_stage.RELEVANCE_THRESHOLD if rerank else None
         cands, dropped = clock.run("version-filter", version.settle, cands,
-                                   out.time_mode, threshold, index=idx)
+                                   out.time_mode, threshold, index=idx,
+                                   restates=evidence.restates(question))
         out.candidates["version"] = _trace(cands + dropped)
     out.ranking = [c.path for c in cands]
-    kept = cands[:keep]
+    if use_version:
+        kept = clock.run("evidence", _evidence, question, cands, idx, out.time_mode,
+                         budget, keep)
+    else:
+        kept = cands[:keep or rerank_stage.KEEP]
     by_default = out.route.get("time_confidence", 1.0) <= route_stage.DEFAULT
     if use_version and not mode and (by_default or out.time_mode == "as_of"):
         # the router's default or a point in time: "any" when no versions answer
@@ -288,13 +300,26 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     return out
 
 
+def _evidence(question, cands, idx, mode, budget, keep) -> list:
+    """The passages handed on (evidence.select), the sections it brings in labelled as
+    version.py labels (version.mark), and in present and as-of mode statements a later
+    note contradicts labelled too."""
+    sections = None if mode == "as_of" else idx    # as of a date: no later section pulled in
+    kept = evidence.select(question, cands, sections, budget, lambda cs: version.mark(idx, cs),
+                           history=mode == "history", keep=keep)
+    if mode in ("present", "as_of"):
+        kept = evidence.label_statements(question, kept)
+    return kept
+
+
 def _sources(kept: list) -> list[dict]:
     """The evidence handed on, as every reader gets it: each passage with its date,
     whether it is current, and when not, what supersedes it and why."""
     return [{"id": c.id, "path": c.path, "heading": c.chunk.get("heading", ""),
              "date": c.date, "is_latest": _current(c), "score": round(float(_score(c)), 4),
              "superseded_by": c.superseded_by, "why": c.why,
-             "text": c.chunk.get("text", "")} for c in kept]
+             "found_by": c.added_by or "search", "text": c.chunk.get("text", "")}
+            for c in kept]
 
 
 def _choose_time(out: Answer, idx, mode, as_of) -> None:
@@ -452,6 +477,10 @@ def main(argv=None) -> int:
                    help="notes folder (default: the vault the index was built from)")
     p.add_argument("--index", default=None, help="index dir (default $VERSO_HOME or .verso)")
     p.add_argument("--no-rerank", action="store_true", help="fused order, top 5, no gate")
+    p.add_argument("--budget", type=int, default=evidence.BUDGET_WORDS, metavar="WORDS",
+                   help="hand the writer as many passages as fit this many words, long "
+                   f"ones cut to their answering lines (default: the best {evidence.KEEP} "
+                   "passages, whole)")
     p.add_argument("--mode", choices=("present", "history", "any"), default=None)
     p.add_argument("--as-of", metavar="DATE", default=None, help="answer from the notes as "
                    "they stood on DATE (YYYY-MM-DD, or YYYY-MM for the month's end)")
@@ -474,7 +503,9 @@ def main(argv=None) -> int:
             rows = _projects(idx)
             print(json.dumps(rows, indent=1) if args.json else registry.table(rows))
             return 0
-        a = ask(" ".join(args.question), index=idx, backend=be,
+        if args.budget is not None and args.budget < 1:
+            raise ValueError(f"--budget {args.budget}: give a number of words, such as 400")
+        a = ask(" ".join(args.question), index=idx, backend=be, budget=args.budget,
                 rerank=not args.no_rerank, mode=args.mode, as_of=args.as_of)
     except (ValueError, OSError, store.IndexProblem, store.IndexBusy,
             models.BackendError) as e:

@@ -17,6 +17,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 from verso import asof
+from verso import evidence
 from verso import filecols
 from verso import harness
 from verso import registry
@@ -41,7 +42,7 @@ def _arr(items: dict) -> dict:
 
 
 PASSAGE = _obj({k: T["string"] for k in ("path", "heading", "date", "found_by", "text")}
-               | {"is_latest": T["boolean"], "superseded_by": OPT,
+               | {"is_latest": T["boolean"], "superseded_by": OPT, "why": OPT,
                   "relevance": T["number"]})
 SET_ASIDE = _obj({k: T["string"] for k in ("path", "heading", "date", "reason", "text")}
                  | {"relevance": T["number"]})
@@ -63,16 +64,23 @@ QUERY = {"type": "string", "minLength": 1, "maxLength": harness.MAX_QUESTION_CHA
 TOOLS = [
     {"name": "search_notes", "title": "Search notes (version-aware evidence)",
      "description": "Passages from the user's shareable notes for a query, after Verso's "
-     "rerank and time rules: path, heading trail, date ('undated' = file time only), "
-     "is_latest, superseded_by, relevance and text; in present mode also what was set "
-     "aside as outdated and why. time_mode: present = current values, history = how "
+     "rerank and time rules (with a word budget, a long passage is cut to its answering "
+     "lines, '…' where lines are left out): path, heading trail, date ('undated' = file "
+     "time only), is_latest, superseded_by and why (a newer version, log entry or dated "
+     "statement in another note: answer from the newer one, cite the older only for what "
+     "only it says), relevance and text; in present mode also what was set aside because "
+     "a newer version restates it. time_mode: present = current values, history = how "
      "something changed, any = no filter, as_of = the notes as they stood on the date "
-     "given in as_of (YYYY-MM-DD), auto = Verso decides from the query.",
+     "given in as_of (YYYY-MM-DD), auto = Verso decides from the query. k: at most this "
+     "many passages (default 5, whole); budget: instead as many as fit this many words, "
+     "long ones cut to their answering lines.",
      "inputSchema": _obj({"query": QUERY, "time_mode": {
          "type": "string", "enum": ["auto", "present", "history", "any", "as_of"],
          "default": "auto"},
          "as_of": {"type": "string", "pattern": r"^\d{4}-\d{2}(-\d{2})?$"},
-         "k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5}},
+         "budget": {"type": "integer", "minimum": 50, "maximum": 5000},
+         "k": {"type": "integer", "minimum": 1, "maximum": 20,
+               "default": evidence.KEEP}},
          additionalProperties=False) | {"required": ["query"]},
      "outputSchema": _obj({"time_mode": T["string"], "chosen_by": T["string"],
                            "as_of": OPT, "passages": _arr(PASSAGE),
@@ -207,18 +215,18 @@ def search_notes(srv, args: dict) -> dict:
         if mode == "auto":     # the mode a search would have used
             out["time_mode"] = route.route(args["query"])["time_mode"]
         return out
-    a = harness.ask(args["query"], index=idx, backend=srv.be, keep=int(args.get("k", 5)),
+    a = harness.ask(args["query"], index=idx, backend=srv.be,
+                    keep=int(args.get("k", evidence.KEEP)), budget=args.get("budget"),
                     mode=None if mode in ("auto", "as_of") else mode,
                     as_of=day, include_private=False,
                     write=False)
     trace = {c["id"]: c for c in a.candidates.get("version", [])}
     for s in a.sources:
-        c = trace.get(s["id"], {})
         out["passages"].append({
             "path": s["path"], "heading": s["heading"], "date": s["date"],
-            "is_latest": s["is_latest"], "superseded_by": c.get("superseded_by"),
-            "found_by": c.get("added_by") or "search", "relevance": s["score"],
-            "text": idx.chunks[s["id"]]["text"]})
+            "is_latest": s["is_latest"], "superseded_by": s["superseded_by"],
+            "why": s["why"], "found_by": s["found_by"],
+            "relevance": s["score"], "text": s["text"]})
     if a.time_mode == "history":     # each document's versions oldest first (undated last)
         family = {s["path"]: idx.chunks[s["id"]]["family"] for s in a.sources}
         rank = {}

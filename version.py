@@ -174,7 +174,7 @@ def apply(index, cands: list[Candidate], mode: str, qvec, as_of: str | None = No
         out = _present(index, out, qvec)
     elif mode == "history":
         out = _history(index, out, qvec)
-    _mark(index, out)
+    mark(index, out)
     return out
 
 
@@ -335,7 +335,7 @@ def _is_versioned(tables, c: Candidate) -> bool:
                 or c.path in tables["sections"])
 
 
-def _mark(index, cands) -> None:
+def mark(index, cands) -> None:
     """superseded_by: the newest newer file of the family, else the log's newest entry."""
     tables = _tables(index)
     for c in cands:
@@ -356,12 +356,13 @@ def _mark(index, cands) -> None:
 
 
 def settle(cands: list[Candidate], mode: str, threshold: float | None = None,
-           index=None) -> tuple[list[Candidate], list[Candidate]]:
+           index=None, restates=None) -> tuple[list[Candidate], list[Candidate]]:
     """Present mode after rerank: set aside each older version that a newer one answers.
 
     x is set aside (x.dropped = "superseded by <path>" or "... <path> @ <date>") when a
     candidate y ALSO answers and y is a newer file of x's family, or a later dated
-    section of x's own file. "Answers": relevance >= threshold; with threshold None (no
+    section of x's own file, and restates(y, x) (evidence.restates: y states the asked
+    fact x states) when given; otherwise x stays, marked superseded_by. "Answers": relevance >= threshold; with threshold None (no
     rerank) being among the candidates, except that a log entry pulled in only by
     apply (added_by="version") is no evidence: a log's newest entry is often about
     something else. Other modes drop nothing; history moves the versions of the
@@ -378,7 +379,7 @@ def settle(cands: list[Candidate], mode: str, threshold: float | None = None,
     if mode in ("present", "as_of"):     # as_of: apply marked the version in force latest
         views = _settle_views(live, index if mode == "present" else None)
         for x in live:
-            by = _superseder(x, live, threshold, views)
+            by = _superseder(x, live, threshold, views, restates)
             if by:
                 x.dropped = DROP_REASON.format(by)
     kept = [c for c in cands if not c.dropped]
@@ -436,12 +437,15 @@ def _answers(c: Candidate, threshold) -> bool:
     return c.relevance is not None and c.relevance >= threshold
 
 
-def _superseder(x, cands, threshold, views) -> str | None:
-    """Label of the newest answering candidate that supersedes x, else None."""
+def _superseder(x, cands, threshold, views, restates=None) -> str | None:
+    """Label of the newest answering candidate that supersedes x (and restates what x
+    states, when restates is given), else None."""
     family = x.chunk.get("family") or x.path
     best_file, best_day = None, None
     for y in cands:
         if y is x or not _answers(y, threshold):
+            continue
+        if restates is not None and not restates(y, x):
             continue
         if (y.path != x.path and (y.chunk.get("family") or y.path) == family
                 and _newer(views[y.path], views[x.path])):

@@ -17,7 +17,7 @@ LAYERS = [
     {"vault_walk", "dating", "families", "filecols", "chunking", "store", "store_load",
      "bm25"},                                                                        # the index
     {"ingest", "retrieve", "version", "route", "rerank", "generate", "verify",
-     "calibrate", "unsure", "registry"},   # stages
+     "calibrate", "unsure", "registry", "evidence"},   # stages
     {"scorecard", "html_report"},                                # renderers of plain data
     {"harness"},                                                 # the pipeline
     {"evaluate", "mcp_tools", "chat"},                                   # runs, the MCP tools

@@ -78,6 +78,7 @@ async def _legacy_script(s, vault: Path) -> dict:
     out["present"] = await call("search_notes", {"query": RATE_Q})
     out["present_k2"] = await call("search_notes", {"query": "day rate", "k": 2,
                                                     "time_mode": "present"})
+    out["budgeted"] = await call("search_notes", {"query": RATE_Q, "budget": 60, "k": 8})
     out["history"] = await call("search_notes", {
         "query": "How did the Kittiwake retainer change over time?"})
     out["note_history"] = await call("note_history", {"path": RETAINERS[-1]})
@@ -145,6 +146,18 @@ def test_current_value_comes_newest_first_with_older_versions_set_aside(sdk):
     assert all(aside[p]["reason"] == f"superseded by {RATES[-1]}" for p in RATES[:2])
     assert not any(p["path"] in RATES[:2] for p in out["passages"])
     assert len(sdk["present_k2"].structured_content["passages"]) == 2
+
+
+def test_a_word_budget_gives_cut_passages_that_fit_it_and_labels(sdk):
+    whole = sdk["present"].structured_content["passages"]
+    cut = sdk["budgeted"].structured_content["passages"]
+    words = [len(p["text"].split()) for p in cut]
+    assert sum(words) <= 60 or len(cut) == 1
+    assert sum(words) < sum(len(p["text"].split()) for p in whole)
+    assert cut[0]["path"] == RATES[-1] and "760" in cut[0]["text"]
+    assert all("why" in p for p in whole + cut)
+    older = [p for p in sdk["history"].structured_content["passages"] if p["superseded_by"]]
+    assert older and all(p["why"] == "a newer version of this note" for p in older)
 
 
 def test_history_search_lists_the_versions_oldest_first(sdk):

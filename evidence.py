@@ -1,0 +1,254 @@
+"""evidence: the passages handed on to every reader (the builtin reader, a model, MCP).
+
+Stage: evidence, after rerank and version.settle; every reader gets what select returns.
+In:  the question, the settled candidates (ranked, marked by version.py), the index (the
+     other sections of a chosen note), the time mode, a word budget.
+Out: the evidence: Candidate copies in reading order, each one passage of one note,
+     labelled with its date, whether it is current, and when not, superseded_by and why
+     (a newer version, a newer log entry, or a newer dated statement in another note).
+     restates(question) is the test version.settle sets an older version aside by.
+Not: ranking (rerank.py), deciding versions from dates (version.py), writing. Its tests
+     of what a line states are the builtin reader's (reader.py, extract.py), read only.
+
+Rules, decided by code:
+- Label, don't hide: an older version is set aside only when a newer version restates
+  the asked fact: one line of it answers with a value of the asked kind and names, in
+  itself, its heading or its note's title, every asked term the older version's
+  answering line names word for word (all but one when that line names QUALIFIED or
+  more: a rewrite drops a qualifier, "Lisbon rent budget" becomes "rent budget"). A
+  newer version that only mentions the field ("the deposit certificate is filed") does
+  not restate its value. Otherwise the older one
+  stays, labelled superseded, and can be cited for what only it holds.
+- A newer dated statement in another note: a current passage whose answering line states
+  a value of the asked kind is labelled superseded (why: WHY_STATEMENT) when a passage of
+  another document, dated later, has an answering line naming the same asked terms and
+  stating another value of that kind (the builtin writer's rule for the newest statement).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from verso import extract
+from verso import generate
+from verso import reader
+from verso import retrieve
+from verso.retrieve import Candidate
+from verso.textkit import INSTRUCTION_RE, evidence_terms
+
+WHY_STATEMENT = extract.STATEMENT_WHY + " ({})"   # Candidate.why of a statement label
+WEAK_DATE = "undated"
+QUALIFIED = 3           # a line naming this many asked fields may lose one in a rewrite
+KEEP = 5                # no budget given: the first KEEP passages, whole (fit_evidence.py)
+BUDGET_WORDS = None     # the default budget: None, the count above (tools/fit_evidence.py)
+MAX_PASSAGES = 10       # with a budget, at most this many passages, however short
+POOL = 15               # the ranked candidates the evidence is chosen from
+PASSAGE_WORDS = 70      # a longer passage is cut to its answering lines (in note order)
+HISTORY_WORDS = 40      # a change question: each version's few answering lines
+SECTION_NOTES = 3       # the leading notes whose other sections are scored for the answer
+ELIDED = "…"            # stands where a cut passage leaves lines out
+# a question across notes: "which" or "how many" before a plural ("which projects use
+# X", "which of my clients pay late", "how many hens"); lists are reader.LIST_RE's
+ACROSS_RE = re.compile(r"\b(?:which|how many)\s+(?:of\s+(?:my|our|the)\s+)?[a-z'-]*[^s's]s\b")
+STATEMENT_KINDS = frozenset({"money", "measure", "duration", "clock", "percent", "date"})
+# values a later note corrects; a bare count or a name is too common in notes to say so
+
+
+def _note(c: Candidate, order: int) -> dict:
+    """A candidate as the builtin reader reads a note (extract.parse_prompt's dicts)."""
+    return {"id": f"c{order + 1}", "path": c.path, "section": c.chunk.get("heading") or "-",
+            "date": c.date, "status": generate.note_status(c), "order": order,
+            "text": c.chunk.get("text", "").strip()}
+
+
+def _lead(units: list) -> object | None:
+    """The unit of one note that answers best, None when none answers."""
+    answering = [u for u in units if u.answers]
+    return max(answering, key=lambda u: (u.ev, -u.at)) if answering else None
+
+
+def across_notes(question: str, ask) -> bool:
+    """The question asks across notes: a list ("list", "all", "what are"), or "which"
+    or "how many" before a plural ("which projects use ...")."""
+    return ask.is_list or bool(ACROSS_RE.search(question.lower()))
+
+
+def select(question: str, cands: list[Candidate], index=None, budget: int | None = None,
+           mark=None, history: bool = False, keep: int | None = None) -> list[Candidate]:
+    """The evidence: from the first POOL ranked candidates, the answering section of each
+    leading note (index given; mark(cands) labels a section brought in, as version.py
+    does), one passage per note first for a question across notes; then without a
+    budget the first `keep` (KEEP) passages whole, with one each long passage cut to
+    its answering lines (HISTORY_WORDS for a change question), taken in order while the
+    words fit the budget (the first always, `keep` or MAX_PASSAGES at most)."""
+    ask = reader.analyse(question)
+    pool = cands[:POOL]
+    if index is not None and pool:
+        pool = _with_sections(ask, pool, index, mark)
+    if across_notes(question, ask):
+        seen, first, rest = set(), [], []
+        for c in pool:
+            (rest if c.path in seen else first).append(c)
+            seen.add(c.path)
+        pool = first + rest
+    if budget is None:
+        return pool[:keep or KEEP]
+    units = _units_by_candidate(ask, pool)
+    cap = HISTORY_WORDS if history else PASSAGE_WORDS
+    out, words = [], 0
+    for i, c in enumerate(pool):
+        text = _cut(c, units[i], cap)
+        n = len(text.split())
+        if out and words + n > budget:
+            continue
+        out.append(c if text == c.chunk.get("text") else
+                   dataclasses.replace(c, chunk={**c.chunk, "text": text}))
+        words += n
+        if len(out) >= (keep or MAX_PASSAGES) or words >= budget:
+            break
+    return out
+
+
+def _units_by_candidate(ask, cands) -> list[list]:
+    units = extract.unit_rows(ask, [_note(c, i) for i, c in enumerate(cands)])
+    out: list[list] = [[] for _ in cands]
+    for u in units:
+        out[u.note["order"]].append(u)
+    return out
+
+
+def _cut(c: Candidate, units: list, cap: int = None) -> str:
+    """The passage's text, or when longer than PASSAGE_WORDS its best lines (answering
+    first, then by evidence) up to PASSAGE_WORDS, in note order, ELIDED where lines are
+    left out."""
+    text, cap = c.chunk.get("text", ""), cap or PASSAGE_WORDS
+    if len(text.split()) <= cap or not units:
+        return text
+    ranked = sorted(units, key=lambda u: (not u.answers, -u.ev, u.at))
+    keep, words = set(), 0
+    for u in ranked:
+        n = len(u.text.split())
+        if keep and words + n > cap:
+            continue
+        keep.add(u.at)
+        words += n
+    lines, last = [], -1
+    for u in sorted((u for u in units if u.at in keep), key=lambda u: u.at):
+        if u.at != last + 1:
+            lines.append(ELIDED)
+        lines.append(u.text)
+        last = u.at
+    if last != len(units) - 1:
+        lines.append(ELIDED)
+    return "\n\n".join(lines)     # blank lines: no two lines read as one wrapped line
+
+
+def _with_sections(ask, pool: list[Candidate], index, mark) -> list[Candidate]:
+    """pool, with the best-answering other chunk of each of the first SECTION_NOTES notes
+    placed right after the note's first passage when it answers better than every
+    passage of that note in the pool (a fact deep in a long note or log)."""
+    ids_of = retrieve.chunk_ids_by_path(index)
+    have = {c.id for c in pool}
+    leaders = list(dict.fromkeys(c.path for c in pool))[:SECTION_NOTES]
+    extra = [Candidate(index.chunks[int(i)], added_by="section")
+             for path in leaders for i in ids_of.get(path, ()) if int(i) not in have]
+    if not extra:
+        return pool
+    units = _units_by_candidate(ask, pool + extra)
+    best = [max((u.ev for u in us if u.answers), default=None) for us in units]
+    out = list(pool)
+    for path in leaders:
+        mine = [best[i] for i, c in enumerate(pool) if c.path == path and best[i] is not None]
+        others = [(best[j], j) for j, c in enumerate(pool + extra)
+                  if j >= len(pool) and c.path == path and best[j] is not None]
+        if not others:
+            continue
+        ev, j = max(others)
+        if mine and ev <= max(mine):
+            continue
+        first = next(i for i, c in enumerate(out) if c.path == path)
+        new = dataclasses.replace(extra[j - len(pool)], relevance=out[first].relevance)
+        if mark is not None:
+            mark([new])
+        out.insert(first + 1, new)
+    return out
+
+
+def _fields(u, ask) -> frozenset:
+    """The asked terms a line names word for word, in itself or its heading: the field
+    it states (a related form, "pay" for "paying", is no field of its own)."""
+    return frozenset(ask.terms) & (evidence_terms(u.text) | evidence_terms(u.note["section"]))
+
+
+def restates(question: str):
+    """The test of version.settle: restated(newer, older) is True when the newer
+    candidate restates the fact the older one states for this question (see the module's
+    rules), so the older one may leave the evidence; an older one that states nothing
+    asked leaves whenever a newer one answers."""
+    ask = reader.analyse(question)
+
+    def restated(newer: Candidate, older: Candidate) -> bool:
+        units = extract.unit_rows(ask, [_note(older, 0), _note(newer, 1)])
+        lead = _lead([u for u in units if u.note["order"] == 0])
+        if lead is None:
+            return True
+        fields = _fields(lead, ask)
+        allowed = 1 if len(fields) >= QUALIFIED else 0
+        return any(u.answers and reader.holds(u.text, ask.kinds) and len(
+            fields - _fields(u, ask) - extract.label_terms(u.note)) <= allowed
+            for u in units if u.note["order"] == 1)
+    return restated
+
+
+def _document(c: Candidate) -> str:
+    return c.chunk.get("family") or c.path
+
+
+def label_statements(question: str, kept: list[Candidate]) -> list[Candidate]:
+    """kept, where a current passage whose statement of the asked value a later-dated
+    passage of another document contradicts is a copy labelled superseded by it (the
+    newest such). A question asking no kind of value has no value to replace; a later
+    note that still states the value (a record of past values, a quote of the old one)
+    does not contradict it."""
+    ask = reader.analyse(question)
+    if not ask.kinds & STATEMENT_KINDS or len(kept) < 2:
+        return kept
+    ask = dataclasses.replace(ask, kinds=ask.kinds & STATEMENT_KINDS)
+    units = extract.unit_rows(ask, [_note(c, i) for i, c in enumerate(kept)])
+    stating, said = {}, {}
+    for i, c in enumerate(kept):
+        said[i] = set().union(*(extract.stated_values(u, ask.kinds) for u in units
+                                if u.note["order"] == i))
+        own = [u for u in units if u.note["order"] == i and u.answers
+               and not INSTRUCTION_RE.search(u.text) and extract.stated_values(u, ask.kinds)]
+        own = [u for u in own if u.named]           # a statement of an asked field
+        if own:
+            stating[i] = own
+    out = list(kept)
+    for i, x in enumerate(kept):
+        if x.superseded_by or i not in stating:
+            continue
+        newer = [j for j in stating if kept[j].date != WEAK_DATE
+                 and (x.date == WEAK_DATE or kept[j].date > x.date)
+                 and _document(kept[j]) != _document(x)
+                 and _contradicts(stating[j], stating[i], ask.kinds, said[j])]
+        if newer:
+            by = kept[max(newer, key=lambda j: (kept[j].date, -j))]
+            out[i] = dataclasses.replace(x, superseded_by=by.path,
+                                         why=WHY_STATEMENT.format(by.date))
+    return out
+
+
+def _contradicts(newer_units: list, older_units: list, kinds, newer_said: set) -> bool:
+    """A newer line names every asked term an older line names and states a value of the
+    asked kind the older line does not, while the newer note nowhere states the older
+    line's values."""
+    for o in older_units:
+        old = extract.stated_values(o, kinds)
+        if old & newer_said:
+            continue
+        if any(o.named <= n.named and not extract.stated_values(n, kinds) <= old
+               for n in newer_units):
+            return True
+    return False

@@ -1,0 +1,170 @@
+"""The evidence handed on (evidence.py): labels rather than hiding, the answering section,
+notes across a list, a word budget, several dates routed to history, and corrections from
+other notes labelled, each on notes written for it."""
+
+import pytest
+
+from verso import evidence
+from verso import harness
+from verso import ingest
+from verso import route
+from verso import verify
+from vaults import write
+
+
+def _ask(vault, tmp_path, question, **kw):
+    idx, be = harness.load(tmp_path / "idx", vault, "builtin")
+    return harness.ask(question, index=idx, backend=be, **kw)
+
+
+@pytest.fixture
+def tenancy(tmp_path):
+    """A 2025 tenancy note, the only one that gives the deposit, and a 2026 renewal of it
+    that gives the new rent only."""
+    v = tmp_path / "notes"
+    write(v, "home/flat tenancy 2025-05.md", "# Flat tenancy\nLandlord: Mr Osei.\n"
+          "Rent: £1,150 per month, paid on the 1st.\nDeposit: £1,300, held by the "
+          "deposit scheme.\n")
+    write(v, "home/flat tenancy 2026-05.md", "# Flat tenancy\nRenewed for a year; the "
+          "deposit certificate is in the blue folder.\n"
+          "Rent: £1,240 per month from June, paid on the 1st.\n")
+    write(v, "garden/seeds.md", "# Seeds\nSow the broad beans in November.\n")
+    return v
+
+
+def test_an_older_version_that_alone_holds_the_fact_stays_labelled(tenancy, tmp_path):
+    a = _ask(tenancy, tmp_path, "How much is the deposit on the flat?")
+    old = [s for s in a.sources if s["path"] == "home/flat tenancy 2025-05.md"]
+    assert old and "£1,300" in old[0]["text"]
+    assert old[0]["superseded_by"] == "home/flat tenancy 2026-05.md"
+    assert old[0]["why"] == "a newer version of this note" and not old[0]["is_latest"]
+    assert not [c for c in a.candidates["version"] if c["dropped"]]     # nothing hidden
+
+
+def test_an_older_version_a_newer_one_restates_is_set_aside(tenancy, tmp_path):
+    a = _ask(tenancy, tmp_path, "How much is the rent on the flat now?")
+    assert [s["path"] for s in a.sources][0] == "home/flat tenancy 2026-05.md"
+    assert "home/flat tenancy 2025-05.md" not in [s["path"] for s in a.sources]
+    dropped = [c for c in a.candidates["version"] if c["dropped"]]
+    assert [c["path"] for c in dropped] == ["home/flat tenancy 2025-05.md"]
+    assert "1,240" in a.answer and "1,150" not in a.answer
+
+
+def test_restates_needs_the_asked_field_not_any_answer(tenancy, tmp_path):
+    idx, _ = harness.load(tmp_path / "idx", tenancy, "builtin")
+    by_path = {c["path"]: c for c in idx.chunks}
+    old, new = (harness.retrieve.Candidate(by_path[p]) for p in (
+        "home/flat tenancy 2025-05.md", "home/flat tenancy 2026-05.md"))
+    assert evidence.restates("What is the rent?")(new, old)
+    assert not evidence.restates("What is the deposit?")(new, old)
+
+
+def test_the_answering_section_of_a_long_note_is_handed_on(tmp_path):
+    v = tmp_path / "notes"
+    filler = " ".join(f"The boiler manual says to bleed radiator {i} from the top." for i in
+                      range(30))
+    write(v, "house/boiler.md", "# Boiler\n\n## Servicing the boiler\n" + filler +
+          "\n\n## Contacts\n" + " ".join(f"Spare parts line {i}: ask for the part number."
+                                          for i in range(25)) +
+          "\nEngineer: Dana Reyes, phone 07700 900123, does the annual service.\n")
+    idx, _ = harness.load(tmp_path / "idx", v, "builtin")
+    question = "What is the phone number of the engineer who services the boiler?"
+    chunks = [c for c in idx.chunks if c["path"] == "house/boiler.md"]
+    found = [c for c in chunks if "Servicing" in c["heading"]][0]    # what search ranked
+    assert not any("07700" in c["text"] for c in chunks if c is found)
+    pool = [harness.retrieve.Candidate(found, relevance=0.9)]
+    kept = evidence.select(question, pool, idx)
+    assert [c.id for c in kept][0] == found["id"] and len(kept) == 2
+    assert "07700 900123" in kept[1].chunk["text"]
+    assert kept[1].added_by == "section" and kept[1].relevance == 0.9
+    assert [c.id for c in evidence.select(question, pool, None)] == [found["id"]]  # no index
+
+
+def test_a_question_across_notes_gets_one_passage_of_each_note_first(tmp_path):
+    v = tmp_path / "notes"
+    for name in ("atlas", "beacon", "cobalt", "delta"):
+        write(v, f"projects/{name}.md", f"# {name.title()}\nStatus: active.\n"
+              f"Built in Rust, with a small Python script for the release.\n")
+    write(v, "projects/rust notes.md", "# Rust notes\n" + "\n\n".join(
+        f"## Rust tip {i}\nRust lifetimes tip {i}: borrow, do not clone, in Rust code."
+        + " Rust" * 40 for i in range(6)))
+    a = _ask(v, tmp_path, "Which projects use Rust?")
+    paths = [s["path"] for s in a.sources]
+    assert {f"projects/{n}.md" for n in ("atlas", "beacon", "cobalt", "delta")} <= set(paths)
+    assert evidence.across_notes("Which projects use Rust?", harness.reader.analyse(
+        "Which projects use Rust?"))
+    assert not evidence.across_notes("What is the rent?", harness.reader.analyse(
+        "What is the rent?"))
+
+
+def test_the_evidence_fits_the_word_budget_and_long_passages_are_cut(tmp_path):
+    v = tmp_path / "notes"
+    for i in range(12):
+        write(v, f"log/day {i}.md", f"# Day {i}\n" + " ".join(
+            f"Walked the dog {j} times along the canal and fed the cat." for j in range(12))
+            + f"\nThe vet bill on day {i} was £{40 + i}.\n")
+    small = _ask(v, tmp_path, "How much was the vet bill?", budget=120)
+    words = [len(s["text"].split()) for s in small.sources]
+    assert sum(words) <= 120 or len(words) == 1
+    assert any(evidence.ELIDED in s["text"] for s in small.sources)
+    assert all(w <= evidence.PASSAGE_WORDS + 20 for w in words)
+    big = _ask(v, tmp_path, "How much was the vet bill?", budget=2000)
+    assert len(small.sources) < len(big.sources) <= evidence.MAX_PASSAGES
+
+
+def test_several_dates_route_to_history():
+    for q in ("What was the mooring fee in March and in October?",
+              "How much was the rent between June and September?",
+              "What did the insurance cost in 2025 and 2026?"):
+        assert route.route(q)["time_mode"] == "history", q
+    assert route.route("What was the budget in April 2026?")["time_mode"] == "as_of"
+    assert route.route("What was my rate in June?")["time_mode"] == "as_of"
+
+
+@pytest.fixture
+def launch(tmp_path):
+    """A plan note states the launch date; a later meeting note of another name moves it."""
+    v = tmp_path / "notes"
+    write(v, "work/launch plan.md", "---\ndate: 2026-01-10\n---\n# Launch plan\n"
+          "Launch date: 3 March, with the press release the week before.\n")
+    write(v, "meetings/2026-02-20 launch sync.md", "# Launch sync\nWe moved the launch date "
+          "to 14 April because the app review is slow.\n")
+    return v
+
+
+def test_a_statement_a_later_note_corrects_is_labelled_with_that_note(launch, tmp_path):
+    a = _ask(launch, tmp_path, "When is the launch date?", mode="present")
+    plan = next(s for s in a.sources if s["path"] == "work/launch plan.md")
+    assert plan["superseded_by"] == "meetings/2026-02-20 launch sync.md"
+    assert plan["why"] == evidence.WHY_STATEMENT.format("2026-02-20")
+    sync = next(s for s in a.sources if s["path"].startswith("meetings/"))
+    assert sync["superseded_by"] is None
+
+
+def test_verify_does_not_pass_a_sentence_citing_only_a_corrected_statement(launch,
+                                                                           tmp_path):
+    a = _ask(launch, tmp_path, "When is the launch date?", mode="present")
+    kept = [harness.retrieve.Candidate(dict(c, text=s["text"]), superseded_by=s["superseded_by"],
+                                       why=s["why"])
+            for s in a.sources for c in [_chunk(launch, tmp_path, s)]]
+    n = next(i for i, s in enumerate(a.sources, 1) if s["path"] == "work/launch plan.md")
+    v = verify.verify(f"The launch date is 3 March [c{n}].", kept, "present",
+                      harness.reader.BuiltinJudge(), question="When is the launch date?")
+    assert v.verdict != "SHIP" and not v.sentences[0]["ok"]
+
+
+def _chunk(vault, tmp_path, source):
+    idx, _ = harness.load(tmp_path / "idx", vault, "builtin")
+    return idx.chunks[source["id"]]
+
+
+def test_a_note_that_repeats_the_old_value_does_not_correct_it(tmp_path):
+    v = tmp_path / "notes"
+    write(v, "work/retainer 2026-04.md", "# Retainer\nRetainer: £2,400 per month.\n")
+    write(v, "work/invoice tracker.md", "---\ndate: 2026-10-30\n---\n# Invoices\n"
+          "Invoice 11: retainer for April, £2,400, paid.\nInvoice 19: retainer for "
+          "September, £3,100, paid.\n")
+    ingest.build_index(v, tmp_path / "idx")
+    a = _ask(v, tmp_path, "How much is the retainer per month?", mode="present")
+    retainer = next(s for s in a.sources if s["path"] == "work/retainer 2026-04.md")
+    assert retainer["superseded_by"] is None
