@@ -45,7 +45,7 @@ BUDGET_WORDS = None     # the default budget: None, the count above (tools/fit_e
 MAX_PASSAGES = 10       # with a budget, at most this many passages, however short
 POOL = 15               # the ranked candidates the evidence is chosen from
 PASSAGE_WORDS = 70      # a longer passage is cut to its answering lines (in note order)
-HISTORY_WORDS = 40      # a change question: each version's few answering lines
+HISTORY_WORDS = 70      # a change question: each version's answering lines
 SECTION_NOTES = 3       # the leading notes whose other sections are scored for the answer
 ELIDED = "…"            # stands where a cut passage leaves lines out
 # a question across notes: "which" or "how many" before a plural ("which projects use
