@@ -31,6 +31,14 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def data_path(name: str):
+    """A file or folder shipped inside the package (the sample vault, the splits' vaults
+    and questions, the Modelfile) as a Path, wherever the package is installed."""
+    from importlib import resources
+    from pathlib import Path
+    return Path(str(resources.files(__name__) / name))
+
+
 def call_as(module_name: str, function) -> None:
     """Let the module be called as `function`: `verso.ingest(vault)` runs
     ingest.ingest_notes, while verso.ingest.build_index stays the module's own."""

@@ -42,32 +42,23 @@ PATTERNS = (
 )
 
 
-# the points in time a question names, whole ones first (each blanked once found): an
-# ISO date, a month with its year; then a month named as a time ("in March", "between
-# June and October", "3 May", "May 3"), then a year
-WHOLE_POINT_RES = (re.compile(r"\b\d{4}-\d\d(?:-\d\d)?\b"),
-                   re.compile(rf"\b(?:{DAY}\s+(?:of\s+)?)?{M}(?:\s+\d{{1,2}}(?:st|nd|rd|th)?)?,?\s+"
-                              rf"{YEAR}\b"))
-POINT_RES = (re.compile(rf"\b(?:in|on|by|since|from|to|until|till|and|or|between|before|"
-                        rf"after|of|early|late|mid|end of|start of)\s+(?:the\s+)?(?:{DAY}\s+"
-                        rf"(?:of\s+)?)?({M})\b"),
-             re.compile(rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?({M})\b"),
-             re.compile(rf"\b({M})\s+\d{{1,2}}(?:st|nd|rd|th)?\b"),
-             re.compile(rf"\b{YEAR}\b"))
+# two points in time the question joins ("in March and in May", "between June and
+# October", "from 3 May to 10 June", "in 2025 or 2026"): it asks across both
+_POINT = (rf"(?:\d{{4}}-\d\d(?:-\d\d)?|(?:{DAY}\s+(?:of\s+)?)?{M}(?:\s+\d{{1,2}}"
+          rf"(?:st|nd|rd|th)?)?(?:,?\s+{YEAR})?|{YEAR})")
+_LEAD = r"(?:(?:in|on|at|by|the end of|the start of|early|late|mid)\s+)?"
+JOINED_RE = re.compile(rf"\b(?:between|from)?\s*{_LEAD}(?P<a>{_POINT})\s*,?\s*(?:and|or|to|"
+                       rf"vs\.?|versus|till|until|through)\s+{_LEAD}(?P<b>{_POINT})\b")
 
 
-def points(question: str) -> set[str]:
-    """The different points in time a question names: ISO dates and months with their
-    year as written, months (as month terms) and years. Two or more ask across versions
-    ("in March and in May", "in 2025 and 2026")."""
+def joined_points(question: str) -> tuple[str, str] | None:
+    """Two different points in time the question joins, as written, or None."""
     q = " ".join(question.replace("\u2019", "'").lower().split())
-    out = set()
-    for rx in WHOLE_POINT_RES:
-        out.update(" ".join(m.group().split()) for m in rx.finditer(q))
-        q = rx.sub(" ", q)
-    for rx in POINT_RES:
-        out.update(textkit.month_term(g) or g for m in rx.finditer(q) for g in m.groups()[-1:])
-    return out
+    for m in JOINED_RE.finditer(q):
+        a, b = " ".join(m.group("a").split()), " ".join(m.group("b").split())
+        if a != b:
+            return a, b
+    return None
 
 
 def _month(word: str) -> int:

@@ -680,6 +680,7 @@ def run_set(questions, vault, *, index=None, backend="builtin", variants=("full"
             judge=None, writer=None) -> dict:
     """A question set's figures, for a notebook (`verso.evaluate(FILE, vault=DIR)`): the
     summary per variant, the McNemar pairs, and every scored record under "records"."""
+    questions, vault = Path(questions).expanduser(), Path(vault).expanduser()
     argv = ["--questions", str(questions), "--vault", str(vault), "--backend", backend,
             "--variant", *variants] + (["--index", str(index)] if index else [])
     args = _parser().parse_args(argv + (["--judge", judge] if judge else [])

@@ -1,14 +1,18 @@
 """evidence: the passages handed on to every reader (the builtin reader, a model, MCP).
 
 Stage: evidence, after rerank and version.settle; every reader gets what select returns.
-In:  the question, the settled candidates (ranked, marked by version.py), the index (the
-     other sections of a chosen note), the time mode, a word budget.
+In:  the question, the settled candidates (ranked, marked by version.py), the time mode,
+     a word budget (optional).
 Out: the evidence: Candidate copies in reading order, each one passage of one note,
      labelled with its date, whether it is current, and when not, superseded_by and why
      (a newer version, a newer log entry, or a newer dated statement in another note).
      restates(question) is the test version.settle sets an older version aside by.
 Not: ranking (rerank.py), deciding versions from dates (version.py), writing. Its tests
      of what a line states are the builtin reader's (reader.py, extract.py), read only.
+     Tried and taken out (docs/results.md, "The evidence"): the answering section of a
+     leading note brought in, and one passage per note first for a question across
+     notes; neither changed a key fact handed on in the tuning splits, and they lost
+     three in the frozen ones.
 
 Rules, decided by code:
 - Label, don't hide: an older version is set aside only when a newer version restates
@@ -28,12 +32,10 @@ Rules, decided by code:
 from __future__ import annotations
 
 import dataclasses
-import re
 
 from verso import extract
 from verso import generate
 from verso import reader
-from verso import retrieve
 from verso.retrieve import Candidate
 from verso.textkit import INSTRUCTION_RE, evidence_terms
 
@@ -46,11 +48,7 @@ MAX_PASSAGES = 10       # with a budget, at most this many passages, however sho
 POOL = 15               # the ranked candidates the evidence is chosen from
 PASSAGE_WORDS = 70      # a longer passage is cut to its answering lines (in note order)
 HISTORY_WORDS = 70      # a change question: each version's answering lines
-SECTION_NOTES = 3       # the leading notes whose other sections are scored for the answer
 ELIDED = "…"            # stands where a cut passage leaves lines out
-# a question across notes: "which" or "how many" before a plural ("which projects use
-# X", "which of my clients pay late", "how many hens"); lists are reader.LIST_RE's
-ACROSS_RE = re.compile(r"\b(?:which|how many)\s+(?:of\s+(?:my|our|the)\s+)?[a-z'-]*[^s's]s\b")
 STATEMENT_KINDS = frozenset({"money", "measure", "duration", "clock", "percent", "date"})
 # values a later note corrects; a bare count or a name is too common in notes to say so
 
@@ -68,33 +66,16 @@ def _lead(units: list) -> object | None:
     return max(answering, key=lambda u: (u.ev, -u.at)) if answering else None
 
 
-def across_notes(question: str, ask) -> bool:
-    """The question asks across notes: a list ("list", "all", "what are"), or "which"
-    or "how many" before a plural ("which projects use ...")."""
-    return ask.is_list or bool(ACROSS_RE.search(question.lower()))
-
-
-def select(question: str, cands: list[Candidate], index=None, budget: int | None = None,
-           mark=None, history: bool = False, keep: int | None = None) -> list[Candidate]:
-    """The evidence: from the first POOL ranked candidates, the answering section of each
-    leading note (index given; mark(cands) labels a section brought in, as version.py
-    does), one passage per note first for a question across notes; then without a
-    budget the first `keep` (KEEP) passages whole, with one each long passage cut to
-    its answering lines (HISTORY_WORDS for a change question), taken in order while the
+def select(question: str, cands: list[Candidate], budget: int | None = None,
+           history: bool = False, keep: int | None = None) -> list[Candidate]:
+    """The evidence from the ranked candidates: without a budget the first `keep` (KEEP)
+    passages whole; with one, from the first POOL, each long passage cut to its
+    answering lines (HISTORY_WORDS for a change question), taken in order while the
     words fit the budget (the first always, `keep` or MAX_PASSAGES at most)."""
-    ask = reader.analyse(question)
-    pool = cands[:POOL]
-    if index is not None and pool:
-        pool = _with_sections(ask, pool, index, mark)
-    if across_notes(question, ask):
-        seen, first, rest = set(), [], []
-        for c in pool:
-            (rest if c.path in seen else first).append(c)
-            seen.add(c.path)
-        pool = first + rest
     if budget is None:
-        return pool[:keep or KEEP]
-    units = _units_by_candidate(ask, pool)
+        return cands[:keep or KEEP]
+    pool = cands[:POOL]
+    units = _units_by_candidate(reader.analyse(question), pool)
     cap = HISTORY_WORDS if history else PASSAGE_WORDS
     out, words = [], 0
     for i, c in enumerate(pool):
@@ -142,37 +123,6 @@ def _cut(c: Candidate, units: list, cap: int = None) -> str:
     if last != len(units) - 1:
         lines.append(ELIDED)
     return "\n\n".join(lines)     # blank lines: no two lines read as one wrapped line
-
-
-def _with_sections(ask, pool: list[Candidate], index, mark) -> list[Candidate]:
-    """pool, with the best-answering other chunk of each of the first SECTION_NOTES notes
-    placed right after the note's first passage when it answers better than every
-    passage of that note in the pool (a fact deep in a long note or log)."""
-    ids_of = retrieve.chunk_ids_by_path(index)
-    have = {c.id for c in pool}
-    leaders = list(dict.fromkeys(c.path for c in pool))[:SECTION_NOTES]
-    extra = [Candidate(index.chunks[int(i)], added_by="section")
-             for path in leaders for i in ids_of.get(path, ()) if int(i) not in have]
-    if not extra:
-        return pool
-    units = _units_by_candidate(ask, pool + extra)
-    best = [max((u.ev for u in us if u.answers), default=None) for us in units]
-    out = list(pool)
-    for path in leaders:
-        mine = [best[i] for i, c in enumerate(pool) if c.path == path and best[i] is not None]
-        others = [(best[j], j) for j, c in enumerate(pool + extra)
-                  if j >= len(pool) and c.path == path and best[j] is not None]
-        if not others:
-            continue
-        ev, j = max(others)
-        if mine and ev <= max(mine):
-            continue
-        first = next(i for i, c in enumerate(out) if c.path == path)
-        new = dataclasses.replace(extra[j - len(pool)], relevance=out[first].relevance)
-        if mark is not None:
-            mark([new])
-        out.insert(first + 1, new)
-    return out
 
 
 def _fields(u, ask) -> frozenset:

@@ -23,6 +23,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import verso
 from verso import asof
 from verso import calibrate
 from verso import filecols
@@ -44,7 +45,7 @@ from verso import vault_walk
 from verso import verify as verify_stage
 from verso import version
 
-SAMPLE_VAULT = store.data_path("sample-vault")
+SAMPLE_VAULT = verso.data_path("sample-vault").resolve()
 SAMPLE_NOTICE = ("answering from the bundled sample vault, not your notes: index yours with "
                  "`verso ingest NOTES`")
 STAGES = ("route", "retrieve", "version-filter", "rerank", "evidence", "generate", "verify",
@@ -52,11 +53,10 @@ STAGES = ("route", "retrieve", "version-filter", "rerank", "evidence", "generate
 MAX_REGISTRY_ROWS = 12   # rows one registry answer cites (the writer's notes are 5)
 MAX_QUESTION_CHARS = 4000   # longer questions are cut here (embedding and prompts stay bounded)
 WHERE_FROM = ("The vault: --vault, else the vault the index was built from, else (no index "
-              "yet) the bundled sample vault. The index: --index, else $VERSO_HOME, else "
-              "./.verso in the current folder. Verso never writes inside the vault. "
-              "MCP: `python harness.py --mcp` serves the notes on stdio and `--mcp-check` "
-              "tries that server as an app would (options: `python mcp_server.py --help`). "
-              "`--chat` starts a conversation (`python chat.py --help`).")
+              "yet) the bundled sample vault. The index: --index, else the one ingested "
+              "last (in Verso's home, $VERSO_HOME or the user data folder). Verso never "
+              "writes inside the vault. `verso --help` lists the other commands: ingest, "
+              "chat, mcp (and mcp check), projects, evaluate.")
 NO_RETRIEVAL = {
     "small_talk": "this reads as small talk, not a question about the notes",
     "live_data": "this needs live data (weather, prices, news) that notes cannot hold",
@@ -155,8 +155,11 @@ def resolve(index=None, vault=None) -> tuple[Path, Path | None, list[str]]:
     ingested last: store.find_index). The vault: `vault`, else the one the index was
     built from; else, when no index exists at all, the sample vault, indexed apart in
     home/sample, and a note saying so. An `index` folder that holds no index, with no
-    `vault`, is an error (ValueError)."""
-    d, note = (Path(index).expanduser(), None) if index is not None else store.find_index()
+    `vault`, is an error (ValueError). The sample vault given as `vault` is indexed in
+    home/sample too."""
+    sample = index is None and vault is not None and Path(vault).resolve() == SAMPLE_VAULT
+    d, note = ((Path(index).expanduser(), None) if index is not None else
+               (store.home() / store.SAMPLE_NAME, None) if sample else store.find_index())
     notes = [note] if note else []
     if vault is not None:
         return d, Path(vault), notes
@@ -282,8 +285,8 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
         out.candidates["version"] = _trace(cands + dropped)
     out.ranking = [c.path for c in cands]
     if use_version:
-        kept = clock.run("evidence", _evidence, question, cands, idx, out.time_mode,
-                         budget, keep)
+        kept = clock.run("evidence", _evidence, question, cands, out.time_mode, budget,
+                         keep)
     else:
         kept = cands[:keep or rerank_stage.KEEP]
     by_default = out.route.get("time_confidence", 1.0) <= route_stage.DEFAULT
@@ -300,13 +303,10 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     return out
 
 
-def _evidence(question, cands, idx, mode, budget, keep) -> list:
-    """The passages handed on (evidence.select), the sections it brings in labelled as
-    version.py labels (version.mark), and in present and as-of mode statements a later
-    note contradicts labelled too."""
-    sections = None if mode == "as_of" else idx    # as of a date: no later section pulled in
-    kept = evidence.select(question, cands, sections, budget, lambda cs: version.mark(idx, cs),
-                           history=mode == "history", keep=keep)
+def _evidence(question, cands, mode, budget, keep) -> list:
+    """The passages handed on (evidence.select), and in present and as-of mode the
+    statements a later note contradicts labelled."""
+    kept = evidence.select(question, cands, budget, history=mode == "history", keep=keep)
     if mode in ("present", "as_of"):
         kept = evidence.label_statements(question, kept)
     return kept
@@ -475,7 +475,7 @@ def main(argv=None) -> int:
                    "([registry] folders in verso.toml) and stop")
     p.add_argument("--vault", default=None,
                    help="notes folder (default: the vault the index was built from)")
-    p.add_argument("--index", default=None, help="index dir (default $VERSO_HOME or .verso)")
+    p.add_argument("--index", default=None, help="index dir (default: the one ingested last)")
     p.add_argument("--no-rerank", action="store_true", help="fused order, top 5, no gate")
     p.add_argument("--budget", type=int, default=evidence.BUDGET_WORDS, metavar="WORDS",
                    help="hand the writer as many passages as fit this many words, long "

@@ -2,7 +2,7 @@
 
 In:  a folder of .md/.txt notes and an optional verso.toml (ignore globs, date_order; per
      folder `versioned` and `privacy`, default private).
-Out: the index in --index DIR (else $VERSO_HOME, else ./.verso), written through store.py:
+Out: the index in --index DIR (else home/index in Verso's home), written through store.py:
      the notes read now go into one new segment (segments merged past MERGE_SEGMENTS /
      MERGE_SHARE), the file records as a base or a delta (DELTA_SHARE), the manifest
      last. Notes whose size and mtime match their previous record are not read again and

@@ -324,7 +324,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--vault", default=None, help="notes folder (default: the vault the "
                    "index was built from; the sample vault when there is no index yet)")
     p.add_argument("--index", default=None,
-                   help="index dir (default $VERSO_HOME or .verso)")
+                   help="index dir (default: the one ingested last)")
     p.add_argument("--backend", choices=("auto", "builtin", "ollama"), default="auto")
     p.add_argument("--judge", choices=models.JUDGES, default=None)
     p.add_argument("--timeout", type=float, default=None, help="seconds one Ollama request may take (default 120, or $VERSO_OLLAMA_TIMEOUT)")

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import verso
+
 from verso import choose
 from verso import cost_ledger
 from verso import embedder
@@ -97,7 +99,8 @@ def _bare(model: str) -> str:
 
 
 def _fix(model: str) -> str:
-    return ("ollama create verso-writer -f Modelfile" if _bare(model) == WRITE_MODEL
+    return (f"ollama create verso-writer -f '{verso.data_path('Modelfile')}'"
+            if _bare(model) == WRITE_MODEL
             else f"ollama pull {model}")
 
 

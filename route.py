@@ -13,8 +13,8 @@ Time mode rules, first match wins:
      a verb of change after "did"/"has"/"have" with a thing as subject: "how did the
      quote change", "has the price moved" ...) -> history;
   2. present words (current, now, latest, still, these days, as of today ...) -> present;
-  2b. several points in time (in March and in May, between June and October, in 2025
-     and 2026: asof.points) -> history, every version in the span;
+  2b. two points in time joined (in March and in May, between June and October, from
+     2025 to 2026: asof.joined_points) -> history, every version in the span;
   2c. a point in time (in June, as of 1 May, before September, at the start of the
      year: asof.phrase) -> as_of, the version in force on that date;
   3. a date, a month, a past tense or an event lookup ("what did", "when was",
@@ -118,8 +118,8 @@ def _intent(msg: str) -> tuple[str, float]:
 def _time_mode(msg: str) -> tuple[str, float, str, dict | None]:
     """(mode, confidence, why, as-of spec): the first rule whose cue matches, the cue."""
     for i, (regex, mode, conf, rule) in enumerate(TIME_RULES):
-        if i == AS_OF_AFTER and len(found := asof.points(msg)) >= 2:
-            return "history", WEAK, f"several points in time {sorted(found)!r}", None
+        if i == AS_OF_AFTER and (pair := asof.joined_points(msg)):
+            return "history", WEAK, f"two points in time {' and '.join(pair)!r}", None
         if i == AS_OF_AFTER and (spec := asof.phrase(msg)):
             return "as_of", WEAK, f"a point in time {spec['text']!r}", spec
         m = regex.search(msg)

@@ -27,7 +27,6 @@ import time
 import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -72,12 +71,6 @@ def home() -> Path:
     else:
         base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
     return Path(base).expanduser() / "verso"
-
-
-def data_path(name: str) -> Path:
-    """A file or folder shipped inside the package (the sample vault, the splits' vaults
-    and questions, the Modelfile), wherever it is installed."""
-    return Path(str(resources.files("verso") / name))
 
 
 def _has_index(d: Path) -> bool:

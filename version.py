@@ -174,7 +174,7 @@ def apply(index, cands: list[Candidate], mode: str, qvec, as_of: str | None = No
         out = _present(index, out, qvec)
     elif mode == "history":
         out = _history(index, out, qvec)
-    mark(index, out)
+    _mark(index, out)
     return out
 
 
@@ -335,7 +335,7 @@ def _is_versioned(tables, c: Candidate) -> bool:
                 or c.path in tables["sections"])
 
 
-def mark(index, cands) -> None:
+def _mark(index, cands) -> None:
     """superseded_by: the newest newer file of the family, else the log's newest entry."""
     tables = _tables(index)
     for c in cands:

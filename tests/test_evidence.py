@@ -1,6 +1,6 @@
-"""The evidence handed on (evidence.py): labels rather than hiding, the answering section,
-notes across a list, a word budget, several dates routed to history, and corrections from
-other notes labelled, each on notes written for it."""
+"""The evidence handed on (evidence.py): labels rather than hiding, a word budget, several
+dates routed to history, and corrections from other notes labelled, each on notes written
+for it."""
 
 import pytest
 
@@ -57,44 +57,6 @@ def test_restates_needs_the_asked_field_not_any_answer(tenancy, tmp_path):
         "home/flat tenancy 2025-05.md", "home/flat tenancy 2026-05.md"))
     assert evidence.restates("What is the rent?")(new, old)
     assert not evidence.restates("What is the deposit?")(new, old)
-
-
-def test_the_answering_section_of_a_long_note_is_handed_on(tmp_path):
-    v = tmp_path / "notes"
-    filler = " ".join(f"The boiler manual says to bleed radiator {i} from the top." for i in
-                      range(30))
-    write(v, "house/boiler.md", "# Boiler\n\n## Servicing the boiler\n" + filler +
-          "\n\n## Contacts\n" + " ".join(f"Spare parts line {i}: ask for the part number."
-                                          for i in range(25)) +
-          "\nEngineer: Dana Reyes, phone 07700 900123, does the annual service.\n")
-    idx, _ = harness.load(tmp_path / "idx", v, "builtin")
-    question = "What is the phone number of the engineer who services the boiler?"
-    chunks = [c for c in idx.chunks if c["path"] == "house/boiler.md"]
-    found = [c for c in chunks if "Servicing" in c["heading"]][0]    # what search ranked
-    assert not any("07700" in c["text"] for c in chunks if c is found)
-    pool = [harness.retrieve.Candidate(found, relevance=0.9)]
-    kept = evidence.select(question, pool, idx)
-    assert [c.id for c in kept][0] == found["id"] and len(kept) == 2
-    assert "07700 900123" in kept[1].chunk["text"]
-    assert kept[1].added_by == "section" and kept[1].relevance == 0.9
-    assert [c.id for c in evidence.select(question, pool, None)] == [found["id"]]  # no index
-
-
-def test_a_question_across_notes_gets_one_passage_of_each_note_first(tmp_path):
-    v = tmp_path / "notes"
-    for name in ("atlas", "beacon", "cobalt", "delta"):
-        write(v, f"projects/{name}.md", f"# {name.title()}\nStatus: active.\n"
-              f"Built in Rust, with a small Python script for the release.\n")
-    write(v, "projects/rust notes.md", "# Rust notes\n" + "\n\n".join(
-        f"## Rust tip {i}\nRust lifetimes tip {i}: borrow, do not clone, in Rust code."
-        + " Rust" * 40 for i in range(6)))
-    a = _ask(v, tmp_path, "Which projects use Rust?")
-    paths = [s["path"] for s in a.sources]
-    assert {f"projects/{n}.md" for n in ("atlas", "beacon", "cobalt", "delta")} <= set(paths)
-    assert evidence.across_notes("Which projects use Rust?", harness.reader.analyse(
-        "Which projects use Rust?"))
-    assert not evidence.across_notes("What is the rent?", harness.reader.analyse(
-        "What is the rent?"))
 
 
 def test_the_evidence_fits_the_word_budget_and_long_passages_are_cut(tmp_path):

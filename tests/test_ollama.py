@@ -6,6 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import verso
+
 from verso import embedder
 from verso import models
 from verso import reader
@@ -162,7 +164,7 @@ def test_bad_citation_is_passed_on_for_verify(fake):
 def test_writer_not_created_names_the_modelfile():
     with FakeOllama(models=["nomic-embed-text:latest"]) as f:
         with pytest.raises(models.BackendError,
-                           match=r"run `ollama create verso-writer -f Modelfile`"):
+                           match=r"run `ollama create verso-writer -f '\S+/Modelfile'`"):
             writer(f).write(MESSAGES)
 
 
@@ -298,7 +300,7 @@ def test_auto_falls_back_to_builtin_and_says_why():
                       "with `ollama serve`")
     with FakeOllama(models=["nomic-embed-text:latest"]) as f:
         b = models.load_backend(host=f.url)
-        assert b.name == "builtin" and "`ollama create verso-writer -f Modelfile`" in b.note
+        assert b.name == "builtin" and f"`ollama create verso-writer -f '{verso.data_path('Modelfile')}'`" in b.note
 
 
 def test_explicit_ollama_never_falls_back():

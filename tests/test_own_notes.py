@@ -328,3 +328,9 @@ def test_the_notebook_api_at_the_top_of_the_package(notes, home, tmp_path):
     result = verso.evaluate(qs, vault=notes)
     assert result["variants"]["full"]["overall"]["answer_correct"]["k"] == 1
     assert [r["id"] for r in result["records"]] == ["r1"]
+
+
+def test_the_sample_vault_named_outright_is_indexed_apart(home):
+    d, vault, notes = harness.resolve(None, harness.SAMPLE_VAULT)
+    assert d == store.home() / "sample" and vault == harness.SAMPLE_VAULT and notes == []
+    assert harness.resolve(None, None)[0] == store.home() / "sample"     # no index at all

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import verso
 from verso import chunking
 from verso import dating
 from verso import harness
@@ -28,6 +29,8 @@ from verso import store
 from verso import store_load
 from verso import textkit
 from verso import vault_walk
+
+MODELFILE = verso.data_path("Modelfile")     # the fix a missing writer model names
 from fakes import FakeJev, FakeOllama, closed_port_url
 from vaults import index_file, write
 
@@ -612,7 +615,7 @@ def test_backend_faults_that_recover(small, ollama, path, fault, times, judge):
     ("500", "builtin", "chat with verso-writer failed (500"),
     ("truncated", "builtin", "malformed chat reply from verso-writer"),
     ("empty", "builtin", "verso-writer sent an empty reply"),
-    ("notfound", "builtin", "run `ollama create verso-writer -f Modelfile`"),
+    ("notfound", "builtin", f"run `ollama create verso-writer -f '{MODELFILE}'`"),
 ])
 def test_backend_faults_that_end_in_one_line(small, ollama, fault, judge, words):
     ollama.fault("/api/chat", fault)
