@@ -325,10 +325,10 @@ def evidence_recall(key_facts, sources) -> bool:
 
 
 def evidence_stale(forbidden_facts, sources) -> bool:
-    """Some passage marked current (superseded_by None) holds a forbidden fact; one
-    labelled superseded may hold it."""
+    """Some passage marked current (latest, and superseded_by None) holds a forbidden
+    fact; one labelled older or superseded may hold it."""
     current = _passages(s for s in sources or [] if isinstance(s, dict)
-                        and s.get("superseded_by") is None)
+                        and s.get("superseded_by") is None and s.get("is_latest", True))
     return any(has_fact(t, f) for t in current for f in forbidden_facts)
 
 

@@ -37,6 +37,7 @@ def a_(*sources, verdict="SHIP", answer="1550 [c1].", abstained=False):
 
 NEW = s_("rates/new.md", "Maren's day rate is now £1,550.", "Rates 2026")
 OLD = s_("rates/old.md", "The day rate was £1,510.", "Rates 2025", "rates/new.md")
+STALE = dict(OLD, superseded_by=None, is_latest=True)      # the old rate, marked current
 
 
 # ------------------------------------------------------------------ the measures
@@ -54,7 +55,8 @@ def test_evidence_recall_joins_every_passage_heading_and_text():
 
 def test_evidence_stale_only_for_a_passage_marked_current():
     assert ev.evidence_stale(["1510"], [NEW, OLD]) is False    # labelled superseded: fine
-    assert ev.evidence_stale(["1510"], [NEW, dict(OLD, superseded_by=None)]) is True
+    assert ev.evidence_stale(["1510"], [NEW, dict(OLD, superseded_by=None)]) is False  # older
+    assert ev.evidence_stale(["1510"], [NEW, STALE]) is True
     assert ev.evidence_stale(["1,510"], [s_(text="it was 1510")]) is True
     assert ev.evidence_stale(["1510"], [s_(heading="1510 rates")]) is True   # heading too
     assert ev.evidence_stale(["1510"], [s_(text="it is 11510")]) is False
@@ -77,7 +79,7 @@ def test_score_fields_apply_where_the_question_allows():
     assert (r["evidence_recall"], r["evidence_stale"], r["evidence_recall_all"]) == (
         True, False, None)                                  # current, not change
     assert r["evidence_words"] == 6 + 5
-    r = ev.score(q_(), a_(dict(OLD, superseded_by=None)), "full")
+    r = ev.score(q_(), a_(STALE), "full")
     assert (r["evidence_recall"], r["evidence_stale"]) == (False, True)
     refuse = q_(category="refuse", time_mode="any", key=(), forbidden=(), gold=(),
                 answerable=False)
@@ -101,7 +103,7 @@ def _records():
                 gold=("rates/new.md", "rates/old.md"))
     refuse = q_("r1", "refuse", "any", key=(), forbidden=(), gold=(), answerable=False)
     pairs = [(q_("c1"), a_(NEW, OLD)),                                  # 11 words
-             (q_("c2"), a_(dict(OLD, superseded_by=None), verdict="ESCALATE")),     # 5
+             (q_("c2"), a_(STALE, verdict="ESCALATE")),     # 5
              (q_("c3"), a_(s_(text="one two three four five six seven eight nine ten "
                               "eleven twelve thirteen fourteen fifteen"))),         # 15
              (change, a_(NEW, OLD)),                                            # 11
@@ -149,7 +151,7 @@ def fake_ask(question, **kw):
     """Both rate passages handed on; the old one labelled only when versioning is on."""
     return {"answer": "Maren charges £1,550 a day [c1].", "abstained": False,
             "time_mode": "present", "verdict": "SHIP", "checks": {"rules_ok": True},
-            "sources": [NEW, OLD if kw["use_version"] else dict(OLD, superseded_by=None)],
+            "sources": [NEW, OLD if kw["use_version"] else STALE],
             "ranking": [], "retrieved": [], "stages": []}
 
 
