@@ -600,6 +600,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--pairs", nargs="+", metavar="A:B", default=None)
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.add_argument("--html", metavar="DIR", help="index.html and a trace page per question")
+    p.add_argument("--evidence-only", action="store_true", help="stop at the evidence the "
+                   "writer would get (no writer call): retrieval and evidence measures only, "
+                   "quick with a model backend; the answer measures then mean nothing")
     return p
 
 
@@ -630,9 +633,11 @@ def _open_pipeline(vault: Path, index_dir: Path, args):
     except (ValueError, OSError, models.BackendError, store.IndexProblem) as e:
         raise EvalError(str(e)) from None
 
+    stop = {"write": False} if args.evidence_only else {}     # the evidence, no writer
+
     def ask(question, **kw):
         try:
-            return harness.ask(question, index=idx, backend=be, **kw)
+            return harness.ask(question, index=idx, backend=be, **kw, **stop)
         except models.BackendError as e:   # a model that timed out or failed: this question
             raise QuestionFailed(str(e)) from None
         except store.IndexProblem as e:   # the index itself: the run cannot go on
@@ -672,7 +677,8 @@ def _evaluate(args, setup, on_answer=None, progress=None):
               "pairs": [paired(records, a, b, m) for a, b in pairs for m in PAIR_METRICS],
               "questions": str(qpath), "n_questions": len(questions),
               "questions_sha256": hashlib.sha256(qpath.read_bytes()).hexdigest(),
-              "vault": str(vault.resolve()), "backend": getattr(be, "name", str(be))}
+              "vault": str(vault.resolve()), "backend": getattr(be, "name", str(be)),
+              "evidence_only": bool(args.evidence_only)}
     return result, records, be
 
 

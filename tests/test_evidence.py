@@ -130,3 +130,25 @@ def test_a_note_that_repeats_the_old_value_does_not_correct_it(tmp_path):
     a = _ask(v, tmp_path, "How much is the retainer per month?", mode="present")
     retainer = next(s for s in a.sources if s["path"] == "work/retainer 2026-04.md")
     assert retainer["superseded_by"] is None
+
+
+def test_evaluate_can_stop_at_the_evidence(tenancy, tmp_path, capsys):
+    import json
+    from verso import evaluate
+    qf = tmp_path / "q.jsonl"
+    qf.write_text(json.dumps({"id": "d1", "question": "How much is the deposit on the flat?",
+                              "category": "lookup", "time_mode": "present", "answer": "£1,300",
+                              "key_facts": ["1,300"], "forbidden_facts": [],
+                              "gold_files": ["home/flat tenancy 2025-05.md"],
+                              "answerable": True}) + "\n")
+    argv = ["--vault", str(tenancy), "--questions", str(qf), "--variant", "full",
+            "--backend", "builtin", "--out", str(tmp_path / "run")]
+    assert evaluate.main(argv + ["--evidence-only", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["evidence_only"] is True
+    assert result["variants"]["full"]["overall"]["evidence_recall"]["k"] == 1
+    record = evaluate.load_records(tmp_path / "run")[0]
+    written = next(s for s in record["stages"] if s["name"] == "generate")
+    assert (written["ms"], written["input_tokens"], record["answer"]) == (0, 0, "")
+    assert evaluate.main(argv[:-2] + []) == 0
+    assert "evidence only" not in capsys.readouterr().out
