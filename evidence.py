@@ -21,12 +21,15 @@ Rules, decided by code:
   answering line names word for word (all but one when that line names QUALIFIED or
   more: a rewrite drops a qualifier, "Lisbon rent budget" becomes "rent budget"). A
   newer version that only mentions the field ("the deposit certificate is filed") does
-  not restate its value. Otherwise the older one
-  stays, labelled superseded, and can be cited for what only it holds.
+  not restate it. Otherwise the older one stays, labelled superseded, and can be cited
+  for what only it holds.
 - A newer dated statement in another note: a current passage whose answering line states
-  a value of the asked kind is labelled superseded (why: WHY_STATEMENT) when a passage of
-  another document, dated later, has an answering line naming the same asked terms and
-  stating another value of that kind (the builtin writer's rule for the newest statement).
+  an amount, measure, duration, time, percent or date of an asked field is labelled
+  superseded (why: WHY_STATEMENT) when a passage of another document, dated later, has
+  an answering line naming the same asked terms and stating another value of that kind,
+  and nowhere states the old value (the builtin writer's rule for the newest statement).
+- A budget (optional): as many passages as fit, each over PASSAGE_WORDS cut to the lines
+  the builtin reader scores best; without one, the first KEEP passages whole.
 """
 
 from __future__ import annotations
@@ -40,7 +43,6 @@ from verso.retrieve import Candidate
 from verso.textkit import INSTRUCTION_RE, evidence_terms
 
 WHY_STATEMENT = extract.STATEMENT_WHY + " ({})"   # Candidate.why of a statement label
-WEAK_DATE = "undated"
 QUALIFIED = 3           # a line naming this many asked fields may lose one in a rewrite
 KEEP = 5                # no budget given: the first KEEP passages, whole (fit_evidence.py)
 BUDGET_WORDS = None     # the default budget: None, the count above (tools/fit_evidence.py)
@@ -60,7 +62,7 @@ def _note(c: Candidate, order: int) -> dict:
             "text": c.chunk.get("text", "").strip()}
 
 
-def _lead(units: list) -> object | None:
+def _lead(units: list):
     """The unit of one note that answers best, None when none answers."""
     answering = [u for u in units if u.answers]
     return max(answering, key=lambda u: (u.ev, -u.at)) if answering else None
@@ -92,6 +94,8 @@ def select(question: str, cands: list[Candidate], budget: int | None = None,
 
 
 def _units_by_candidate(ask, cands) -> list[list]:
+    """The builtin reader's scored lines of each candidate, scored together (IDF over
+    them all), in the candidates' order."""
     units = extract.unit_rows(ask, [_note(c, i) for i, c in enumerate(cands)])
     out: list[list] = [[] for _ in cands]
     for u in units:
@@ -99,11 +103,11 @@ def _units_by_candidate(ask, cands) -> list[list]:
     return out
 
 
-def _cut(c: Candidate, units: list, cap: int = None) -> str:
-    """The passage's text, or when longer than PASSAGE_WORDS its best lines (answering
-    first, then by evidence) up to PASSAGE_WORDS, in note order, ELIDED where lines are
-    left out."""
-    text, cap = c.chunk.get("text", ""), cap or PASSAGE_WORDS
+def _cut(c: Candidate, units: list, cap: int) -> str:
+    """The passage's text, or when longer than cap words its best lines (answering
+    first, then by evidence) up to cap words, in note order, ELIDED where lines are left
+    out."""
+    text = c.chunk.get("text", "")
     if len(text.split()) <= cap or not units:
         return text
     ranked = sorted(units, key=lambda u: (not u.answers, -u.ev, u.at))
@@ -139,15 +143,14 @@ def restates(question: str):
     ask = reader.analyse(question)
 
     def restated(newer: Candidate, older: Candidate) -> bool:
-        units = extract.unit_rows(ask, [_note(older, 0), _note(newer, 1)])
-        lead = _lead([u for u in units if u.note["order"] == 0])
+        old, new = _units_by_candidate(ask, [older, newer])
+        lead = _lead(old)
         if lead is None:
             return True
         fields = _fields(lead, ask)
         allowed = 1 if len(fields) >= QUALIFIED else 0
         return any(u.answers and reader.holds(u.text, ask.kinds) and len(
-            fields - _fields(u, ask) - extract.label_terms(u.note)) <= allowed
-            for u in units if u.note["order"] == 1)
+            fields - _fields(u, ask) - extract.label_terms(u.note)) <= allowed for u in new)
     return restated
 
 
@@ -165,22 +168,19 @@ def label_statements(question: str, kept: list[Candidate]) -> list[Candidate]:
     if not ask.kinds & STATEMENT_KINDS or len(kept) < 2:
         return kept
     ask = dataclasses.replace(ask, kinds=ask.kinds & STATEMENT_KINDS)
-    units = extract.unit_rows(ask, [_note(c, i) for i, c in enumerate(kept)])
     stating, said = {}, {}
-    for i, c in enumerate(kept):
-        said[i] = set().union(*(extract.stated_values(u, ask.kinds) for u in units
-                                if u.note["order"] == i))
-        own = [u for u in units if u.note["order"] == i and u.answers
+    for i, units in enumerate(_units_by_candidate(ask, kept)):
+        said[i] = set().union(*(extract.stated_values(u, ask.kinds) for u in units))
+        own = [u for u in units if u.answers and u.named    # a value of an asked field
                and not INSTRUCTION_RE.search(u.text) and extract.stated_values(u, ask.kinds)]
-        own = [u for u in own if u.named]           # a statement of an asked field
         if own:
             stating[i] = own
     out = list(kept)
     for i, x in enumerate(kept):
         if x.superseded_by or i not in stating:
             continue
-        newer = [j for j in stating if kept[j].date != WEAK_DATE
-                 and (x.date == WEAK_DATE or kept[j].date > x.date)
+        newer = [j for j in stating if kept[j].date != extract.UNDATED
+                 and (x.date == extract.UNDATED or kept[j].date > x.date)
                  and _document(kept[j]) != _document(x)
                  and _contradicts(stating[j], stating[i], ask.kinds, said[j])]
         if newer:
