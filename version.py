@@ -442,17 +442,19 @@ def _superseder(x, cands, threshold, views, restates=None) -> str | None:
     states, when restates is given), else None."""
     family = x.chunk.get("family") or x.path
     best_file, best_day = None, None
+    def restated(y) -> bool:            # asked last: it reads both passages' lines
+        return restates is None or restates(y, x)
+
     for y in cands:
         if y is x or not _answers(y, threshold):
             continue
-        if restates is not None and not restates(y, x):
-            continue
         if (y.path != x.path and (y.chunk.get("family") or y.path) == family
                 and _newer(views[y.path], views[x.path])):
-            if best_file is None or _newer(views[y.path], views[best_file]):
+            if (best_file is None or _newer(views[y.path], views[best_file])) and restated(y):
                 best_file = y.path
-        elif y.path == x.path and _later_entry(y, x, threshold):
-            best_day = max(best_day or "", y.chunk["section_date"])
+        elif (y.path == x.path and _later_entry(y, x, threshold) and
+              y.chunk["section_date"] > (best_day or "") and restated(y)):
+            best_day = y.chunk["section_date"]
     if best_file:
         return best_file
     return f"{x.path}{SECTION_MARK}{best_day}" if best_day else None
