@@ -24,6 +24,7 @@ import numpy as np
 
 from verso import store
 from verso import textkit
+from verso import timewords
 
 K1 = 1.5                 # BM25 term-frequency saturation
 B = 0.75                 # BM25 length normalisation
@@ -45,7 +46,10 @@ def chunk_text(chunk: dict) -> str:
         if len(_STEMS) > STEM_MEMO_MAX:
             _STEMS.clear()
         stem = _STEMS[path] = PurePosixPath(path).stem
-    return f"{chunk.get('heading') or ''} {stem} {chunk.get('text') or ''}"
+    text = chunk.get("text") or ""
+    if " [" in text:                  # the days timewords added are shown, not searched
+        text = timewords.as_written(text)
+    return f"{chunk.get('heading') or ''} {stem} {text}"
 
 
 def _postings(texts: list[str], vocab: dict, doc_ids: np.ndarray, n: int):

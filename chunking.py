@@ -9,6 +9,8 @@ Not: embedding (ingest.py, models.py), storing chunks (store.py), reading notes
 Rules, decided by code:
 - Dated sections: a `##`/`###` heading that is or starts with a date is an entry; its
   chunks carry section_date (= date) and entry_latest (true for the file's newest entry).
+- Time words inside a chunk ("yesterday", "next Tuesday") are followed by the day they
+  mean, against its entry's date, else its note's (timewords.py); not in an undated note.
 - Chunks follow headings (trail "Plan > Week 3"); short sections merge forward within one
   entry, long ones become line-aligned windows; table rows become "Header: value; ...".
   A "word" longer than MAX_WORD_CHARS (base64, minified code) is cut into pieces first.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import re
 
 from verso import dating
+from verso import timewords
 
 CHUNK_WORDS = 180                  # most words in one chunk
 MAX_WORD_CHARS = 200               # longer "words" (base64, minified code) are cut in pieces
@@ -144,8 +147,25 @@ def chunk_dict(cid: int, r: dict, heading: str, sdate, entry_latest, text: str,
             "private": r["private"], "text": text, "hash": digest}
 
 
+def as_shown(text: str, mtime: float, stem: str, date_order: str = "ymd") -> str:
+    """A note's text with its time words resolved as its chunks show them (each log
+    entry against its own date): what a question set's key facts are checked against."""
+    meta, body = dating.frontmatter(text)
+    day, source = dating.date_of(stem, meta, body, mtime, date_order)
+    day = None if source == dating.WEAK_SOURCE else day
+    return "\n\n".join(timewords.resolve(t, sd or day) for _, sd, t in _pieces(body, date_order))
+
+
+def _real_date(r: dict) -> str | None:
+    """A note's date when it is one (not a file's mtime)."""
+    return None if r["date_source"] == dating.WEAK_SOURCE else r["date"]
+
+
 def chunk_all(recs: list[dict]) -> list[dict]:
-    """The chunks of the records read now (duplicates have none), with _embed text."""
+    """The chunks of the records read now (duplicates have none), with _embed text. Time
+    words in a chunk's text are resolved against its log entry's date, else its note's
+    (timewords.py; a note dated only by its file's mtime keeps them as written); what is
+    embedded, like what BM25 indexes, is the text as written."""
     chunks = []
     for r in recs:
         if r["duplicate_of"]:
@@ -153,8 +173,9 @@ def chunk_all(recs: list[dict]) -> list[dict]:
         pieces = _pieces(r["_body"], r.get("_date_order", "ymd"))
         newest = max((d for _, d, _ in pieces if d), default=None)
         for heading, sdate, text in pieces:
+            shown = timewords.resolve(text, sdate or _real_date(r))
             chunks.append(chunk_dict(len(chunks), r, heading, sdate,
-                                     None if sdate is None else sdate == newest, text, ""))
-            chunks[-1]["_embed"] = f"{r['title']}\n{heading}\n{text}"
+                                     None if sdate is None else sdate == newest, shown, ""))
+            chunks[-1]["_embed"] = f"{r['title']}\n{heading}\n{text}"   # as written
     return chunks
 

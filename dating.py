@@ -28,6 +28,7 @@ from datetime import date, datetime, timedelta
 from verso import textkit
 
 HEADER_LINES = 15                  # body lines searched for an "Updated: ..." line
+WEAK_SOURCE = "mtime"              # date_source of a note dated by its file's mtime alone
 
 MONTHS = textkit.MONTHS            # one month table for dating notes and for the reader
 _MON = textkit.MONTH_PATTERN + r"\.?"
@@ -159,4 +160,4 @@ def date_of(stem: str, meta: dict, body: str, mtime: float,
         return named[0].isoformat(), "filename"
     if inner:
         return inner[0][0].isoformat(), inner[1]
-    return datetime.fromtimestamp(mtime).date().isoformat(), "mtime"
+    return datetime.fromtimestamp(mtime).date().isoformat(), WEAK_SOURCE

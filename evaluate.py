@@ -30,6 +30,7 @@ import unicodedata
 from pathlib import Path
 
 import verso
+from verso import chunking
 from verso import models
 from verso import scorecard
 from verso import selective
@@ -121,7 +122,8 @@ def _vault_problems(q: dict, vault: Path) -> list[str]:
     for g in q["gold_files"]:
         p = (vault / g).resolve()
         if p.is_relative_to(vault.resolve()) and p.is_file():
-            texts.append(p.read_text(encoding="utf-8", errors="replace"))
+            text = p.read_text(encoding="utf-8", errors="replace")
+            texts += [text, chunking.as_shown(text, p.stat().st_mtime, p.stem)]   # + days
         else:
             out.append(f"gold file {g!r} not found in the vault")
     out += [f"key fact {f!r} appears in no gold file" for f in q["key_facts"]

@@ -39,6 +39,7 @@ import dataclasses
 from verso import extract
 from verso import generate
 from verso import reader
+from verso import timewords
 from verso.retrieve import Candidate
 from verso.textkit import INSTRUCTION_RE, evidence_terms
 
@@ -55,11 +56,13 @@ STATEMENT_KINDS = frozenset({"money", "measure", "duration", "clock", "percent",
 # values a later note corrects; a bare count or a name is too common in notes to say so
 
 
-def _note(c: Candidate, order: int) -> dict:
-    """A candidate as the builtin reader reads a note (extract.parse_prompt's dicts)."""
+def _note(c: Candidate, order: int, written: bool = False) -> dict:
+    """A candidate as the builtin reader reads a note (extract.parse_prompt's dicts);
+    written: its text as written, without the days timewords added."""
+    text = c.chunk.get("text", "").strip()
     return {"id": f"c{order + 1}", "path": c.path, "section": c.chunk.get("heading") or "-",
             "date": c.date, "status": generate.note_status(c), "order": order,
-            "text": c.chunk.get("text", "").strip()}
+            "text": timewords.as_written(text) if written else text}
 
 
 def _lead(units: list):
@@ -93,10 +96,11 @@ def select(question: str, cands: list[Candidate], budget: int | None = None,
     return out
 
 
-def _units_by_candidate(ask, cands) -> list[list]:
+def _units_by_candidate(ask, cands, written: bool = False) -> list[list]:
     """The builtin reader's scored lines of each candidate, scored together (IDF over
-    them all), in the candidates' order."""
-    units = extract.unit_rows(ask, [_note(c, i) for i, c in enumerate(cands)])
+    them all), in the candidates' order; written: of the text as written (what a note
+    states, not the days resolved from its time words)."""
+    units = extract.unit_rows(ask, [_note(c, i, written) for i, c in enumerate(cands)])
     out: list[list] = [[] for _ in cands]
     for u in units:
         out[u.note["order"]].append(u)
@@ -143,7 +147,7 @@ def restates(question: str):
     ask = reader.analyse(question)
 
     def restated(newer: Candidate, older: Candidate) -> bool:
-        old, new = _units_by_candidate(ask, [older, newer])
+        old, new = _units_by_candidate(ask, [older, newer], written=True)
         lead = _lead(old)
         if lead is None:
             return True
@@ -169,7 +173,7 @@ def label_statements(question: str, kept: list[Candidate]) -> list[Candidate]:
         return kept
     ask = dataclasses.replace(ask, kinds=ask.kinds & STATEMENT_KINDS)
     stating, said = {}, {}
-    for i, units in enumerate(_units_by_candidate(ask, kept)):
+    for i, units in enumerate(_units_by_candidate(ask, kept, written=True)):
         said[i] = set().union(*(extract.stated_values(u, ask.kinds) for u in units))
         own = [u for u in units if u.answers and u.named    # a value of an asked field
                and not INSTRUCTION_RE.search(u.text) and extract.stated_values(u, ask.kinds)]

@@ -481,7 +481,8 @@ def main(argv=None) -> int:
                    help="hand the writer as many passages as fit this many words, long "
                    f"ones cut to their answering lines (default: the best {evidence.KEEP} "
                    "passages, whole)")
-    p.add_argument("--mode", choices=("present", "history", "any"), default=None)
+    p.add_argument("--mode", choices=("present", "history", "any", "as_of"), default=None,
+                   help="the time mode (default: the router's); as_of with --as-of DATE")
     p.add_argument("--as-of", metavar="DATE", default=None, help="answer from the notes as "
                    "they stood on DATE (YYYY-MM-DD, or YYYY-MM for the month's end)")
     p.add_argument("--backend", choices=("auto", "builtin", "ollama"), default="auto")

@@ -50,6 +50,7 @@ from verso import models
 from verso import registry
 from verso import store
 from verso import store_load
+from verso import timewords
 from verso import textkit
 from verso import vault_walk
 
@@ -63,7 +64,7 @@ DELTA_SHARE = 0.1                  # file records differing from the base above 
 EMBED_BATCH = 256
 SCRATCH = ("_body", "_norm", "_date_order", "_reused", "_chunks", "_family", "_reread")
                                    # record keys of one run, never written
-REUSE_RULES = 3                    # bump when reading/dating/chunking rules change: an
+REUSE_RULES = 4                    # bump when reading/dating/chunking rules change: an
                                    # index made under other rules is not reused per file
 TAG_RE = re.compile(r"(?<![\w&/#])#([A-Za-z][\w/-]*)")
 
@@ -235,7 +236,7 @@ def config_of(manifest: dict) -> dict:
 def _reuse_key(cfg_path) -> list:
     """What per-file reuse depends on besides the note itself: the rules and the config
     file (its stat). A previous index with another key is not reused per file."""
-    return [REUSE_RULES, vault_walk.MAX_FILE_BYTES, chunking.CHUNK_WORDS,
+    return [REUSE_RULES, timewords.RULES, vault_walk.MAX_FILE_BYTES, chunking.CHUNK_WORDS,
             chunking.MAX_WORD_CHARS, chunking.OVERLAP, chunking.MIN_CHUNK_WORDS,
             families.SHINGLE, dating.HEADER_LINES,
             str(cfg_path) if cfg_path else None, _stat(Path(cfg_path)) if cfg_path else None]
@@ -368,7 +369,8 @@ def _stamp(vault: Path, stats: dict, passed_over: list, cfg_path, backend) -> st
     """What the index was built from, cheaply: every note's size and mtime (stats: path
     -> _stat), what was passed over, the config file and the embedder backend. Equal
     stamps: nothing to do."""
-    parts = [store.FORMAT, str(vault), _backend_name(backend), passed_over,
+    parts = [store.FORMAT, REUSE_RULES, timewords.RULES, str(vault), _backend_name(backend),
+             passed_over,
              [str(cfg_path), _stat(Path(cfg_path))] if cfg_path else None]
     h = hashlib.sha256(json.dumps(parts).encode())
     lines = [f"\0{p}\0[{s[0]}, {s[1]}]" if type(s) is list and len(s) == 2 else

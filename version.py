@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from verso import dating
 from verso import filecols
 from verso import retrieve
 from verso import store_load
@@ -49,7 +50,7 @@ from verso.retrieve import Candidate
 
 MODES = ("present", "history", "any", "as_of")
 HISTORY_MAX_ADDED = 12     # history: chunks pulled in for missing versions and sections
-WEAK_SOURCE = "mtime"      # date_source whose date is a guess (shown as "undated")
+WEAK_SOURCE = dating.WEAK_SOURCE   # date_source whose date is a guess (shown as "undated")
 SECTION_MARK = " @ "       # superseded_by for a newer log entry: "path @ 2026-05-02"
 DROP_REASON = "superseded by {}"
 WHY_VERSION = "a newer version of this note"     # Candidate.why, beside superseded_by
@@ -418,9 +419,11 @@ def _settle_views(cands, index) -> dict:
 
 def effective_mode(index, kept: list[Candidate], mode: str, threshold=None) -> str:
     """"present" is "any" when what answers holds no versions: nothing answers, or one
-    file answers that has no other versions and no dated log entries. The filter is then the same, and the reported
-    time mode says so instead of claiming a current-versus-outdated choice was made."""
-    if mode not in ("present", "as_of"):
+    file answers that has no other versions and no dated log entries. The filter is then
+    the same, and the reported time mode says so instead of claiming a current-versus-
+    outdated choice was made. "as_of" stays: a date was given or named, and the
+    answer is about that day."""
+    if mode != "present":
         return mode
     answering = [c for c in kept if _answers(c, threshold)]
     if not answering:

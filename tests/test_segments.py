@@ -20,6 +20,7 @@ from verso import textkit
 from verso import bm25
 from verso import retrieve
 from verso import store
+from verso import timewords
 from verso import store_load
 from test_ingest import FixedEmbedder
 from vaults import index_file, write
@@ -575,7 +576,8 @@ def test_lazy_tables_equal_the_tables_they_replace(tmp_path, monkeypatch):
 
 def test_the_stamp_hashes_each_stat_as_its_text(tmp_path):
     stats = {"a.md": [12, 1_780_000_000_123_456_789], "b/c.md": None, "d.md": [0, 5]}
-    old = hashlib.sha256(json.dumps([store.FORMAT, str(tmp_path), "builtin", [], None]).encode())
+    old = hashlib.sha256(json.dumps([store.FORMAT, ingest.REUSE_RULES, timewords.RULES,
+                                     str(tmp_path), "builtin", [], None]).encode())
     old.update("".join(f"\0{p}\0{s}" for p, s in stats.items()).encode("utf-8", "surrogatepass"))
     assert ingest._stamp(tmp_path, stats, [], None, None) == old.hexdigest()
     assert ingest._stamp(tmp_path, {**stats, "d.md": [0, 6]}, [], None, None) != old.hexdigest()
