@@ -363,8 +363,9 @@ def settle(cands: list[Candidate], mode: str, threshold: float | None = None,
     x is set aside (x.dropped = "superseded by <path>" or "... <path> @ <date>") when a
     candidate y ALSO answers and y is a newer file of x's family, or a later dated
     section of x's own file, and restates(y, x) (evidence.restates: y states the asked
-    fact x states) when given; otherwise x stays, marked superseded_by. "Answers": relevance >= threshold; with threshold None (no
-    rerank) being among the candidates, except that a log entry pulled in only by
+    fact x states) when given; otherwise x stays, marked superseded_by. "Answers":
+    relevance >= threshold; with threshold None (no rerank) being among the
+    candidates, except that a log entry pulled in only by
     apply (added_by="version") is no evidence: a log's newest entry is often about
     something else. Other modes drop nothing; history moves the versions of the
     leading document to the front (needs `index`).
