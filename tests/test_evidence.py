@@ -152,3 +152,19 @@ def test_evaluate_can_stop_at_the_evidence(tenancy, tmp_path, capsys):
     assert (written["ms"], written["input_tokens"], record["answer"]) == (0, 0, "")
     assert evaluate.main(argv[:-2] + []) == 0
     assert "evidence only" not in capsys.readouterr().out
+
+
+def test_a_rewrite_that_drops_a_qualifier_still_restates_the_field(tmp_path):
+    v = tmp_path / "notes"
+    write(v, "move/move plan v2.md", "---\ndate: 2026-06-05\n---\n# Move plan\n"
+          "Lisbon rent budget raised to €1,300 per month.\n")
+    write(v, "move/move plan final.md", "---\ndate: 2026-09-12\n---\n# Move plan\n"
+          "Rent budget: €1,450 per month, the chosen flat is €1,420.\n")
+    idx, _ = harness.load(tmp_path / "idx", v, "builtin")
+    by_path = {c["path"]: c for c in idx.chunks}
+    old, new = (harness.retrieve.Candidate(by_path[p]) for p in (
+        "move/move plan v2.md", "move/move plan final.md"))
+    question = "How much rent can I afford per month in Lisbon?"
+    assert evidence.restates(question)(new, old)        # rent, month named; Lisbon dropped
+    two = "What is the Lisbon rent?"                    # two fields: both must stay
+    assert not evidence.restates(two)(new, old)
