@@ -58,6 +58,7 @@ def test_overlap_and_reference_agreement():
     assert alt.FTS5.or_query(['a"b', "c", "c"]) == '"a""b" OR "c"'
 
 
+@pytest.mark.slow
 def test_run_all_end_to_end_at_a_tiny_size(tmp_path, monkeypatch):
     small = functools.partial(alt.bandwidth, 2**20, 1)
     monkeypatch.setattr(alt, "bandwidth", lambda **_: small())
@@ -88,6 +89,7 @@ def test_size_argument():
     assert bench._size("0.5k") == 500
 
 
+@pytest.mark.slow
 def test_the_real_shape_puts_many_notes_on_one_date_and_an_import_on_one_mtime(tmp_path):
     a = synth.make_vault(tmp_path / "a", 2000, seed=2, questions=1, shape="real")
     b = synth.make_vault(tmp_path / "b", 2000, seed=2, questions=1, shape="real")
@@ -106,6 +108,7 @@ def test_the_real_shape_puts_many_notes_on_one_date_and_an_import_on_one_mtime(t
         synth.make_vault(tmp_path / "c", 50, shape="square")
 
 
+@pytest.mark.slow
 def test_the_real_bench_times_both_trees_at_a_tiny_size(tmp_path):
     import real
     res = real.run(tmp_path / "work", 120, "HEAD", runs=1, log=lambda m: None)

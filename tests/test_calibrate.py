@@ -126,6 +126,7 @@ def test_the_fit_recovers_a_known_model_and_scores_each_split_held_out():
     assert len(held) == 600 and 0.0 < held.min() < held.max() < 1.0
 
 
+@pytest.mark.slow
 def test_the_shipped_builtin_calibration_is_what_the_fit_gives():
     rows = fit_verdict.collect(fit_verdict.tuning_splits())
     got, shipped = fit_verdict.calibration(rows, "builtin"), calibrate.CALIBRATIONS["builtin"]
@@ -181,6 +182,7 @@ def test_abstain_says_why_in_plain_words_and_lists_where_to_look():
         "the notes closest to the question do not state it"
 
 
+@pytest.mark.slow
 def test_a_failed_reply_skips_one_row_not_the_collection(monkeypatch, capsys):
     from verso import harness
     from verso import models

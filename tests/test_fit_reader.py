@@ -38,6 +38,7 @@ def test_curve_and_pick_hand_worked():
     assert fit_reader.pick(points, 3, 2, max_answered=1) == -3.5
 
 
+@pytest.mark.slow
 def test_reader_constants_are_the_fit_on_dev():
     shipped = {name: getattr(reader, name) for name in
                ["READER_BIAS", "ABSTAIN_LOGIT"] + list(fit_reader.WEIGHT_NAMES)}

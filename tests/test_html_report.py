@@ -172,6 +172,7 @@ def test_evaluate_html_index_links_every_trace_page(hostile, tmp_path, capsys):
 
 @pytest.mark.skipif(browser.find() is None, reason="no Chromium: apt-get install chromium "
                     "(.ci/run does) to run the browser check")
+@pytest.mark.slow
 def test_pages_load_in_headless_chromium(sample, hostile, tmp_path, capsys):
     trace = tmp_path / "trace.html"
     html_report.save_trace(trace, _ask(sample, RATE_Q).to_dict())

@@ -69,6 +69,7 @@ def _marks(d: Path) -> tuple[list, dict]:
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.slow
 def test_random_edits_mark_copies_and_families_as_a_full_rebuild(tmp_path, seed):
     v = Vault(tmp_path / "vault", seed)
     for _ in range(25):

@@ -737,6 +737,7 @@ def test_refresh_loads_an_unchanged_index_once(vault, tmp_path, monkeypatch):
     assert {c["path"] for c in changed.chunks} == {"a.md", "b.md"}
 
 
+@pytest.mark.slow
 def test_the_two_cli_processes_end_with_their_code_and_all_their_output(tmp_path):
     """python ingest.py and python harness.py end through ingest.run_cli (os._exit, the
     heap left to the OS): every line printed arrives, exit codes are main()'s, and

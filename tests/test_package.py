@@ -60,6 +60,7 @@ def wheel(tmp_path_factory) -> Path:
     return next(out.glob("verso-*.whl"))
 
 
+@pytest.mark.slow
 def test_the_wheel_holds_the_verso_package_and_its_data_only(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names}
@@ -72,6 +73,7 @@ def test_the_wheel_holds_the_verso_package_and_its_data_only(wheel):
     assert not any(n.startswith("verso/tests/") for n in names)
 
 
+@pytest.mark.slow
 def test_a_plain_install_answers_its_first_question_from_another_folder(wheel, tmp_path):
     target = tmp_path / "site"
     run = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",

@@ -114,6 +114,7 @@ def _same_as_full_build(vault: Path, d: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("merges", ["default", "deltas only", "never"])
+@pytest.mark.slow
 def test_random_edits_equal_a_fresh_full_build(tmp_path, monkeypatch, merges):
     if merges != "default":
         monkeypatch.setattr(ingest, "MERGE_SHARE", 10.0)          # no full merge
