@@ -180,12 +180,6 @@ def _open_with(idx, *folders: str) -> str:
     return f"add {', '.join(OPEN_LINE.format(k) for k in keys)} to {cfg}"
 
 
-def private_reason(idx, path: str) -> str:
-    folder = path.rpartition("/")[0]
-    return (f"{path} is in a private folder ({folder or 'the vault root'}), which Verso "
-            f"never shows over MCP; to open it, {_open_with(idx, folder)}")
-
-
 def _nothing_shareable(idx) -> str | None:
     """Why every search comes back empty: no note of the index is shareable."""
     if any(x is False for x in filecols.column(idx.files, "private")):
@@ -245,12 +239,15 @@ def search_notes(srv, args: dict) -> dict:
 
 
 def _find_note(idx, path: str) -> str:
-    """The indexed note a path names (exact, or ignoring case and a missing .md)."""
+    """The shareable note a path names (exact, or ignoring case and a missing .md). A
+    private note is answered exactly as a missing one: a client cannot probe which
+    private files exist."""
     want = path.strip().strip("/").replace("\\", "/")
     for p in (want, want + ".md"):
-        if p in idx.by_path:
+        if p in idx.by_path and shareable(idx, p):
             return p
-    folded = [p for p in idx.by_path if p.lower() in (want.lower(), want.lower() + ".md")]
+    folded = [p for p in idx.by_path if p.lower() in (want.lower(), want.lower() + ".md")
+              and shareable(idx, p)]
     if len(folded) == 1:
         return folded[0]
     raise ToolError(f"no note {path[:200]!r} in the index: give a vault-relative path like "
@@ -260,8 +257,6 @@ def _find_note(idx, path: str) -> str:
 def note_history(srv, args: dict) -> dict:
     idx = srv.index()
     path = _find_note(idx, args["path"])
-    if not shareable(idx, path):
-        raise ToolError(private_reason(idx, path))
     path = idx.by_path[path].get("duplicate_of") or path
     if not shareable(idx, path):
         raise ToolError(f"{args['path'][:200]!r} is an exact copy of a note in a private "
@@ -382,10 +377,8 @@ def read(idx, uri: str) -> tuple[str, str]:
     if uri == INDEX_URI:
         return json.dumps(summary(idx), indent=1), "application/json"
     path = unquote(uri[len(NOTE_URI):]) if uri.startswith(NOTE_URI) else None
-    if path not in idx.by_path:
+    if path not in idx.by_path or not shareable(idx, path):    # private: as if missing
         raise Missing(f"no resource {uri[:200]!r}: resources/list names them")
-    if not shareable(idx, path):
-        raise Missing(private_reason(idx, path))
     text = (Path(idx.manifest["vault"]) / path).read_text(encoding="utf-8",
                                                             errors="replace")
     return text, resource(idx.by_path[path])["mimeType"]

@@ -94,6 +94,7 @@ async def _legacy_script(s, vault: Path) -> dict:
     out["probes"] = [await call("search_notes", {"query": q, "time_mode": m})
                      for q in PROBES for m in ("auto", "any", "history")]
     out["probe_history"] = await call("note_history", {"path": PRIVATE_NOTE})
+    out["missing_history"] = await call("note_history", {"path": "health/no such note.md"})
     out["probe_read"] = await _catch(s.read_resource(
         "verso://note/" + PRIVATE_NOTE.replace(" ", "%20")))
     out["probe_ask"] = await call("ask", {"question": "What is the clinic ref of my physio?"})
@@ -220,8 +221,10 @@ def test_private_marker_never_reaches_the_client(sdk):
     assert all(not r.is_error for r in sdk["probes"])
     assert all(not p["path"].startswith("health/") for r in sdk["probes"]
                for p in r.structured_content["passages"] + r.structured_content["set_aside"])
-    assert sdk["probe_history"].is_error
-    assert "private folder" in sdk["probe_history"].content[0].text
+    assert sdk["probe_history"].is_error and sdk["missing_history"].is_error
+    said = sdk["probe_history"].content[0].text          # a private note reads as missing
+    assert said.replace(PRIVATE_NOTE, "X") == sdk["missing_history"].content[0].text.replace(
+        "health/no such note.md", "X") and "private" not in said
     assert isinstance(sdk["probe_read"], MCPError) and sdk["probe_read"].error.code == -32002
     assert not any(r.name.startswith("health/") for r in sdk["resources"])
     assert MARKER not in _everything(sdk) and "Clinic ref" not in _everything(sdk)
@@ -354,7 +357,10 @@ def test_private_probes_over_raw_lines(raw):
         r = raw.tool(rid, "search_notes", {"query": q, "time_mode": "any", "k": 20})["result"]
         assert not r["isError"]
     r = raw.call(80, "resources/read", {"uri": "verso://note/health/physio%20notes.md"})
-    assert r["error"]["code"] == -32002 and "private folder" in r["error"]["message"]
+    gone = raw.call(81, "resources/read", {"uri": "verso://note/health/nothing%20here.md"})
+    assert r["error"]["code"] == gone["error"]["code"] == -32002      # private reads as missing
+    assert r["error"]["message"].replace("physio%20notes", "X") == gone["error"][
+        "message"].replace("nothing%20here", "X") and "private" not in r["error"]["message"]
     # the fixture's teardown checks every byte written for the marker
 
 
