@@ -194,13 +194,19 @@ class Conversation:
         return turn
 
 
-def record(turn: dict) -> dict:
-    """A turn as a transcript line (no trace)."""
-    return {k: turn[k] for k in ("question", "rewrite", "how", "answer", "citations",
+def record(turn: dict, include_private: bool = False) -> dict:
+    """A turn as a transcript line (no trace); a sentence from a private folder's note is
+    left out (html_report.redact) unless include_private."""
+    line = {k: turn[k] for k in ("question", "rewrite", "how", "answer", "citations",
                                  "verdict", "time_mode")}
+    if not include_private and turn.get("trace") is not None:
+        from verso import html_report
+        line["answer"] = html_report.redact(turn["trace"].to_dict())["answer"]
+    return line
 
 
-def _command(line: str, conv: Conversation, last: dict | None) -> bool:
+def _command(line: str, conv: Conversation, last: dict | None,
+             include_private: bool = False) -> bool:
     """Handle a /command; False to end the conversation loop."""
     cmd, _, arg = line.partition(" ")
     if cmd == "/quit":
@@ -217,7 +223,8 @@ def _command(line: str, conv: Conversation, last: dict | None) -> bool:
         print(harness.render(last["trace"]).split("\n\n", 1)[-1].split("\ntime mode")[0])
     elif cmd == "/html" and arg:
         from verso import html_report
-        html_report.save_trace(Path(arg), last["trace"].to_dict(),
+        a = last["trace"].to_dict()
+        html_report.save_trace(Path(arg), a if include_private else html_report.redact(a),
                                Path(conv.index.manifest["vault"]))
         print(f"(trace written to {arg})")
     else:
@@ -225,7 +232,7 @@ def _command(line: str, conv: Conversation, last: dict | None) -> bool:
     return True
 
 
-def loop(conv: Conversation, read=input, save=None) -> int:
+def loop(conv: Conversation, read=input, save=None, include_private=False) -> int:
     last = None
     while True:
         try:
@@ -236,7 +243,7 @@ def loop(conv: Conversation, read=input, save=None) -> int:
         if not line:
             continue
         if line.startswith("/"):
-            if not _command(line, conv, last):
+            if not _command(line, conv, last, include_private):
                 return 0
             continue
         try:
@@ -249,13 +256,15 @@ def loop(conv: Conversation, read=input, save=None) -> int:
         print(f"{last['shown'] or last['answer']}\n[{last['verdict']}]")
         if save:
             with open(save, "a", encoding="utf-8") as f:
-                f.write(json.dumps(record(last), ensure_ascii=False) + "\n")
+                f.write(json.dumps(record(last, include_private), ensure_ascii=False) + "\n")
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="harness.py --chat", description=__doc__.split("\n")[0])
     p.add_argument("--chat", action="store_true")
     p.add_argument("--save", metavar="FILE", help="append each turn to this JSONL transcript")
+    p.add_argument("--include-private", action="store_true", help="let --save and /html "
+                   "files hold text from private folders (left out by default)")
     p.add_argument("--vault", default=None)
     p.add_argument("--index", default=None)
     p.add_argument("--backend", choices=("auto", "builtin", "ollama"), default="auto")
@@ -273,7 +282,7 @@ def main(argv=None) -> int:
         return 2
     print(f"verso chat over {idx.manifest['vault']} ({be.note}); /quit ends, /new starts "
           "over", file=sys.stderr)
-    return loop(Conversation(idx, be), save=args.save)
+    return loop(Conversation(idx, be), save=args.save, include_private=args.include_private)
 
 
 if __name__ == "__main__":

@@ -602,6 +602,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--pairs", nargs="+", metavar="A:B", default=None)
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.add_argument("--html", metavar="DIR", help="index.html and a trace page per question")
+    p.add_argument("--include-private", action="store_true", help="let the --html pages "
+                   "hold text from private folders (left out by default)")
     p.add_argument("--evidence-only", action="store_true", help="stop at the evidence the "
                    "writer would get (no writer call): retrieval and evidence measures only, "
                    "quick with a model backend; the answer measures then mean nothing")
@@ -701,7 +703,8 @@ def _run(args, argv) -> int:
     setup, pages = _setup(args), None
     if args.html:
         from verso import html_report
-        pages = html_report.TracePages(Path(args.html), Path(args.vault))
+        pages = html_report.TracePages(Path(args.html), Path(args.vault),
+                                       args.include_private)
     result, records, be = _evaluate(args, setup, pages, _progress)
     index_dir = setup[2]
     _progress("")

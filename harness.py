@@ -137,6 +137,7 @@ def _trace(cands) -> list[dict]:
             "added_by", "relevance", "superseded_by", "why", "dropped")
     return [dict(id=c.id, path=c.path, heading=c.chunk.get("heading", ""), date=c.date,
                  is_latest=_current(c), family=c.chunk.get("family"),
+                 private=bool(c.chunk.get("private")),
                  **{k: getattr(c, k) for k in keys}) for c in cands]
 
 
@@ -318,7 +319,8 @@ def _sources(kept: list) -> list[dict]:
     return [{"id": c.id, "path": c.path, "heading": c.chunk.get("heading", ""),
              "date": c.date, "is_latest": _current(c), "score": round(float(_score(c)), 4),
              "superseded_by": c.superseded_by, "why": c.why,
-             "found_by": c.added_by or "search", "text": c.chunk.get("text", "")}
+             "found_by": c.added_by or "search", "private": bool(c.chunk.get("private")),
+             "text": c.chunk.get("text", "")}
             for c in kept]
 
 
@@ -491,7 +493,10 @@ def main(argv=None) -> int:
                    "backend's writer: choose (the model picks lines, code writes and cites; "
                    "default, or $VERSO_WRITER) or generate (free text)")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    p.add_argument("--html", metavar="FILE", help="also write a trace page of every stage")
+    p.add_argument("--html", metavar="FILE", help="also write a trace page of every stage "
+                   "(text from private folders left out, unless --include-private)")
+    p.add_argument("--include-private", action="store_true", help="let the --html page "
+                   "hold text from private folders")
     p.add_argument("--timeout", type=float, default=None, help="seconds one Ollama request may take (default 120, or $VERSO_OLLAMA_TIMEOUT)")
     args = p.parse_args(argv)
     if not args.question and not args.projects:
@@ -516,8 +521,8 @@ def main(argv=None) -> int:
     if args.html:
         from verso import html_report
         try:
-            html_report.save_trace(Path(args.html), a.to_dict(),
-                                   Path(idx.manifest["vault"]))
+            shared = a.to_dict() if args.include_private else html_report.redact(a.to_dict())
+            html_report.save_trace(Path(args.html), shared, Path(idx.manifest["vault"]))
         except (ValueError, OSError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2

@@ -466,6 +466,49 @@ def _outside(path: Path, vault) -> None:
         raise ValueError(f"{path} is inside the vault {vault}: write the page outside it")
 
 
+PRIVATE_TEXT = "private: text not included"
+SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+")
+NOT_SHARED = "(not included: it holds text from private notes)"
+
+
+def redact(a: dict) -> dict:
+    """An answer's dict as a file meant to be shared may hold it: each passage from a
+    private folder is its path and PRIVATE_TEXT (heading and lines too), a sentence
+    citing one is replaced likewise, and the prompt, the reply and the models' line
+    choices, which quote the notes, are left out. Unchanged when nothing is private."""
+    private = {s["path"] for s in a.get("sources", []) if s.get("private")} | {
+        c["path"] for cs in (a.get("candidates") or {}).values() for c in cs
+        if c.get("private")}
+    if not private:
+        return a
+    ids = {f"c{i}" for i, s in enumerate(a.get("sources", []), 1) if s.get("private")}
+
+    def said(text: str) -> str:
+        out = []
+        for sentence in SENTENCE_END_RE.split(text or ""):
+            cited = sorted({c.strip().lower() for g in generate.CITATION_RE.findall(sentence)
+                            for c in re.split(r"[,;]", g)})
+            out.append(f"({PRIVATE_TEXT}) " + " ".join(f"[{c}]" for c in cited)
+                       if ids & set(cited) else sentence)
+        return " ".join(out)
+
+    out = dict(a, answer=said(a.get("answer", "")), shown=said(a.get("shown", "")),
+               messages=[], reply=NOT_SHARED,
+               calls=[{k: v for k, v in c.items() if k != "choose"} for c in a.get("calls", [])])
+    out["sources"] = [dict(s, text=PRIVATE_TEXT, heading="") if s["path"] in private else s
+                      for s in a.get("sources", [])]
+    out["look_at"] = [dict(x, line=PRIVATE_TEXT) if x["path"] in private else x
+                      for x in a.get("look_at", [])]
+    out["candidates"] = {stage: [dict(c, heading="") if c["path"] in private else c
+                                 for c in cs] for stage, cs in (a.get("candidates") or {}).items()}
+    checks = dict(a.get("checks") or {})
+    checks["sentences"] = [dict(x, sentence=PRIVATE_TEXT, claim=PRIVATE_TEXT, numbers=[])
+                           if ids & set(x.get("citations") or []) else x
+                           for x in checks.get("sentences", [])]
+    out["checks"] = checks
+    return out
+
+
 def save_trace(path, a: dict, vault=None, gold=()) -> None:
     """Write trace_page(a) to path (atomically); never inside the vault."""
     path = Path(path)
@@ -486,11 +529,13 @@ class TracePages:
     """evaluate.run_variant's on_answer: one trace page per question and variant under
     FOLDER/<variant>/, then save_index writes FOLDER/index.html linking them."""
 
-    def __init__(self, folder, vault=None):
+    def __init__(self, folder, vault=None, include_private=False):
         self.folder, self.links = Path(folder), {}
+        self.include_private = include_private
         _outside(self.folder, vault)
 
     def __call__(self, q: dict, a: dict, record: dict) -> None:
+        a = a if self.include_private else redact(a)
         rel = f"{record['variant']}/{_page_name(q['id'])}"
         facts = {"question": f"{q['id']} ({q['category']})", "variant": record["variant"],
                  "reference answer": q["answer"],

@@ -124,8 +124,12 @@ def test_cli_writes_the_page_and_never_into_the_vault(hostile, tmp_path, capsys)
     out = tmp_path / "pages" / "trace.html"
     base = ["How much is the boiler service?", "--vault", str(vault), "--index",
             str(idx.dir), "--backend", "builtin"]
-    assert harness.main(base + ["--html", str(out)]) == 0
-    assert "110" in capsys.readouterr().out and "110 pounds" in out.read_text()
+    assert harness.main(base + ["--html", str(out)]) == 0       # a private vault: left out
+    assert "110" in capsys.readouterr().out and "110 pounds" not in out.read_text()
+    assert "private: text not included" in out.read_text()
+    assert harness.main(base + ["--html", str(out), "--include-private"]) == 0
+    assert "110 pounds" in out.read_text()
+    capsys.readouterr()
     before = sorted(vault.rglob("*"))
     assert harness.main(base + ["--html", str(vault / "trace.html")]) == 2
     assert "inside the vault" in capsys.readouterr().err
