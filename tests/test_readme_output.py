@@ -13,7 +13,7 @@ from verso import models
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 COMMAND = "What is Maren's current day rate?"
-MS_RE = re.compile(r"^(\S+\s+)\d+\.\d+(\s+\d+\s+\d+\s+\d+\.\d+)$")   # a stage table row
+MS_RE = re.compile(r"^(\S+)\s+\d+\.\d+\s+(\d+)\s+(\d+)\s+(\d+\.\d+)$")   # a stage table row
 
 
 def _block() -> list[str]:
@@ -23,7 +23,7 @@ def _block() -> list[str]:
 
 
 def _plain(lines: list[str]) -> list[str]:
-    return [MS_RE.sub(r"\1MS\2", line) for line in lines]
+    return [MS_RE.sub(r"\1 MS \2 \3 \4", line) for line in lines]   # ms: this run's
 
 
 def test_the_first_command_prints_what_the_readme_shows(capsys, monkeypatch):
