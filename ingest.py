@@ -722,7 +722,8 @@ def main(argv=None) -> int:
     p.add_argument("--backend", choices=("builtin", "ollama"), default="builtin",
                    help="embedder: builtin (offline) or ollama (nomic-embed-text)")
     p.add_argument("--quiet", action="store_true",
-                   help="no progress line (it is shown only on a terminal anyway)")
+                   help="print nothing but errors: no progress line, no summary (--json "
+                   "and --files still print what they are asked for)")
     p.add_argument("--timeout", type=float, default=None, help="seconds one Ollama request "
                    "may take (default 120, or $VERSO_OLLAMA_TIMEOUT)")
     p.add_argument("--files", action="store_true", help="also list every note: its date, "
@@ -744,8 +745,10 @@ def main(argv=None) -> int:
         meter.clear()
     if a.json:
         print(json.dumps(s, indent=2))
-    else:
-        print(_human(s) + (f"\n\n{_files_table(s['files'])}" if a.files else ""))
+    elif a.files:
+        print(("" if a.quiet else _human(s) + "\n\n") + _files_table(s["files"]))
+    elif not a.quiet:
+        print(_human(s))
     return 0
 
 

@@ -177,7 +177,9 @@ def test_help_says_where_the_vault_and_index_come_from(capsys):
 
 def test_ingest_progress_only_on_a_terminal_and_never_with_quiet(notes, tmp_path, capsys):
     assert ingest.main([str(notes), "--index", str(tmp_path / "i"), "--quiet"]) == 0
-    assert capsys.readouterr().err == ""
+    assert capsys.readouterr() == ("", "")              # quiet: no progress, no summary
+    assert ingest.main([str(notes), "--index", str(tmp_path / "i")]) == 0
+    assert "indexed" in capsys.readouterr().out
 
     class Tty:
         text = ""
