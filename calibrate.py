@@ -21,15 +21,27 @@ the version status of what is cited; whether the writer's line is the reader's t
 check. A backend with no calibration here never SHIPs: nothing says its answers are
 right often enough.
 
+A model's calibration is the user's: `verso calibrate` (calibrate_model.py) answers the
+bundled tuning splits with the model and stores the fit in Verso's home,
+calibrations/<backend>@<digest>.json (STORED), beside its policy: whose answer is shown
+where the model and the builtin reader disagree, and which writer answers synthesis and
+change questions. Only the builtin calibration ships in this file.
+
     python tools/fit_verdict.py --write      # refit the builtin calibration in place
 """
 
 from __future__ import annotations
 
+import json
 import math
+import sys
+from pathlib import Path
 
+import verso
+from verso import choose
 from verso import extract
 from verso import reader
+from verso import store
 from verso import textkit
 
 FEATURES = ("line_evidence", "margin", "line_named", "line_heading", "missing_in_note",
@@ -42,6 +54,10 @@ PRECISION = 0.9          # the share of SHIPs that must be right (held out, tuni
 CLIP = 10.0              # reader logits beyond this say nothing more
 FREE_TEXT_WRITERS = ("generate", "ollama")   # a model's own words (models.OllamaWriter)
 NOT_CALIBRATED = "no calibration for this backend: nothing says its answers are right often enough"
+MODEL_NOT_CALIBRATED = ("this model is not calibrated: `verso calibrate` measures how often "
+                        "its answers are right")
+STORED = "calibrations"          # under store.home(): one <backend>@<digest>.json a model
+STORED_FORMAT = 1
 
 # --- fitted by tools/fit_verdict.py; do not edit by hand --------------------------------
 CALIBRATIONS: dict = {'builtin': {'backend': 'builtin',
@@ -67,35 +83,7 @@ CALIBRATIONS: dict = {'builtin': {'backend': 'builtin',
                        0.3231, 0.4394, 0.0467, 0.3604],
              'threshold': 1.01,
              'weights': [0.112, 0.2451, -0.1016, 0.2074, -0.0236, 0.0498, 0.2954,
-                         -0.4473, -0.1873, 0.3127, -0.01, -0.0711]},
- 'ollama@bc50fc0044b9': {'backend': 'ollama',
-                         'bias': -0.2367,
-                         'features': ['line_evidence', 'margin', 'line_named',
-                                      'line_heading', 'missing_in_note', 'names_held',
-                                      'relevance', 'agreeing_notes', 'cited_latest',
-                                      'readers_agree', 'support', 'on_question',
-                                      'model_p'],
-                         'fitted_on': ['dev', 'dev2', 'dev3', 'dev4', 'dev5', 'dev6'],
-                         'held_out': {'dev': [0, 0, 21],
-                                      'dev2': [0, 0, 13],
-                                      'dev3': [0, 0, 9],
-                                      'dev4': [0, 0, 17],
-                                      'dev5': [0, 0, 6],
-                                      'dev6': [0, 0, 13]},
-                         'held_out_top': '2/5, 7/10, 15/20, 34/50',
-                         'mean': [-2.5176, 0.6574, 0.4508, 0.1283, 1.2655, 0.8625,
-                                  0.7525, 0.2542, 0.8517, 0.2373, 0.9895, 0.8418,
-                                  0.199],
-                         'model': 'verso-writer',
-                         'right': 79,
-                         'rows': 177,
-                         'scale': [1.3371, 0.8593, 0.2449, 0.173, 0.9873, 0.3365,
-                                   0.1562, 0.5603, 0.3215, 0.4254, 0.0469, 0.3649,
-                                   0.0987],
-                         'threshold': 1.01,
-                         'weights': [0.2341, 0.179, 0.0619, 0.1933, -0.1145, 0.0564,
-                                     0.1276, -0.3672, -0.1717, 0.3586, 0.0672, -0.0591,
-                                     0.2964]}}
+                         -0.4473, -0.1873, 0.3127, -0.01, -0.0711]}}
 # --- end of fitted constants ------------------------------------------------------------
 
 
@@ -163,19 +151,103 @@ def feature_names(backend: str) -> tuple:
 
 
 def key(backend: str, writer: str | None = None, identity: str | None = None) -> str:
-    """The calibration an answer is judged by: the builtin writer's ("builtin"); free text
-    a model wrote ("<backend>:generate"); a model's chosen lines, per model
-    ("<backend>@<identity>", OllamaWriter.identity: a calibration holds for the model it
-    was measured on, not for another served under the same name). Without an identity
-    the key is the bare backend, which has no calibration: nothing ships."""
-    if writer in FREE_TEXT_WRITERS:
-        return f"{backend}:generate"
-    return f"{backend}@{identity}" if identity and backend != "builtin" else backend
+    """The calibration an answer is judged by: the builtin writer's ("builtin"); a
+    model's chosen lines ("<backend>@<identity>") or its free text
+    ("<backend>:generate@<identity>"), per model (OllamaWriter.identity: a calibration
+    holds for the model it was measured on, not for another served under the same
+    name). Without an identity the key has no calibration: nothing ships."""
+    if backend == "builtin":
+        return backend
+    free = ":generate" if writer in FREE_TEXT_WRITERS else ""
+    return f"{backend}{free}@{identity}" if identity else f"{backend}{free}"
+
+
+def tuning_splits() -> dict:
+    """{split: (vault folder, questions file)} of the tuning splits shipped with the
+    package (questions/splits.json, role "tuning"): what calibrations are fitted on."""
+    table = json.loads(verso.data_path("questions/splits.json").read_text(encoding="utf-8"))
+    return {s: (verso.data_path(row["vault"]), verso.data_path(f"questions/{s}.jsonl"))
+            for s, row in table["splits"].items() if row["role"] == "tuning"}
+
+
+def hint(seconds: float) -> str:
+    """The line an uncalibrated model's answer ends with: what calibrating it takes,
+    at the time this question took."""
+    n = sum(sum(1 for x in q.read_text(encoding="utf-8").splitlines() if x.strip())
+            for _, q in tuning_splits().values())
+    return (f"`verso calibrate` measures this model once, to decide between them: about "
+            f"{n} questions, ~{seconds:.0f} s each here ({n * seconds / 60:.0f} min)")
+
+
+def stored_path(model_key: str) -> Path:
+    """Where `verso calibrate` keeps a model's calibration ("<backend>@<identity>")."""
+    return store.home() / STORED / f"{model_key}.json"
+
+
+_LOADED: dict = {}       # path -> (mtime, the stored calibration)
+
+
+def load_stored(model_key: str) -> dict | None:
+    """A model's stored calibration (None: not calibrated, or a file of another format,
+    which is said once on stderr: run `verso calibrate` again)."""
+    path = stored_path(model_key)
+    try:
+        mtime = path.stat().st_mtime_ns
+    except OSError:
+        return None
+    if _LOADED.get(path, (None,))[0] != mtime:
+        try:
+            got = json.loads(path.read_text(encoding="utf-8"))
+            ok = got.get("format") == STORED_FORMAT and got.get("key") == model_key
+        except (OSError, ValueError, AttributeError):
+            got, ok = None, False
+        if not ok:
+            print(f"verso: {path} is not a calibration this Verso reads; run `verso "
+                  "calibrate` again", file=sys.stderr)
+        _LOADED[path] = (mtime, got if ok else None)
+    return _LOADED[path][1]
+
+
+def _split_key(k: str) -> tuple[str, str]:
+    """("<backend>@<identity>", "choose" or "generate") of a model's key."""
+    head, _, identity = k.partition("@")
+    backend, _, free = head.partition(":")
+    return f"{backend}@{identity}", "generate" if free else "choose"
+
+
+def lookup(k: str) -> dict | None:
+    """The calibration under key k: the shipped builtin one, else the model's stored one
+    (None: none)."""
+    if k in CALIBRATIONS or "@" not in k:
+        return CALIBRATIONS.get(k)
+    model_key, writer = _split_key(k)
+    got = load_stored(model_key)
+    return None if got is None else (got.get("verdicts") or {}).get(writer)
+
+
+def policy(model_key: str | None) -> dict:
+    """A model's policy ({"on_disagreement", "synthesis", "change"}): its stored
+    calibration's, else choose.UNCALIBRATED_POLICY."""
+    got = load_stored(model_key) if model_key else None
+    if got is None:
+        return dict(choose.UNCALIBRATED_POLICY)
+    return {k: got[k]["choice"] for k in choose.UNCALIBRATED_POLICY}
+
+
+def judged_by(k: str) -> dict:
+    """Which calibration judged an answer: {"key", "source"} where source is "shipped"
+    (in this file), the stored file with its date, or None (no calibration)."""
+    if k in CALIBRATIONS:
+        return {"key": k, "source": "shipped"}
+    got = load_stored(_split_key(k)[0]) if "@" in k else None
+    if got is None or lookup(k) is None:
+        return {"key": k, "source": None}
+    return {"key": k, "source": str(stored_path(_split_key(k)[0])), "date": got.get("date")}
 
 
 def probability(f: dict | None, backend: str) -> float | None:
     """The backend's fitted p(right) for features f (None: no features or no calibration)."""
-    cal = CALIBRATIONS.get(backend)
+    cal = lookup(backend)
     if f is None or cal is None:
         return None
     z = cal["bias"] + sum(w * (f.get(n, m) - m) / s for n, w, m, s in zip(
@@ -184,7 +256,7 @@ def probability(f: dict | None, backend: str) -> float | None:
 
 
 def threshold(backend: str) -> float | None:
-    cal = CALIBRATIONS.get(backend)
+    cal = lookup(backend)
     return None if cal is None else cal["threshold"]
 
 
@@ -214,10 +286,10 @@ def calibrate(question: str, prompt: str, ver, kept: list, backend: str,
     t = threshold(backend)
     why = (None if verdict == "SHIP" else
            "a code check or the judge failed" if ver.verdict != "SHIP" else
-           NOT_CALIBRATED if t is None else
+           (MODEL_NOT_CALIBRATED if "@" in backend else NOT_CALIBRATED) if t is None else
            "no sentence comes from a cited line" if p is None else
            f"at no confidence were this backend's answers right {PRECISION:.0%} of the time "
            "on the tuning splits, so none ships unchecked" if t > 1 else
            f"below {t:.2f}, where answers were right {PRECISION:.0%} of the time")
     return {"features": f, "p": None if p is None else round(p, 4), "threshold": t,
-            "verdict": verdict, "why": why, "key": backend}
+            "verdict": verdict, "why": why, "key": backend, "by": judged_by(backend)}

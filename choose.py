@@ -25,7 +25,13 @@ Rules, decided by code, not by the model:
 - The reply is JSON {"lines": [n, ...]} under Ollama's `format` schema; any digits are
   read when a server ignores the schema. No line chosen: the abstain sentence.
 - Two readers, one decision: the builtin reader answers the same notes; where the two
-  state different facts, ON_DISAGREEMENT says whose answer is shown.
+  state different facts, the model's policy says what is shown (calibrate.policy: what
+  `verso calibrate` measured for this model): the model's answer, the reader's, the
+  model's when it picks the same first line with the lines in reverse ("again"), or,
+  until the model is calibrated, both ("both": the model's answer, and the reader's as
+  the alternate, which harness verifies and shows beside it). The policy also says who
+  answers a synthesis question and a change (history) question: the chooser or the
+  model's free text.
 """
 
 from __future__ import annotations
@@ -51,16 +57,13 @@ MAX_PROMPT_TOKENS = 400
 MAX_CHOSEN = extract.MAX_SENTENCES
 CHOOSE_PREDICT = 32                 # tokens of reply: a short list of line numbers
 LINE_CHARS = 300                    # a longer line is shown cut (it is cited whole)
-# Two readers, one decision: where the model's lines and the builtin reader's state
-# different facts, the answer shown is the builtin reader's ("reader") or the model's
-# ("model"); the calibrated verdict sees whether they agreed (readers_agree) either way.
-# Set by tools/choose_agree.py on the tuning splits: with the rig's 1.5B model on dev,
-# of 23 disagreements the reader alone was right in 9 and the model alone in none.
-ON_DISAGREEMENT = "reader"
-# When the model's first line states other facts than the builtin reader's answer, ask
-# once more with the offered lines in reverse order: a line chosen in both orders is the
-# model's own reading, not the pull of a position (trace "again": the second first pick).
-ASK_AGAIN = False
+# Until a model is calibrated: where its reading and the builtin reader's disagree both
+# are shown; synthesis goes to the free-text writer, a change to the chooser
+UNCALIBRATED_POLICY = {"on_disagreement": "both", "synthesis": "generate", "change": "choose"}
+# Where the model's lines and the builtin reader's state different facts, the policy
+# "again" asks once more with the offered lines in reverse order: a line chosen in both
+# orders is the model's own reading, not the pull of a position (trace "again").
+# `verso calibrate` asks again on every disagreement (policy "ask_again") to measure it.
 SYNTHESIS_RE = re.compile(r"^\s*(?:please\s+)?(?:summari[sz]e|sum up|compare|contrast|"
                           r"give (?:me )?(?:an? )?(?:overview|summary))", re.I)
 # ("why" is not here: a reason is usually one line of a note, and "why did I ..." is how
@@ -239,10 +242,16 @@ class ChoosingWriter:
 
     name = "choose"
 
-    def __init__(self, inner):
+    def __init__(self, inner, policy: dict | None = None):
         self.inner = inner
         self.model = getattr(inner, "model", "model")
         self.last_trace: dict = {}
+        self.policy = policy          # fixed (tests, `verso calibrate`), else:
+        self.calibrated: dict | None = None   # the model's own, set by harness before
+        # each question from its stored calibration (calibrate.policy)
+
+    def current_policy(self) -> dict:
+        return self.policy or self.calibrated or dict(UNCALIBRATED_POLICY)
 
     @property
     def prompt_budget(self):
@@ -267,8 +276,12 @@ class ChoosingWriter:
     def write(self, messages, stage="generate", ledger=None):
         user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
         question, mode, notes = extract.parse_prompt(user)
-        if SYNTHESIS_RE.match(question):
-            self.last_trace = {"writer": "generate", "why": "the question asks for synthesis"}
+        policy = self.current_policy()
+        kind = "synthesis" if SYNTHESIS_RE.match(question) else \
+            "change" if mode == "history" else None
+        if kind and policy.get(kind, "choose") == "generate":
+            self.last_trace = {"writer": "generate", "why": f"a {kind} question: the "
+                               "model's policy gives it to the free-text writer"}
             return self.inner.write(messages, stage=stage, ledger=ledger)
         started = time.perf_counter()
         lines, units = offered(question, mode, notes)
@@ -280,24 +293,25 @@ class ChoosingWriter:
                                                ("reply", "messages", "model_p") if k in asked})
         text, overruled = compose(question, mode, [lines[i - 1] for i in asked["picks"]],
                                   units)
-        if mode == "history" and versions_in(text) < 2 <= versions_in(builtin):
-            overruled.append({"chosen": text, "by": builtin, "why": "a change needs two "
-                              "versions: the model's lines came from one, the reader's "
-                              "from several"})
-            text = builtin
-        agree = same_facts(text, builtin)
+        agree = same_facts(text, builtin)     # (a change from one version against the
+        # reader's several is a disagreement too: the model's policy decides it)
         inp, out = asked["inp"], asked["out"]
-        if not agree and ASK_AGAIN and asked["picks"]:
+        rule = policy["on_disagreement"]
+        if not agree and (rule == "again" or policy.get("ask_again")) and asked["picks"]:
             again = self._ask(question, mode, lines[::-1])
             inp, out = inp + again["inp"], out + again["out"]
             first = lines[asked["picks"][0] - 1]
             trace["again"] = bool(again["picks"]) and \
                 lines[::-1][again["picks"][0] - 1] is first
-        if not agree and not _model_shown(trace):
+        shown = "model" if agree or _model_shown(rule, trace) else "reader"
+        if rule == "both" and text == extract.ABSTAIN_SENTENCE:
+            shown = "reader"          # no reading of its own: the reader's answer stands
+        if not agree and rule == "both" and shown == "model":
+            trace["alternate"] = {"by": "reader", "text": builtin}
+        elif shown == "reader":
             trace["model_answer"] = text
             text = builtin
-        trace.update(overruled=overruled, agree=agree,
-                     shown="model" if agree or _model_shown(trace) else "reader")
+        trace.update(overruled=overruled, agree=agree, shown=shown, policy=rule)
         self.last_trace = trace
         cost_ledger.record(ledger, stage, "ollama", CHOOSER_MODEL_PREFIX + self.model,
                            started, inp, out)
@@ -306,11 +320,10 @@ class ChoosingWriter:
         return text, inp, out
 
 
-def _model_shown(trace: dict) -> bool:
-    """Whether a disagreement shows the model's answer (ON_DISAGREEMENT: "model", or
+def _model_shown(rule: str, trace: dict) -> bool:
+    """Whether a disagreement shows the model's answer first ("model", "both", or
     "again" when the model chose the same first line in both orders)."""
-    return ON_DISAGREEMENT == "model" or (ON_DISAGREEMENT == "again"
-                                          and bool(trace.get("again")))
+    return rule in ("model", "both") or (rule == "again" and bool(trace.get("again")))
 
 
 def same_facts(a: str, b: str) -> bool:

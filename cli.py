@@ -3,7 +3,7 @@
 In:  the command line: `verso COMMAND ...` or `verso "question" [options]`.
 Out: the exit code of the face that serves it: ingest (ingest.py), chat (chat.py), mcp
      and mcp check (mcp_server.py), projects (the harness's registry table), evaluate
-     (evaluate.py); anything else is a question for harness.main. The older flags
+     (evaluate.py), calibrate (calibrate_model.py); anything else is a question for harness.main. The older flags
      (`--mcp`, `--mcp-check`, `--chat`) still reach their faces.
 Not: any work of its own. It sits above every module it hands to, so that no library
      module imports a face (tests/test_imports.py holds the layers).
@@ -29,6 +29,8 @@ COMMANDS = {       # name: what it does, for `verso --help`
            "`verso mcp check` tries the server as an app would",
     "projects": "the project registry table ([registry] folders in verso.toml)",
     "evaluate": "score a question set: verso evaluate --vault DIR --questions FILE",
+    "calibrate": "measure your Ollama model once (whose reading is shown, when an answer "
+                 "ships); kept in Verso's home",
 }
 USAGE = ("usage: verso \"question\" [options]   (verso --help-question: every option)\n"
          "       verso COMMAND [options]      (verso COMMAND --help)\n\ncommands:\n"
@@ -57,6 +59,10 @@ def main(argv=None) -> int:
     if command == "ingest":
         from verso import ingest
         return ingest.main(rest)
+    if command == "calibrate" or "--calibrate" in argv:
+        from verso import calibrate_model
+        return calibrate_model.main(rest if command == "calibrate" else
+                                    [a for a in argv if a != "--calibrate"])
     from verso import harness
     if command == "projects":
         return harness.main(["--projects", *rest])

@@ -26,6 +26,7 @@ from pathlib import Path
 import verso
 from verso import asof
 from verso import calibrate
+from verso import choose
 from verso import filecols
 from verso import generate
 from verso import textkit
@@ -88,6 +89,7 @@ class Answer:
     look_at: list = field(default_factory=list)    # the notes to open when unsure
     as_of: str | None = None                       # the date of time mode as_of
     confidence: float | None = None                # calibrate's p(right); None: abstained
+    alternate: dict | None = None                  # the other reader's answer (choose.py)
     sample_vault: bool = False                     # answered from the bundled sample vault
     index_config: dict = field(default_factory=dict)   # the config the index was built with
 
@@ -388,6 +390,10 @@ def _write_and_verify(out: Answer, kept: list, be, clock: _Clock, writer=None) -
     writer unless another is given)."""
     mode = "present" if out.time_mode == "as_of" else out.time_mode   # present on the day
     writer = writer or be.writer
+    if isinstance(writer, choose.ChoosingWriter):      # the model's own policy, if measured
+        identity = getattr(writer, "identity", None)
+        writer.calibrated = calibrate.policy(calibrate.key(be.name, "choose", identity)
+                                             if identity else None)
     draft = clock.run("generate", generate.generate, out.question, kept, mode,
                       writer, ledger=clock.ledger)
     trace = getattr(writer, "last_trace", None) or {}   # the chooser hands synthesis on
@@ -412,17 +418,39 @@ def _write_and_verify(out: Answer, kept: list, be, clock: _Clock, writer=None) -
                         agree, model_p)
         out.verdict, out.confidence = cal["verdict"], cal["p"]
         out.checks["calibration"] = {k: cal[k] for k in ("features", "threshold", "why",
-                                                         "key")}
+                                                         "key", "by")}
     out.shown, out.look_at = unsure.advise(out.verdict, out.question, out.answer,
                                            out.abstain_reason, ver.sentences, kept)
+    if trace.get("alternate") and not draft.abstained:
+        _alternate(out, trace, kept, be, clock, writer, ver.sentences)
     by_id = {f"c{i}": c for i, c in enumerate(kept, 1)}
     out.citations = [{"id": cid, "path": by_id[cid].path, "date": by_id[cid].date}
                      for cid in draft.citations if cid in by_id]
 
 
+def _alternate(out: Answer, trace: dict, kept: list, be, clock: _Clock, writer,
+               rows: list) -> None:
+    """The other reader's answer where an uncalibrated model and the builtin reader
+    disagree (choose.py, policy "both"): verified and featured like the answer, and
+    shown beside it, both marked unsure, with how to calibrate the model."""
+    alt, mode = trace["alternate"], "present" if out.time_mode == "as_of" else out.time_mode
+    ver = clock.run("verify", verify_stage.verify, alt["text"], kept, mode, be.judge,
+                    ledger=clock.ledger, question=out.question)
+    cal = clock.run("calibrate", calibrate.calibrate, out.question,
+                    out.messages[-1]["content"], ver, kept, calibrate.key(be.name),
+                    False, trace.get("model_p"))
+    out.alternate = {"by": alt["by"], "answer": alt["text"], "features": cal["features"],
+                     "passed": ver.verdict == "SHIP", "sentences": ver.sentences}
+    seconds = sum(clock.ms.values()) / 1000
+    out.shown, out.look_at = unsure.both(
+        (getattr(writer, "model", "the model"), out.answer, rows),
+        ("the builtin reader", alt["text"], ver.sentences), kept,
+        calibrate.hint(seconds))
+
+
 def _identity(writer, wrote) -> str | None:
-    """The chooser's model's identity (its digest), for its calibration's key."""
-    return getattr(writer, "identity", None) if wrote == "choose" else None
+    """The model's identity (its digest), for its calibration's key."""
+    return getattr(writer, "identity", None) if wrote != "builtin" else None
 
 
 def _abstain(out: Answer, clock: _Clock, reason: str, kept=()) -> Answer:
@@ -529,20 +557,22 @@ def main(argv=None) -> int:
     return 0
 
 
-FACES = {"--mcp": "mcp_server.py", "--mcp-check": "mcp_server.py", "--chat": "chat.py"}
+FACES = {"--mcp": "mcp_server.py", "--mcp-check": "mcp_server.py", "--chat": "chat.py",
+         "--calibrate": "calibrate_model.py"}
 
 
 def _face_program(argv: list) -> int | None:
-    """`python harness.py --mcp|--mcp-check|--chat ...` runs that face's own program
-    (mcp_server.py, chat.py) with the same arguments and stdio: the pipeline hands over
+    """`python harness.py --mcp|--mcp-check|--chat|--calibrate ...` runs that face's own
+    program (mcp_server.py, chat.py, calibrate_model.py) with the same arguments and stdio: the pipeline hands over
     to a face without importing it (the face imports the pipeline). None: no face."""
     import subprocess
     flag = next((a for a in argv if a in FACES), None)
     if flag is None:
         return None
     program = Path(__file__).resolve().with_name(FACES[flag])
+    args = [a for a in argv if a != "--calibrate"]       # its program's own arguments
     try:
-        return subprocess.call([sys.executable, str(program), *argv])
+        return subprocess.call([sys.executable, str(program), *args])
     except KeyboardInterrupt:
         return 130
 

@@ -130,6 +130,10 @@ def _banner(a: dict) -> str:
                else f"the checks passed, but {cal.get('why') or 'it is not calibrated'}")
     if a.get("confidence") is not None:
         why += f" \u00b7 confidence {a['confidence']:.2f}"
+    by = ((a["checks"].get("calibration") or {}).get("by") or {})
+    if by:
+        why += (f" \u00b7 judged by the calibration {by['key']} ({by['source']})"
+                if by.get("source") else f" \u00b7 no calibration for {by['key']}")
     colour = VERDICT_COLOURS.get(a["verdict"], "#5a6270")
     return (f'<div class="banner" style="background:{colour}">{_e(a["verdict"])}'
             f' \u2014 {_e(why)}</div>')
@@ -506,6 +510,10 @@ def redact(a: dict) -> dict:
                            if ids & set(x.get("citations") or []) else x
                            for x in checks.get("sentences", [])]
     out["checks"] = checks
+    if alt := a.get("alternate"):              # the other reader's answer (harness)
+        out["alternate"] = dict(alt, answer=said(alt.get("answer", "")), sentences=[
+            dict(x, sentence=PRIVATE_TEXT, claim=PRIVATE_TEXT, numbers=[])
+            if ids & set(x.get("citations") or []) else x for x in alt.get("sentences", [])])
     return out
 
 

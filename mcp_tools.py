@@ -98,8 +98,8 @@ TOOLS = [
     {"name": "ask", "title": "Ask Verso (its own cited answer)",
      "description": "Verso's whole pipeline on the shareable notes: a cited answer, the "
      "verdict (SHIP: checked and calibrated as right; ESCALATE: shown marked 'Not sure', "
-     "check the cited lines; ABSTAIN: the notes to look in), its confidence, sources and "
-     "per-stage cost.",
+     "check the cited lines; ABSTAIN: the notes to look in), its confidence and the "
+     "calibration that judged it, sources and per-stage cost.",
      "inputSchema": _obj({"question": QUERY}, additionalProperties=False),
      "outputSchema": _obj({"answer": T["string"], "verdict": T["string"],
                            "shown": T["string"], "confidence": {"type": ["number", "null"]},
@@ -110,7 +110,9 @@ TOOLS = [
                            "citations": _arr(_obj({"id": T["string"], "path": T["string"],
                                                    "date": T["string"]})),
                            "sources": _arr(SOURCE), "stages": _arr(STAGE),
-                           "backend": T["string"]})},
+                           "backend": T["string"],
+                           "calibration": {"type": ["object", "null"]},
+                           "alternate": {"type": ["object", "null"]}})},
     {"name": "list_projects", "title": "The project registry",
      "description": "Every project of the registry folders (verso.toml [registry]) in a "
      "shareable folder, from each project note's latest version: name, status (active, "
@@ -303,7 +305,12 @@ def ask(srv, args: dict) -> dict:
             "look_at": a.look_at, "abstain_reason": a.abstain_reason,
             "time_mode": a.time_mode, "citations": a.citations,
             "sources": [{k: s[k] for k in SOURCE["properties"]} for s in a.sources],
-            "stages": a.stages, "backend": a.backend}
+            "stages": a.stages, "backend": a.backend,
+            # which calibration judged it ({"key", "source"}: "shipped", its file, or
+            # null for a model not yet calibrated); the other reader's answer, if shown
+            "calibration": (a.checks.get("calibration") or {}).get("by"),
+            "alternate": a.alternate and {"by": a.alternate["by"],
+                                          "answer": a.alternate["answer"]}}
 
 
 def list_folders(srv, args: dict) -> dict:

@@ -3,7 +3,9 @@
 In:  an answer's verdict, its text and verify's rows (ESCALATE), or its abstain reason
      (ABSTAIN); the kept candidates, in the order the pipeline ranked them.
 Out: `shown`, the text a person reads: the answer as it is (SHIP); the answer marked
-     unchecked, "Not sure — check [c1]: ..." (ESCALATE); "I don't know from my notes",
+     unchecked, "Not sure — check [c1]: ..." (ESCALATE); two readers' answers, each
+     with its cited lines, where an uncalibrated model and the builtin reader disagree
+     (both()); "I don't know from my notes",
      why in plain words, and the notes most likely to hold the answer (ABSTAIN). And
      `look_at`: [{"id", "path", "date", "line"}], the notes to open (for ESCALATE the
      cited ones with the line each sentence came from; for ABSTAIN the LOOK_AT best).
@@ -20,6 +22,7 @@ from verso import textkit
 
 LOOK_AT = 3              # notes listed under an abstention
 UNSURE = "Not sure — check {ids}: "
+BOTH = "Not sure — two readings of your notes disagree; check them:"
 PLAIN = {                # the writer's and the router's own reasons, as a person says them
     "the writer found no answer in the kept passages":
         "the notes closest to the question do not state it",
@@ -100,3 +103,14 @@ def advise(verdict: str, question: str, answer: str, reason: str | None, rows: l
     if verdict == "ESCALATE":
         return escalated(answer, rows, cands)
     return abstained(question, reason, cands)
+
+
+def both(first: tuple, second: tuple, cands: list, hint: str) -> tuple[str, list[dict]]:
+    """(shown, look_at) of two readers' answers, each (who, answer, verify's rows): both
+    marked unsure, each with the lines it cites, and the hint on how to settle it."""
+    lines, look = [BOTH], []
+    for who, answer, rows in (first, second):
+        lines.append(f"  {who}: {answer}")
+        look += [x for x in escalated(answer, rows, cands)[1] if x not in look]
+    return "\n".join(lines + [hint + "."]), look
+

@@ -183,10 +183,12 @@ class FakeOllama(_Fake):
     `systemone` is set, /v1/systemone (else a 404 like a server without it)."""
 
     def __init__(self, models=("nomic-embed-text:latest", "verso-writer:latest"), dim=768,
-                 systemone=False, context=2048):
+                 systemone=False, context=2048, chooser=None, digest="0" * 64):
         super().__init__()
         self.models, self.dim = list(models), dim
         self.systemone, self.context = systemone, context
+        self.chooser = chooser or choose_reply     # prompt -> the choosing reply
+        self.digest = digest                       # every model's, in /api/tags
 
     def _known(self, model: str) -> bool:
         return (model if ":" in model else model + ":latest") in self.models
@@ -194,7 +196,7 @@ class FakeOllama(_Fake):
     def answer(self, path, body, kind, headers):
         model = body.get("model", "")
         if path == "/api/tags":
-            return 200, {"models": [{"name": m, "model": m, "size": 1000, "digest": "0" * 64,
+            return 200, {"models": [{"name": m, "model": m, "size": 1000, "digest": self.digest,
                                      "modified_at": "2026-01-01T00:00:00Z"}
                                     for m in self.models]}, None
         if path == "/v1/systemone" and not self.systemone:
@@ -241,7 +243,7 @@ class FakeOllama(_Fake):
         prompt = body["messages"][-1]["content"]
         logprobs = None
         if isinstance(body.get("format"), dict):          # the choosing reader's schema
-            content = choose_reply(prompt)
+            content = self.chooser(prompt)
             if body.get("logprobs") and kind != "nologprobs":
                 logprobs = [{"token": t, "logprob": -0.2 if t.isdigit() else -0.01}
                             for t in re.findall(r"\d|\D+", content)]

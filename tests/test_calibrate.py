@@ -1,4 +1,4 @@
-"""The calibrated verdict (calibrate.py), its fit (tools/fit_verdict.py), the selective-
+"""The calibrated verdict (calibrate.py), its fit (verdict_fit.py), the selective-
 answering metrics (selective.py) and what Verso says when unsure (unsure.py), on records
 and notes made for them."""
 
@@ -14,6 +14,7 @@ from verso import calibrate
 from verso import generate
 from verso import selective
 from verso import unsure
+from verso import verdict_fit
 from verso.retrieve import Candidate
 from verso.verify import verify
 
@@ -93,19 +94,46 @@ def test_the_verdict_ships_only_checked_answers_above_the_threshold(monkeypatch)
     assert r["why"] is None or "below" in r["why"] or r["verdict"] == "SHIP"
 
 
-def test_threshold_is_the_lowest_probability_with_the_precision_held_out():
-    p, right = [0.9, 0.8, 0.7, 0.6, 0.5], [1, 1, 1, 0, 1]
-    t = lambda *a, **k: fit_verdict.threshold(*a, **{"support": 1, **k})  # noqa: E731
-    assert t(p, right, [True] * 5) == 0.7                           # 3/3; 3/4 < 0.9
-    assert t(p, right, [True] * 5, precision=0.8) == 0.5            # 4/5
-    assert t(p, right, [True, True, True, False, True]) == 0.5
-    assert t([0.9, 0.9], [1, 0], [True, True]) == fit_verdict.NEVER
-    assert t([], [], []) == fit_verdict.NEVER
-    assert t(p, right, [True] * 5, support=4) == fit_verdict.NEVER  # 3/4, 4/5 < 0.9
-    assert t(p, right, [True] * 5, precision=0.8, support=4) == 0.5
-    ten = [1 - i / 100 for i in range(12)]
-    assert fit_verdict.threshold(ten, [0] + [1] * 11, [True] * 12) == ten[-1]  # 11/12
-    assert fit_verdict.threshold(ten[:9], [1] * 9, [True] * 9) == fit_verdict.NEVER
+def test_the_lower_clopper_pearson_bound_matches_worked_cases():
+    # all right: alpha ** (1/n); 29 of 29 is the fewest that clear 90% at 95%
+    assert verdict_fit.lower_bound(29, 29) == pytest.approx(0.05 ** (1 / 29))
+    assert verdict_fit.least_rows() == 29
+    assert verdict_fit.lower_bound(28, 28) < 0.9 <= verdict_fit.lower_bound(29, 29)
+    # 9 of 10: the p with P[X >= 9 | 10, p] = 0.05 (10 p^9 (1-p) + p^10 = 0.05 at 0.6058)
+    lb = verdict_fit.lower_bound(9, 10)
+    assert lb == pytest.approx(0.6058, abs=1e-4)
+    assert 10 * lb ** 9 * (1 - lb) + lb ** 10 == pytest.approx(0.05, abs=1e-9)
+    assert verdict_fit.lower_bound(0, 10) == 0.0 and verdict_fit.lower_bound(3, 0) == 0.0
+
+
+def test_the_threshold_is_tested_from_the_top_down_and_stops_at_the_first_failure():
+    n = verdict_fit.least_rows()
+    p = [1 - i / 1000 for i in range(100)]
+    assert verdict_fit.threshold(p[:n], [1] * n, [True] * n) == p[n - 1]       # 29 of 29
+    assert verdict_fit.threshold(p[:n - 1], [1] * (n - 1), [True] * (n - 1)) == \
+        verdict_fit.NEVER                                                       # too few
+    right = [1] * 60 + [0] * 40          # the 60 most confident right, then all wrong
+    t = verdict_fit.threshold(p, right, [True] * 100)
+    k = sum(1 for x in p if x >= t)
+    assert 60 <= k < 70 and verdict_fit.lower_bound(60, k) >= 0.9
+    assert verdict_fit.lower_bound(60, k + 1) < 0.9
+    # testing stops at the first failure, whatever follows: one wrong answer among the
+    # first 29 fails the first test; one at 36 stops the sequence at 35
+    assert verdict_fit.threshold(p, [0] + [1] * 99, [True] * 100) == verdict_fit.NEVER
+    assert verdict_fit.threshold(p, [1] * 35 + [0] + [1] * 64, [True] * 100) == p[34]
+    # rows whose checks failed never count; ties go together
+    assert verdict_fit.threshold(p[:n], [1] * n, [False] + [True] * (n - 1)) == \
+        verdict_fit.NEVER
+    assert verdict_fit.threshold([0.5] * 40, [1] * 40, [True] * 40) == 0.5
+
+
+def test_rows_needed_at_an_observed_precision():
+    need = verdict_fit.rows_needed(57, 60)                  # 95% right
+    assert need is not None and need > 60
+    assert verdict_fit.lower_bound(int(0.95 * need), need) >= 0.9
+    assert verdict_fit.lower_bound(int(0.95 * (need - 1)), need - 1) < 0.9
+    assert verdict_fit.rows_needed(9, 10) is None           # 90%: no number will do
+    assert verdict_fit.rows_needed(29, 29) == 29
 
 
 def test_the_fit_recovers_a_known_model_and_scores_each_split_held_out():
@@ -117,19 +145,19 @@ def test_the_fit_recovers_a_known_model_and_scores_each_split_held_out():
         z = 2.0 * f["line_evidence"] - 1.5 * f["missing_in_note"]
         rows.append({"split": f"s{i % 3}", "features": f, "passed": True,
                      "right": bool(rng.uniform() < 1 / (1 + math.exp(-z)))})
-    m = fit_verdict.fit(rows)
+    m = verdict_fit.fit(rows)
     w = dict(zip(calibrate.FEATURES, m["weights"] / m["scale"]))
     assert w["line_evidence"] == pytest.approx(2.0, abs=0.5)
     assert w["missing_in_note"] == pytest.approx(-1.5, abs=0.5)
     assert abs(w["relevance"]) < 0.4
-    held = fit_verdict.held_out(rows)
+    held = verdict_fit.held_out(rows)
     assert len(held) == 600 and 0.0 < held.min() < held.max() < 1.0
 
 
 @pytest.mark.slow
 def test_the_shipped_builtin_calibration_is_what_the_fit_gives():
-    rows = fit_verdict.collect(fit_verdict.tuning_splits())
-    got, shipped = fit_verdict.calibration(rows, "builtin"), calibrate.CALIBRATIONS["builtin"]
+    rows = fit_verdict.collect(calibrate.tuning_splits())
+    got, shipped = verdict_fit.calibration(rows, "builtin"), calibrate.CALIBRATIONS["builtin"]
     assert got["features"] == shipped["features"] == list(calibrate.FEATURES)
     assert got["threshold"] == shipped["threshold"] and got["rows"] == shipped["rows"]
     assert got["weights"] == pytest.approx(shipped["weights"], abs=2e-3)
@@ -194,7 +222,7 @@ def test_a_failed_reply_skips_one_row_not_the_collection(monkeypatch, capsys):
             raise models.BackendError("Ollama at x sent no chat reply within 120 s")
         return real(question, **kw)
     monkeypatch.setattr(harness, "ask", flaky)
-    rows = fit_verdict.collect({"dev3": fit_verdict.ROOT / "sample-vault"})
+    rows = fit_verdict.collect({"dev3": calibrate.tuning_splits()["dev3"]})
     assert len(calls) == 30 and 0 < len(rows) < 30
     assert "dev3 f01: skipped" in capsys.readouterr().err
 
@@ -202,7 +230,7 @@ def test_a_failed_reply_skips_one_row_not_the_collection(monkeypatch, capsys):
 def test_free_text_a_model_wrote_is_judged_by_a_calibration_of_its_own():
     assert calibrate.key("ollama", "choose") == "ollama"           # no identity: none
     assert calibrate.key("ollama", "choose", "bc50fc0044b9") == "ollama@bc50fc0044b9"
-    assert calibrate.key("ollama", "generate", "bc50fc0044b9") == "ollama:generate"
+    assert calibrate.key("ollama", "generate", "bc50fc0044b9") == "ollama:generate@bc50fc0044b9"
     assert calibrate.threshold("ollama") is None
     assert calibrate.key("ollama", "ollama") == calibrate.key("ollama", "generate") == \
         "ollama:generate"
@@ -237,10 +265,10 @@ def test_a_model_feature_the_server_could_not_give_counts_as_its_mean(monkeypatc
                      "right": bool(rng.uniform() < 1 / (1 + math.exp(-z)))})
     for r in rows[::4]:
         del r["features"]["model_p"]         # a server without logprobs
-    m = fit_verdict.fit(rows, names)
+    m = verdict_fit.fit(rows, names)
     w = dict(zip(names, m["weights"] / m["scale"]))
     assert w["model_p"] > 2.0 and abs(w["line_evidence"]) < 0.5
-    cal = fit_verdict.calibration(rows, "ollama")
+    cal = verdict_fit.calibration(rows, "ollama")
     assert cal["features"] == list(names)
     f = dict(rows[0]["features"])
     f.pop("model_p", None)
@@ -251,24 +279,3 @@ def test_a_model_feature_the_server_could_not_give_counts_as_its_mean(monkeypatc
     assert calibrate.probability(dict(f, model_p=0.95), "ollama") > \
         calibrate.probability(dict(f, model_p=0.05), "ollama")
 
-
-def test_rows_come_from_evaluate_runs_as_collect_makes_them(tmp_path):
-    import json
-    from verso import evaluate
-    f = {k: 0.5 for k in calibrate.FEATURES}
-    recs = [{"id": "a", "variant": "full", "abstained": False, "features": f,
-             "answer_correct": True, "checks_passed": False},
-            {"id": "b", "variant": "full", "abstained": True, "features": None,
-             "answer_correct": False, "checks_passed": None},
-            {"id": "a", "variant": "no_rerank", "abstained": False, "features": f,
-             "answer_correct": False, "checks_passed": True}]
-    run = tmp_path / "run"
-    run.mkdir()
-    (run / "records.jsonl").write_text("\n".join(json.dumps(x) for x in [
-        {"format": evaluate.FORMAT, "kind": "verso-eval-records"}] + recs) + "\n")
-    tuning = fit_verdict.tuning_splits()
-    assert fit_verdict.rows_of_runs([f"{run}=dev"], tuning) == [
-        {"split": "dev", "id": "a", "features": f, "right": True, "passed": False,
-         "key": None}]
-    with pytest.raises(SystemExit, match="not a tuning split"):
-        fit_verdict.rows_of_runs([f"{run}=test"], tuning)

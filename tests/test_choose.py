@@ -49,12 +49,6 @@ class Model:
         return "A summary [c1].", 10, 3
 
 
-@pytest.fixture(autouse=True)
-def model_answers(monkeypatch):
-    """These tests read what the model's lines make; the reader's turn is tested apart."""
-    monkeypatch.setattr(choose, "ON_DISAGREEMENT", "model")
-
-
 def number_of(lines, words):
     return next(int(ln.split(".")[0]) for ln in lines if words in ln)
 
@@ -100,8 +94,12 @@ def test_an_older_statement_a_newer_note_replaces_is_overruled_with_the_reason()
 
 def test_no_line_chosen_is_the_abstain_sentence_and_a_list_keeps_several():
     m = Model(lambda lines: [])
-    assert choose.ChoosingWriter(m).write(
-        messages("What is my day rate?", "present", *RATES))[0] == extract.ABSTAIN_SENTENCE
+    q = messages("What is my day rate?", "present", *RATES)
+    assert choose.ChoosingWriter(m, policy={"on_disagreement": "model"}).write(q)[0] == \
+        extract.ABSTAIN_SENTENCE
+    w = choose.ChoosingWriter(m)       # uncalibrated: no reading of its own to show
+    assert w.write(q)[0] != extract.ABSTAIN_SENTENCE and w.last_trace["shown"] == "reader"
+    assert w.last_trace["model_answer"] == extract.ABSTAIN_SENTENCE
     shop = [note(1, "home/shopping.md", "- Oat milk\n- Brown bread\n- Six eggs")]
     m = Model(lambda lines: [number_of(lines, "eggs"), number_of(lines, "milk")])
     text, _, _ = choose.ChoosingWriter(m).write(
@@ -160,12 +158,16 @@ def test_the_ledger_row_carries_what_was_offered_and_chosen():
     assert row["choose"]["builtin"].startswith("The boat is moored at pier 4")
 
 
-def test_a_change_answered_from_one_version_falls_back_to_the_readers_versions():
+def test_a_change_answered_from_one_version_is_a_disagreement_the_policy_decides():
     m = Model(lambda lines: [number_of(lines, "1550")])          # the latest version only
-    w = choose.ChoosingWriter(m)
-    text, _, _ = w.write(messages("How did my Kittiwake day rate change?", "history", *RATES))
+    q = messages("How did my Kittiwake day rate change?", "history", *RATES)
+    w = choose.ChoosingWriter(m, policy={"on_disagreement": "reader"})
+    text, _, _ = w.write(q)
     assert choose.versions_in(text) == 2 and text.startswith("On 2026-04-01: Day rate: 1400")
-    assert "two versions" in w.last_trace["overruled"][0]["why"]
+    assert w.last_trace["agree"] is False and w.last_trace["shown"] == "reader"
+    w = choose.ChoosingWriter(m, policy={"on_disagreement": "model"})
+    text, _, _ = w.write(q)
+    assert choose.versions_in(text) == 1 and "1550" in text
 
 
 def test_two_answers_agree_when_they_state_the_same_numbers():
@@ -175,18 +177,30 @@ def test_two_answers_agree_when_they_state_the_same_numbers():
     assert not choose.same_facts("The boat is at pier four [c1].", "Moored in town [c1].")
 
 
-def test_where_the_readers_disagree_the_reader_answers_and_the_model_is_traced(monkeypatch):
-    monkeypatch.setattr(choose, "ON_DISAGREEMENT", "reader")
+def test_where_the_readers_disagree_the_reader_answers_and_the_model_is_traced():
     m = Model(lambda lines: [number_of(lines, "Fuel")])        # not what is asked
-    w = choose.ChoosingWriter(m)
+    w = choose.ChoosingWriter(m, policy={"on_disagreement": "reader"})
     text, _, _ = w.write(messages("Where is the boat moored?", "present", *RATES))
     assert text == "The boat is moored at pier 4 [c3]."
     assert w.last_trace["agree"] is False and w.last_trace["shown"] == "reader"
     assert w.last_trace["model_answer"] == "Fuel costs 90 a month [c3]."
     m = Model(lambda lines: [number_of(lines, "pier")])
-    w = choose.ChoosingWriter(m)
+    w = choose.ChoosingWriter(m, policy={"on_disagreement": "reader"})
     w.write(messages("Where is the boat moored?", "present", *RATES))
     assert w.last_trace["agree"] is True and w.last_trace["shown"] == "model"
+
+
+def test_until_the_model_is_calibrated_both_readings_are_kept():
+    """An uncalibrated model (no identity, no stored calibration) is not overruled: its
+    answer is given, and the reader's stands beside it as the alternate."""
+    m = Model(lambda lines: [number_of(lines, "Fuel")])
+    w = choose.ChoosingWriter(m)
+    assert w.current_policy()["on_disagreement"] == "both"
+    text, _, _ = w.write(messages("Where is the boat moored?", "present", *RATES))
+    assert text == "Fuel costs 90 a month [c3]."
+    assert w.last_trace["alternate"] == {"by": "reader",
+                                         "text": "The boat is moored at pier 4 [c3]."}
+    assert w.last_trace["shown"] == "model" and len(m.sent) == 1    # not asked again
 
 
 def _tool(name):
@@ -221,8 +235,8 @@ def test_the_disagreement_tally_counts_who_was_right(tmp_path, capsys):
     t = _tool("choose_agree").tally(run, tmp_path / "q.jsonl")
     assert (t["answers"], t["agree"], t["agree_right"], t["first_line"]) == (2, 1, 1, 1)
     assert (t["model_only"], t["reader_only"], t["both"], t["neither"]) == (1, 0, 0, 0)
-    assert _tool("choose_agree").main([f"{run}={tmp_path / 'q.jsonl'}", "--pick"]) == 0
-    assert "ON_DISAGREEMENT = 'model'" in capsys.readouterr().out
+    assert _tool("choose_agree").main([f"{run}={tmp_path / 'q.jsonl'}"]) == 0
+    assert "model only" in capsys.readouterr().out
 
 
 def test_first_pick_p_multiplies_the_digit_tokens_of_the_first_number_only():
@@ -255,35 +269,39 @@ def test_the_trace_keeps_the_models_probability_for_its_first_line():
         w.last_trace["chosen"][0]))))
 
 
-def test_asked_again_in_reverse_a_position_pull_is_not_the_models_reading(monkeypatch):
+def test_asked_again_in_reverse_a_position_pull_is_not_the_models_reading():
     """A model that always replies with the last line picks two lines in the two orders:
     the reader's answer is shown; one that picks by content is shown under "again"."""
-    monkeypatch.setattr(choose, "ASK_AGAIN", True)
-    monkeypatch.setattr(choose, "ON_DISAGREEMENT", "again")
+    again = {"on_disagreement": "again"}
     q = messages("Where is the boat moored?", "present", *RATES)
     reader_says = extract.extract_answer(*extract.parse_prompt(q[-1]["content"]))
     assert "pier 4" in reader_says
     by_content = Model(lambda lines: [number_of(lines, "Fuel")])
-    w = choose.ChoosingWriter(by_content)
+    w = choose.ChoosingWriter(by_content, policy=again)
     text, _, _ = w.write(q)
     assert len(by_content.sent) == 2 and w.last_trace["again"] is True
     assert text.startswith("Fuel costs 90 a month") and w.last_trace["shown"] == "model"
     first = Model(lambda lines: [len(lines)])          # always the last line shown
-    w = choose.ChoosingWriter(first)
+    w = choose.ChoosingWriter(first, policy=again)
     text, _, _ = w.write(q)
     assert w.last_trace["again"] is False and text == reader_says
     agreeing = Model(lambda lines: [number_of(lines, "pier")])
-    choose.ChoosingWriter(agreeing).write(q)
+    choose.ChoosingWriter(agreeing, policy=again).write(q)
     assert len(agreeing.sent) == 1                  # no second request when they agree
 
 
-def test_the_rule_picked_is_the_one_showing_most_right_answers_ties_to_the_reader():
-    pick = _tool("choose_agree").pick_rule
-    base = {"reader_only": 4, "model_only": 3}
-    assert pick(base)[0] == "reader"
-    assert pick({**base, "asked_again": 6, "again_model": 3, "again_reader": 1}) == (
-        "again", {"reader": 0, "model": -1, "again": 2})
-    assert pick({"reader_only": 2, "model_only": 2})[0] == "reader"
+def test_the_option_picked_is_the_one_right_most_often_ties_to_the_first():
+    from verso import verdict_fit
+    rows = [{"split": s, "right": {"model": m, "reader": r}}
+            for s, m, r in [("a", 1, 0), ("a", 1, 0), ("b", 0, 1), ("b", 1, 0), ("c", 1, 1)]]
+    got = verdict_fit.pick(rows, ("model", "reader", "again"))     # no "again" measured
+    assert got["choice"] == "model" and got["right"] == {"model": 4, "reader": 2}
+    assert got["held_out"] == 4         # each split under the pick of the other two
+    tie = [{"split": "a", "right": {"model": 1, "reader": 0}},
+           {"split": "b", "right": {"model": 0, "reader": 1}}]
+    assert verdict_fit.pick(tie, ("reader", "model"))["choice"] == "reader"
+    assert verdict_fit.pick(tie, ("model", "reader"))["choice"] == "model"
+    assert verdict_fit.pick(tie, ("model", "reader"))["held_out"] == 0
 
 
 def test_a_set_question_offers_every_notes_best_line_before_one_notes_many():

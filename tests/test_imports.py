@@ -15,12 +15,12 @@ LAYERS = [
     {"reader", "extract", "choose"},          # the builtin reader, writer; the chooser
     {"models"},                                                  # model clients, backends
     {"vault_walk", "dating", "families", "filecols", "chunking", "store", "store_load",
-     "bm25"},                                                                        # the index
+     "bm25", "catalogue"},                                                           # the index
     {"ingest", "retrieve", "version", "route", "rerank", "generate", "verify",
-     "calibrate", "unsure", "registry", "evidence"},   # stages
+     "calibrate", "unsure", "registry", "evidence", "verdict_fit"},   # stages
     {"scorecard", "html_report"},                                # renderers of plain data
     {"harness"},                                                 # the pipeline
-    {"evaluate", "mcp_tools", "chat"},                                   # runs, the MCP tools
+    {"evaluate", "mcp_tools", "chat", "calibrate_model"},   # runs, the MCP tools
     {"mcp_server", "mcp_check"},                                 # the MCP face
     {"cli"},                                                     # the entry
 ]

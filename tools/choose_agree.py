@@ -1,16 +1,15 @@
 """Two readers, one decision: on runs of the choosing reader, how often the model's
 lines and the builtin reader's answer agree, who is right where they disagree, and the
-model's pull towards the first line; --pick prints the choose.ON_DISAGREEMENT it supports.
+model's pull towards the first line. Which answer a model's disagreements show is fitted
+per model by `verso calibrate` (verdict_fit.pick); this tool reads runs.
 
-    python tools/choose_agree.py RUN=QUESTIONS... [--pick]
+    python tools/choose_agree.py RUN=QUESTIONS...
 
 RUN is an evaluate.py run folder of a model backend (its records keep the chooser's
 trace: the lines chosen, the builtin reader's answer on the same notes, whether the two
-agree, the model's own answer when the reader's was shown, and with choose.ASK_AGAIN
-whether the model chose the same first line with the lines in reverse); QUESTIONS its
-question file. Run --pick on tuning splits only: of "reader", "model" and (when the
-runs asked again) "again", the rule whose shown answers are right most often over the
-disagreements; a tie goes to the earlier of the three.
+agree, the model's own answer when the reader's was shown, and when the policy asked
+again whether the model chose the same first line with the lines in reverse); QUESTIONS
+its question file.
 """
 
 from __future__ import annotations
@@ -61,8 +60,6 @@ def tally(run: Path, questions: Path) -> dict:
 
 def main(argv=None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    pick = "--pick" in args
-    args = [a for a in args if a != "--pick"]
     if not args or any("=" not in a for a in args):
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
@@ -81,21 +78,7 @@ def main(argv=None) -> int:
         print(f"asked again in reverse: {total['asked_again']} disagreements, the same first "
               f"line in {total['again']}; of those the reader alone right "
               f"{total['again_reader']}, the model alone {total['again_model']}")
-    if pick:
-        choice, gains = pick_rule(total)
-        print(f"pick: ON_DISAGREEMENT = {choice!r} (right answers gained over the reader's "
-              f"over {total['answers'] - total['agree']} disagreements: " +
-              ", ".join(f"{k} {v:+d}" for k, v in gains.items()) + ")")
     return 0
-
-
-def pick_rule(total: dict) -> tuple[str, dict]:
-    """(the rule, {rule: right answers it shows beyond "reader"}) over the disagreements."""
-    gains = {"reader": 0, "model": total["model_only"] - total["reader_only"]}
-    if total.get("asked_again"):
-        gains["again"] = total["again_model"] - total["again_reader"]
-    best = max(gains.values())
-    return next(k for k, v in gains.items() if v == best), gains
 
 
 if __name__ == "__main__":

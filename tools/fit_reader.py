@@ -45,6 +45,7 @@ from verso import rerank  # noqa: E402
 from verso import retrieve  # noqa: E402
 from verso import route  # noqa: E402
 from verso import timewords  # noqa: E402
+from verso import verdict_fit  # noqa: E402
 from verso import version  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,20 +75,9 @@ def rows(idx, questions: list[dict]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def logistic(X: np.ndarray, y: np.ndarray, steps: int = 50, ridge: float = RIDGE) -> np.ndarray:
-    """[bias, w1..wk] of a ridge logistic regression (Newton's method; bias unpenalised)."""
-    A = np.hstack([np.ones((len(X), 1)), X])
-    w = np.zeros(A.shape[1])
-    penalty = ridge * np.eye(A.shape[1])
-    penalty[0, 0] = 0.0
-    for _ in range(steps):
-        p = 1.0 / (1.0 + np.exp(-(A @ w)))
-        grad = A.T @ (p - y) + penalty @ w
-        hess = (A * (p * (1 - p))[:, None]).T @ A + penalty
-        step = np.linalg.solve(hess, grad)
-        w -= step
-        if np.abs(step).max() < 1e-10:
-            break
-    return w
+    """[bias, w1..wk] of a ridge logistic regression (verdict_fit.logistic, this fit's
+    RIDGE)."""
+    return verdict_fit.logistic(X, y, steps=steps, ridge=ridge)
 
 
 def set_weights(w) -> None:

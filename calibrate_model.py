@@ -1,0 +1,324 @@
+"""calibrate_model: `verso calibrate`, the user's model measured by the user's own run.
+
+In:  the backend `verso` answers with (Ollama and its models, the judge chosen), and the
+     tuning splits shipped with the package (calibrate.tuning_splits: vaults, questions).
+Out: one row per question, appended as it is answered to
+     <home>/calibrations/<backend>@<digest>.rows.jsonl (a killed run continues where it
+     stopped: a question with a row is not asked again); then the fit, stored atomically
+     in <home>/calibrations/<backend>@<digest>.json (calibrate.stored_path) with the
+     date and the Verso version, and a report: whose answer is shown where the model and
+     the builtin reader disagree, who answers synthesis and change questions, and when
+     an answer ships.
+Not: the fit itself (verdict_fit.py) or applying it (calibrate.py, choose.py). Nothing is
+     written into the source tree or the user's notes.
+
+Each question is asked once with the model choosing lines, under the measuring policy
+(MEASURE: both readers' answers kept, asked again in reverse where they disagree), and a
+synthesis or change question once more with the model's free text. A row keeps, per
+answer, whether it is right (evaluate.answer_correct), its calibration features and
+whether verify's checks passed.
+
+    verso calibrate [--splits dev dev2] [--limit N] [--judge builtin] [--refit] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from datetime import date
+
+from verso import calibrate
+from verso import choose
+from verso import evaluate
+from verso import harness
+from verso import models
+from verso import store
+from verso import verdict_fit
+
+FORMAT = 1
+MEASURE = {"on_disagreement": "both", "synthesis": "choose", "change": "choose",
+           "ask_again": True}
+RULES = ("model", "reader", "again")     # ties: the user's model first; "again" costs a call
+WRITERS = ("choose", "generate")         # ties: the chooser, whose lines cite themselves
+
+
+def version() -> str:
+    from importlib import metadata
+    try:
+        return metadata.version("verso")
+    except metadata.PackageNotFoundError:
+        return "checkout"
+
+
+def _answer_row(q: dict, a: dict) -> dict:
+    cal = (a.get("checks") or {}).get("calibration") or {}
+    return {"right": evaluate.answer_correct(q, a), "abstained": bool(a.get("abstained")),
+            "features": cal.get("features"), "passed": bool(a["checks"].get("passed"))}
+
+
+def measure(q: dict, idx, be, free) -> dict:
+    """One question's row: the model's answer and, where the readers disagreed, the
+    reader's; for a synthesis or change question the free-text writer's too."""
+    started = time.perf_counter()
+    a = harness.ask(q["question"], index=idx, backend=be).to_dict()
+    row = {"id": q["id"], "answers": {"model": _answer_row(q, a)}, "agree": True,
+           "again": None, "kind": ("synthesis" if choose.SYNTHESIS_RE.match(q["question"])
+                                   else "change" if a["time_mode"] == "history" else None)}
+    call = next((c["choose"] for c in a["calls"] if c.get("choose")), None)
+    if call and not call.get("agree", True):
+        row["agree"], row["again"] = False, call.get("again")
+        if alt := a.get("alternate"):              # the model's answer, the reader's beside
+            row["answers"]["reader"] = {
+                "right": evaluate.answer_correct(q, {"answer": alt["answer"]}),
+                "abstained": False, "features": alt["features"], "passed": alt["passed"]}
+        else:                                      # the model chose no line: the reader's
+            row["answers"]["reader"] = row["answers"]["model"]
+            row["answers"]["model"] = {"right": evaluate.answer_correct(
+                q, {"answer": call.get("model_answer"), "abstained": True}),
+                "abstained": True, "features": None, "passed": False}
+    if row["kind"]:
+        g = harness.ask(q["question"], index=idx, backend=free).to_dict()
+        row["answers"]["generate"] = _answer_row(q, g)
+    row["seconds"] = round(time.perf_counter() - started, 2)
+    return row
+
+
+def shown(row: dict, rule: str) -> dict:
+    """The chooser's answer a row shows under a disagreement rule."""
+    ans = row["answers"]
+    if row["agree"] or rule == "model" or (rule == "again" and row["again"]):
+        return ans["model"]
+    return ans["reader"]
+
+
+def _verdict_rows(rows: list, pick) -> list[dict]:
+    out = []
+    for r in rows:
+        a = pick(r)
+        if a and not a["abstained"] and a.get("features"):
+            out.append({"split": r["split"], "id": r["id"], "features": a["features"],
+                        "right": a["right"], "passed": a["passed"]})
+    return out
+
+
+def _verdict(rows: list[dict], backend: str) -> dict:
+    """A verdict calibration, or {"none": why} when the rows cannot hold one."""
+    if len(rows) < verdict_fit.least_rows():
+        return {"none": f"{len(rows)} written answers: fewer than the "
+                f"{verdict_fit.least_rows()} the bound needs to ship any"}
+    if len({r["split"] for r in rows}) < 2:
+        return {"none": f"answers from {len({r['split'] for r in rows})} split(s): the "
+                "held-out fit needs two or more"}
+    return verdict_fit.calibration(rows, backend)
+
+
+def fit(rows: list[dict]) -> dict:
+    """The policy and the verdict calibrations of a model's rows."""
+    split_of = lambda r: {"split": r["split"]}  # noqa: E731
+    disagree = [{**split_of(r), "right": {
+        "model": r["answers"]["model"]["right"], "reader": r["answers"]["reader"]["right"],
+        "again": None if r["again"] is None else shown(r, "again")["right"]}}
+        for r in rows if not r["agree"]]
+    rule = verdict_fit.pick(disagree, RULES)
+    out = {"on_disagreement": rule}
+    for kind in ("synthesis", "change"):
+        both = [{**split_of(r), "right": {"choose": shown(r, rule["choice"])["right"],
+                                          "generate": r["answers"]["generate"]["right"]}}
+                for r in rows if r["kind"] == kind and "generate" in r["answers"]]
+        out[kind] = verdict_fit.pick(both, WRITERS)
+    out["verdicts"], out["verdicts_why"] = {}, {}
+    for writer, take in (("choose", lambda r: shown(r, rule["choice"])),
+                         ("generate", lambda r: r["answers"].get("generate"))):
+        v = _verdict(_verdict_rows(rows, take), "ollama")
+        out["verdicts"][writer] = None if "none" in v else v
+        if "none" in v:
+            out["verdicts_why"][writer] = v["none"]
+    return out
+
+
+# ------------------------------------------------------------------ the run and its files
+def rows_path(model_key: str):
+    return calibrate.stored_path(model_key).with_suffix(".rows.jsonl")
+
+
+def load_rows(path, same: dict) -> tuple[list[dict], int]:
+    """(the rows kept from an earlier run with the same Verso, judge and splits' files,
+    how many were set aside: another version's or a damaged line's)."""
+    kept, aside = [], 0
+    if not path.exists():
+        return kept, aside
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+            ok = all(row.get(k) == v for k, v in same.items())
+        except ValueError:          # a line cut short by a killed run
+            ok = False
+        kept += [row] if ok else []
+        aside += not ok
+    return kept, aside
+
+
+def _append(path, row: dict) -> None:
+    """One row, flushed to disk before the next question (a kill loses at most it)."""
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(row) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _progress(done: int, total: int, split: str, row: dict, spent: list) -> str:
+    left = (total - done) * sum(spent) / len(spent)
+    when = f"{left / 60:.0f} min" if left >= 90 else f"{left:.0f} s"
+    ans = row["answers"]["model"]
+    return (f"calibrate: {done}/{total} {split} {row['id']} "
+            f"{'right' if ans['right'] else 'wrong'}"
+            f"{'' if row['agree'] else ' (readers disagree)'} · {row['seconds']:.1f} s · "
+            f"about {when} left")
+
+
+def _backends(judge):
+    """(the choosing backend under MEASURE, the same model writing free text)."""
+    be = models.load_backend("auto", judge=judge, writer="choose")
+    if be.name != "ollama":
+        raise models.BackendError("verso calibrate measures a model served by Ollama: "
+                                  + be.note.removeprefix("auto chose builtin: "))
+    be.writer.policy = dict(MEASURE)
+    free = models.Backend("ollama", be.embedder, be.judge, be.writer.inner,
+                          be.note + "; free text (calibration)")
+    return be, free
+
+
+def _index_dir(be, vault) -> str:
+    emb = re.sub(r"[^A-Za-z0-9_.-]+", "-", getattr(be.embedder, "id", "embedder"))
+    return str(calibrate.stored_path("x").parent / "indexes" / emb / vault.name)
+
+
+def collect(splits: dict, be, free, path, same: dict, limit=None, say=print) -> list[dict]:
+    """Every tuning question of `splits` answered (those with a row already are not
+    asked again); the rows of this Verso, judge and these splits."""
+    rows, aside = load_rows(path, same)
+    if aside:
+        say(f"calibrate: {aside} rows of another Verso version or judge set aside")
+    done = {(r["split"], r["id"]) for r in rows}
+    todo = {s: [q for q in evaluate.load_questions(qf)[:limit] if (s, q["id"]) not in done]
+            for s, (_, qf) in splits.items()}
+    total, n, spent = sum(map(len, todo.values())), 0, []
+    if rows:
+        say(f"calibrate: {len(rows)} questions answered before; {total} to go")
+    for split, qs in todo.items():
+        if not qs:
+            continue
+        idx, _ = harness.load(index=_index_dir(be, splits[split][0]), vault=splits[split][0],
+                              backend=be)
+        for q in qs:
+            n += 1
+            try:
+                row = {"split": split, **same, **measure(q, idx, be, free)}
+            except models.BackendError as e:      # one slow or failed reply: asked next run
+                say(f"calibrate: {split} {q['id']} skipped ({e})")
+                continue
+            _append(path, row)
+            rows.append(row)
+            spent.append(row["seconds"])
+            say(_progress(n, total, split, row, spent))
+    return [r for r in rows if r["split"] in splits]
+
+
+def stored(rows: list[dict], model_key: str, model: str, judge: str) -> dict:
+    """What calibrations/<key>.json keeps: the fit, with what it was fitted on."""
+    return {"format": calibrate.STORED_FORMAT, "key": model_key, "model": model,
+            "backend": "ollama", "judge": judge, "date": date.today().isoformat(),
+            "verso": version(), "questions": len(rows),
+            "splits": sorted({r["split"] for r in rows}),
+            "seconds_per_question": round(sum(r["seconds"] for r in rows)
+                                          / max(1, len(rows)), 2), **fit(rows)}
+
+
+def _pick_line(what: str, got: dict) -> str:
+    counts = ", ".join(f"{k} right {v}" for k, v in got["right"].items())
+    held = "" if got["held_out"] is None else f"; held out {got['held_out']} right"
+    return f"{what} ({got['rows']} questions): {counts or 'none seen'} -> {got['choice']}{held}"
+
+
+def report(cal: dict) -> list[str]:
+    """The lines a person reads after a calibration."""
+    out = [f"verso calibrate: {cal['model']} ({cal['key']}), judge {cal['judge']}: "
+           f"{cal['questions']} questions of {', '.join(cal['splits'])}, "
+           f"{cal['seconds_per_question']:.1f} s each",
+           _pick_line("where the model and the builtin reader disagree",
+                      cal["on_disagreement"]),
+           _pick_line("synthesis questions", cal["synthesis"]),
+           _pick_line("change questions", cal["change"])]
+    for writer, v in cal["verdicts"].items():
+        if v is None:
+            out.append(f"verdict ({writer}): none fitted: {cal['verdicts_why'][writer]}")
+            continue
+        ok, ship = (sum(x[i] for x in v["held_out"].values()) for i in (0, 1))
+        top_k, top_n = v["bound"]["top"]
+        if v["threshold"] <= 1:
+            out.append(f"verdict ({writer}): SHIP at confidence {v['threshold']:.2f} or "
+                       f"more; held out, {ok} of {ship} SHIPs right")
+        else:
+            need = v["bound"]["rows_needed"]
+            out.append(f"verdict ({writer}): nothing ships: of the {top_n} most confident "
+                       f"answers {top_k} were right, and the 95% lower bound of that "
+                       f"precision is under {v['bound']['precision']:.0%}; " +
+                       (f"about {need} answers at that precision would be needed"
+                        if need else "at that precision no number of answers would do"))
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="verso calibrate", description="Measure your model "
+                                "on the tuning question sets shipped with Verso and store "
+                                "how its answers are used (whose reading is shown, when an "
+                                "answer ships) in Verso's home.")
+    p.add_argument("--splits", nargs="+", metavar="SPLIT", help="these tuning splits only "
+                   f"(default: all: {', '.join(calibrate.tuning_splits())})")
+    p.add_argument("--limit", type=int, metavar="N", help="the first N questions of each")
+    p.add_argument("--judge", choices=models.JUDGES, help="the judge answers are checked "
+                   "by (default: as `verso` answers, builtin beside an Ollama writer)")
+    p.add_argument("--refit", action="store_true", help="fit the rows kept so far; ask "
+                   "nothing")
+    p.add_argument("--json", action="store_true", help="print the stored calibration")
+    args = p.parse_args(argv)
+    splits = calibrate.tuning_splits()
+    if args.splits and not set(args.splits) <= set(splits):
+        p.error(f"not tuning splits: {', '.join(sorted(set(args.splits) - set(splits)))}")
+    if args.limit is not None and args.limit < 1:
+        p.error("--limit must be 1 or more")
+    splits = {s: v for s, v in splits.items() if s in (args.splits or splits)}
+    try:
+        be, free = _backends(args.judge)
+        identity = be.writer.inner.identity
+        if not identity:
+            raise models.BackendError(f"Ollama lists no digest for {be.writer.model}: a "
+                                      "calibration is kept per model digest")
+        key = calibrate.key("ollama", "choose", identity)
+        path = rows_path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        same = {"format": FORMAT, "verso": version(), "judge": args.judge or "builtin"}
+        say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+        rows = (load_rows(path, same)[0] if args.refit else
+                collect(splits, be, free, path, same, args.limit, say))
+        rows = [r for r in rows if r["split"] in splits]
+        cal = stored(rows, key, be.writer.model, same["judge"])
+    except (models.BackendError, ValueError, store.IndexProblem) as e:
+        print(f"verso calibrate: {e}", file=sys.stderr)
+        return 1
+    if not rows:
+        print("verso calibrate: no rows to fit: run it without --refit", file=sys.stderr)
+        return 1
+    store.write_atomic(calibrate.stored_path(key), (json.dumps(cal, indent=1) + "\n").encode())
+    print(json.dumps(cal, indent=1) if args.json else "\n".join(
+        report(cal) + [f"stored: {calibrate.stored_path(key)}"]))
+    return 0
+
+
+if __name__ == "__main__":
+    import _checkout  # noqa: F401  (`verso` is this checkout)
+    sys.exit(main())
