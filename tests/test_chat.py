@@ -19,8 +19,7 @@ ANA = {"question": "What did Ana say about the flat?", "answer": "x", "citations
 
 
 @pytest.mark.parametrize("prev,msg,full,how", [
-    (RETAINER, "and before that?", "How did the Kittiwake retainer change before June 2026?",
-     "before that"),
+    (RETAINER, "and before that?", "What was the Kittiwake retainer before that?", "before that"),
     (FLAT, "what about the deposit?", "How much is the deposit for the Lisbon flat?",
      "what about"),
     (RETAINER, "what about Aireside?", "What is the Aireside retainer now?", "what about"),
@@ -90,14 +89,15 @@ def test_a_conversation_carries_the_subject_and_saves_a_transcript(loaded, tmp_p
     save = tmp_path / "chat.jsonl"
     assert chat.loop(conv, read=lambda _: next(lines), save=save) == 0
     out = capsys.readouterr().out
-    assert "→ How did the Kittiwake retainer change before" in out
+    assert "→ What was the Kittiwake retainer before that?" in out
     assert "[c1]" in out and "rerank" in out and "(a new conversation)" in out
     assert (tmp_path / "t.html").read_text().startswith("<!doctype html>")
     rows = [json.loads(x) for x in save.read_text().splitlines()]
     assert [r["how"] for r in rows] == ["as asked", "before that"]
     assert set(rows[0]) == {"question", "rewrite", "how", "answer", "citations", "verdict",
                             "time_mode"}
-    assert rows[1]["time_mode"] == "history" and "3,350" in rows[1]["answer"]
+    assert rows[1]["time_mode"] == "as_of"          # the notes before the cited version
+    assert all(c["date"] < "2026-10-01" for c in rows[1]["citations"])
 
 
 def test_evaluate_scores_a_conversation_file(tmp_path, capsys):
@@ -121,7 +121,7 @@ def test_evaluate_scores_a_conversation_file(tmp_path, capsys):
     assert c["referent_kept"] == {"k": 1, "n": 1, "p": 1.0}
     assert c["turns"]["n"] == 2 and c["by_rule"]["before that"]["referent_kept"]["k"] == 1
     records = evaluate.load_records(tmp_path / "run")
-    assert records[1]["rewrite"].startswith("How did the Kittiwake retainer change")
+    assert records[1]["rewrite"] == "What was the Kittiwake retainer before that?"
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({k: v for k, v in qs[1].items() if k != "referent"}) + "\n")
     assert evaluate.main(["--conversations", str(bad), "--vault", vault]) == 2
@@ -137,5 +137,93 @@ def test_python_harness_chat_runs_the_conversation_program(tmp_path):
                          input="What is Maren's current day rate?\nis that still true?\n/quit\n",
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
-    assert "760" in run.stdout and "→ What is Maren's current day rate now?" in run.stdout
+    assert "760" in run.stdout and "→ What is Maren's day rate now?" in run.stdout
     assert "verso chat over" in run.stderr
+
+
+# ------------------------------------------------ issue 37, item 3: sound rewrites only
+
+LOAF = {"question": "What is the current price of the sourdough loaf?",
+        "answer": "The sourdough loaf costs £4.80 [c1].",
+        "citations": [{"id": "c1", "path": "bakery/prices 2026-09-14.md", "date": "2026-09-14"}]}
+WHO = {"question": "Who signs off my work at Aireside Housing?", "citations": [],
+       "answer": "Role: Head of Digital; Name: Priya Nandakumar; Phone: 0113 496 0721 [c1]."}
+
+
+@pytest.fixture(scope="module")
+def bakery(tmp_path_factory):
+    """Two dated versions of one price list: a loaf and a baguette in each."""
+    from tests.vaults import write
+    vault = tmp_path_factory.mktemp("bakery")
+    write(vault, "bakery/prices 2026-03-02.md", "# Bakery prices\n\nThe sourdough loaf costs "
+          "£4.20 at the corner bakery.\nThe baguette costs £2.10.\n")
+    write(vault, "bakery/prices 2026-09-14.md", "# Bakery prices\n\nThe sourdough loaf costs "
+          "£4.80 at the corner bakery.\nThe baguette costs £2.40.\n")
+    write(vault, "garden.md", "# Garden\n\nPlanted tomatoes on the balcony in May.\n")
+    return harness.load(tmp_path_factory.mktemp("bakery-idx"), vault, "builtin")
+
+
+def test_a_thing_after_a_value_is_asked_as_written_with_the_subject_beside_it(bakery):
+    """"what about the baguette?" after a loaf's price became "the current baguette of
+    the sourdough loaf": a baguette is not a value of a loaf. Asked as written, the
+    previous subject shown and handed on; the evidence holds the baguette's price."""
+    conv = chat.Conversation(*bakery)
+    conv.ask(LOAF["question"])
+    turn = conv.ask("what about the baguette?")
+    assert (turn["rewrite"], turn["how"]) == (
+        "what about the baguette? (about the price of the sourdough loaf)", "as written")
+    assert any("£2.40" in s["text"] for s in turn["trace"].sources)
+    subj = chat.subject(LOAF["question"])          # a model's rewrite of the same kind
+    assert not chat.keeps("what about the baguette?",
+                          "What is the current baguette of the sourdough loaf?", LOAF, subj)
+    assert chat.keeps("what about the baguette?", "What is the price of the baguette?",
+                      LOAF, subj)
+
+
+def test_before_that_asks_the_notes_as_they_stood_before_the_version_just_answered(bakery):
+    """"and before that?" after a current price was answered with the current price
+    again ("current" carried into the rewrite set the present mode)."""
+    conv = chat.Conversation(*bakery)
+    assert "£4.80" in conv.ask(LOAF["question"])["answer"]
+    turn = conv.ask("and before that?")
+    assert turn["rewrite"] == "What was the price of the sourdough loaf before that?"
+    assert turn["time_mode"] == "as_of"
+    assert "£4.20" in turn["answer"] and "£4.80" not in turn["answer"]
+    now = conv.ask("and now?")                      # the time words set the mode back
+    assert now["time_mode"] == "present" and "£4.80" in now["answer"]
+
+
+@pytest.mark.parametrize("prev,msg,full,how", [
+    (WHO, "what's her number?", "what's Priya Nandakumar's number?", "pronoun"),
+    ({"question": "Which flat did I end up taking in Lisbon?", "answer": "x", "citations": []},
+     "what about the deposit?", "What is the deposit of the flat?", "what about"),
+    (RETAINER, "and what were they paying in May?", "what were Kittiwake paying in May?",
+     "pronoun"),
+])
+def test_a_well_formed_rewrite_is_kept(prev, msg, full, how):
+    """A rewrite that is one question, keeps the follow-up's words and takes only the
+    previous turn's subject or name is kept (before: "what's Housing's number?", "Which
+    flat did I end up deposit in Lisbon?", "and what were Kittiwake ...")."""
+    assert chat.rewrite(msg, prev) == (full, how)
+    assert chat.keeps(msg, full, prev, chat.subject(prev["question"]))
+
+
+@pytest.mark.parametrize("full", [
+    "who did I agree and what were Kittiwake paying with?",     # two questions glued
+    "when did I hand Has my D8 visa been approved yet in?",
+    "how much did did I hand it in cost?",                        # a word twice, a pronoun
+    "What is the rent for the Porto flat?",                       # "Porto" from nowhere
+])
+def test_a_rewrite_that_is_not_a_sound_question_is_not_kept(full):
+    prev = {"question": "Has my D8 visa been approved yet?", "answer": "x", "citations": []}
+    assert not chat.keeps("when did I hand it in?", full, prev, "my D8 visa")
+
+
+def test_the_time_words_of_a_follow_up_set_the_mode():
+    assert chat.when("and before that?", LOAF) == {"as_of": "2026-09-13"}
+    assert chat.when("what was it earlier?", {**LOAF, "citations": []}) == {"mode": "history"}
+    assert chat.when("is that still true?", LOAF) == {"mode": "present"}
+    assert chat.when("and currently?", LOAF) == {"mode": "present"}
+    assert chat.when("what about the baguette?", LOAF) == {}
+    assert chat.subject("What was my marathon goal back in June?") == "my marathon goal"
+    assert chat.subject("What did the physio find when I went in?") == "the physio"
