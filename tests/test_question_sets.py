@@ -20,7 +20,8 @@ FROZEN = {"test": "f92686da287c8172393ba5603dcca0b3be5cdc16f6bc5fb25314de18bca0e
           "conversations": "44f25e86d07dbda8d04ecf380100caa95f4bbc841b28c78d46259d9afcefd65f",
           "asof": "fa32eda508e83751e6ab0a0c5a51042d61a3279e85ed2b2d15fae4685332289b",
           "eighth": "a55c0790221345892bf0a5b5f2ba64812fe7c8b2a5f1d932e3642569aca2d54d",
-          "ninth": "7630a6f094cbda3879102b466b067411dbcf0cac2037e6b8dcc514812468fac1"}
+          "ninth": "7630a6f094cbda3879102b466b067411dbcf0cac2037e6b8dcc514812468fac1",
+          "followups": "60fbc5a180aaad567b08de8abbb2b7bcdaffb45f54523e8ddae3a0992add1117"}
 # What --check finds in a frozen split, recorded at its first run and kept as written (a
 # frozen split is never edited): eighth e37 asks its answer to contain "pass" as a word,
 # and its reference answer says "passed", so no answer worded like it scores right.

@@ -149,3 +149,116 @@ def test_ingest_asks_the_model_only_for_notes_without_a_field_and_keeps_rows(tmp
     assert again == rows and model.calls == 1           # unchanged notes are not re-read
     offline = registry.build(v, files, ["projects"], None)
     assert offline[1]["status"] == "unknown" and offline[1]["by"] == "none"
+
+
+# Status as people write it (issue 37): headings, bold labels, tables, tags; why on the
+# status line or the line(s) under it. Each note: (text, status, why).
+@pytest.mark.parametrize("text,status,why", [
+    ("# Kiln\n\n## Status: PAUSED\n\nThe element burned out. A new one is on order.\n",
+     "paused", "The element burned out."),
+    ("# Kiln\n### Status — on hold\nWaiting for the grant decision in May.\n## Log\n",
+     "paused", "Waiting for the grant decision in May."),
+    ("# Kiln\n## Status: ACTIVE (main build as of October 2026)\n", "active",
+     "main build as of October 2026"),
+    ("# Kiln\n## Current status\n\nDone - delivered to the studio in May.\n", "done",
+     "delivered to the studio in May"),
+])
+def test_a_status_written_as_a_heading(text, status, why):
+    p = registry.project("projects/kiln.md", text, None)
+    assert (p["name"], p["status"], p["why"]) == ("Kiln", status, why)
+
+
+@pytest.mark.parametrize("text,status,why", [
+    ("# Loom\n**Status:** on hold\nThe vendor went quiet after the March call.\n",
+     "paused", "The vendor went quiet after the March call."),
+    ("# Loom\n- **State:** shipped\n  - launched at the craft fair\n- **Owner:** Ines\n",
+     "done", "launched at the craft fair"),
+    ("# Loom\n**Status** — paused because the grant ran out\n", "paused",
+     "the grant ran out"),
+    ("# Loom\n*Status:* dropped; nobody wanted it\n", "abandoned", "nobody wanted it"),
+    ("# Loom\nProject status:: in progress\n", "active", ""),
+])
+def test_a_status_written_as_a_bold_label(text, status, why):
+    p = registry.project("projects/loom.md", text, None)
+    assert (p["status"], p["why"]) == (status, why)
+
+
+@pytest.mark.parametrize("text,status,why", [
+    ("# Reef\n| Field | Value |\n|---|---|\n| Status | Paused |\n| Why | no boat until June |\n",
+     "paused", "no boat until June"),
+    ("# Reef\n| Project | Status | Why |\n|---|---|---|\n| Reef | on hold | the permit |\n",
+     "paused", "the permit"),
+    ("# Reef\n| Status | Cancelled | the site was closed |\n| Owner | me |\n", "abandoned",
+     "the site was closed"),
+])
+def test_a_status_written_in_a_table(text, status, why):
+    p = registry.project("projects/reef.md", text, None)
+    assert (p["status"], p["why"]) == (status, why)
+
+
+@pytest.mark.parametrize("text,status,why", [
+    ("# Zine\n#project #status/paused\nThe printer is broken.\n", "paused",
+     "The printer is broken."),
+    ("---\ntags: [project, status/on-hold]\n---\n# Zine\nA zine about tide pools.\n\n",
+     "paused", ""),
+    ("# Zine\nTags: #status/abandoned because the shop closed\n", "abandoned",
+     "the shop closed"),
+])
+def test_a_status_written_as_a_tag(text, status, why):
+    p = registry.project("projects/zine.md", text, None)
+    assert (p["status"], p["why"]) == (status, why)
+
+
+def test_why_is_the_status_line_s_own_before_the_lines_under_it_or_a_why_field():
+    same = "# Dive\nStatus: on hold (waiting for the ethics approval)\nWhy: no old data\n"
+    assert registry.project("p/d.md", same, None)["why"] == "waiting for the ethics approval"
+    under = "# Dive\nStatus: paused\nThe boat is in dry dock until June.\nOwner: Ida\n"
+    assert registry.project("p/d.md", under, None)["why"] == "The boat is in dry dock until June."
+    field = "# Dive\nStatus: paused\nOwner: Ida\nReason: no boat\n"      # a field, no why
+    assert registry.project("p/d.md", field, None)["why"] == "no boat"
+    because = "# Dive\nStatus: paused because the boat broke\n"
+    assert registry.project("p/d.md", because, None)["why"] == "the boat broke"
+
+
+def test_a_question_naming_one_project_wants_that_project_only():
+    rows = [{"name": "Orchard app", "path": "projects/orchard.md", "status": "done"},
+            {"name": "Tide pool ID app", "path": "projects/tide-pool-app v2.md",
+             "status": "paused"},
+            {"name": "Kiln", "path": "projects/kiln.md", "status": "active"}]
+    assert registry.asks("What's the status of the Orchard project?", rows) == {
+        "name": "Orchard app"}
+    assert registry.asks("how is the tide pool app going?", rows) == {
+        "name": "Tide pool ID app"}
+    assert registry.asks("Is the kiln done?", rows) == {"name": "Kiln"}
+    assert registry.asks("What is the status of the Bergen project?", rows) is None
+    assert registry.asks("What is the status of each project?", rows) == {}
+    assert registry.rows_for({"name": "orchard app"}, rows) == rows[:1]
+
+
+def test_one_named_project_asked_is_answered_alone_in_a_vault_of_every_form(tmp_path):
+    """Five notes, a status in a different form each (one with none); asking about one
+    answers that one, its status unknown when the note writes none."""
+    v = tmp_path / "notes"
+    write(v, "verso.toml", '[registry]\nfolders = ["projects"]\n')
+    write(v, "projects/orchard.md", "# Orchard app\n## Status: DONE\n\nShipped in May.\n")
+    write(v, "projects/kiln.md", "# Kiln\n**Status:** on hold\nThe element burned out.\n")
+    write(v, "projects/reef.md", "# Reef survey\n| Status | Paused |\n|---|---|\n")
+    write(v, "projects/zine.md", "# Zine\n#status/abandoned\n")
+    write(v, "projects/garden.md", "# Garden beds\n#garden/veg\nStarted digging in April."
+          "\n## Status of the soil\nHeavy clay, still wet.\n| Bed | Crop |\n|---|---|\n| North "
+          "| leeks |\nState of the art: raised beds.\n")          # no status, in any form
+    ingest.build_index(v, tmp_path / "idx")
+    idx, _ = harness.load(tmp_path / "idx", v, "builtin")
+    rows = {p["name"]: (p["status"], p["why"]) for p in idx.manifest["projects"]}
+    assert rows == {"Orchard app": ("done", "Shipped in May."),
+                    "Kiln": ("paused", "The element burned out."),
+                    "Reef survey": ("paused", ""), "Zine": ("abandoned", ""),
+                    "Garden beds": ("unknown", "")}
+    a = harness.ask("What's the status of the kiln project?", vault=v, index=tmp_path / "idx",
+                    backend="builtin")
+    assert [c["path"] for c in a.citations] == ["projects/kiln.md"]
+    assert a.answer.startswith("Kiln: paused (status: on hold); why: The element burned out.")
+    b = harness.ask("How are the garden beds going?", vault=v, index=tmp_path / "idx",
+                    backend="builtin")
+    assert [c["path"] for c in b.citations] == ["projects/garden.md"]
+    assert b.answer.startswith("Garden beds: unknown")
