@@ -185,9 +185,11 @@ def from_sample(idx) -> bool:
     return Path(idx.manifest.get("vault", "")) == SAMPLE_VAULT
 
 
-def load(index=None, vault=None, backend="auto", judge=None, rebuild=False, writer=None):
+def load(index=None, vault=None, backend="auto", judge=None, rebuild=False, writer=None,
+         config=None):
     """(Index, Backend) for a question; the index is brought up to date from its vault
-    first (see resolve for which index and vault).
+    first (see resolve for which index and vault), with `config` (a verso.toml of the
+    user's) when given, else the one the index keeps.
 
     The backend is chosen first, so the index is built with its embedder; queries are
     then always embedded by the embedder the index was built with."""
@@ -206,7 +208,8 @@ def load(index=None, vault=None, backend="auto", judge=None, rebuild=False, writ
         else:
             if vault is not None and not rebuild:   # a vault read from the index is its own
                 _same_vault(d, folder)
-            idx = ingest.refresh(folder, index_dir=d, rebuild=rebuild, backend=be)
+            idx = ingest.refresh(folder, index_dir=d, config=config, rebuild=rebuild,
+                                 backend=be)
     be.embedder = idx.embedder
     return idx, be
 
@@ -506,6 +509,8 @@ def main(argv=None) -> int:
     p.add_argument("--vault", default=None,
                    help="notes folder (default: the vault the index was built from)")
     p.add_argument("--index", default=None, help="index dir (default: the one ingested last)")
+    p.add_argument("--config", metavar="FILE", default=None, help="vault config for the "
+                   "refresh before the question (default: the one the index keeps)")
     p.add_argument("--no-rerank", action="store_true", help="fused order, top 5, no gate")
     p.add_argument("--budget", type=int, default=evidence.BUDGET_WORDS, metavar="WORDS",
                    help="hand the writer as many passages as fit this many words, long "
@@ -531,7 +536,8 @@ def main(argv=None) -> int:
         p.error("ask a question (or pass --projects)")
     try:
         models.use_timeout(args.timeout)
-        idx, be = load(args.index, args.vault, args.backend, args.judge, writer=args.writer)
+        idx, be = load(args.index, args.vault, args.backend, args.judge, writer=args.writer,
+                       config=args.config)
         ingest.keep_until_exit(idx)
         if args.projects:
             rows = _projects(idx)

@@ -81,10 +81,11 @@ class Server:
     """State between messages: the vault, the backend, the last index (refreshed before
     each call) and the protocol version the handshake settled on."""
 
-    def __init__(self, vault, index=None, backend="builtin", judge=None):
-        """vault None: answer from the index as it is (its vault was not found)."""
+    def __init__(self, vault, index=None, backend="builtin", judge=None, config=None):
+        """vault None: answer from the index as it is (its vault was not found); config:
+        the vault config each refresh uses (None: the one the index keeps)."""
         self.vault = Path(vault) if vault is not None else None
-        self.index_arg, self.be, self.judge = index, backend, judge
+        self.index_arg, self.be, self.judge, self.config = index, backend, judge, config
         self.idx, self.negotiated = None, None
 
     def index(self) -> store_load.Index:
@@ -92,10 +93,10 @@ class Server:
         copy in memory is kept while neither the vault nor the index files change."""
         if self.idx is None:
             self.idx, self.be = harness.load(self.index_arg, self.vault, self.be,
-                                             self.judge)
+                                             self.judge, config=self.config)
         elif self.vault is not None:
-            self.idx = ingest.refresh(self.vault, self.idx.dir, backend=self.be,
-                                      current=self.idx)
+            self.idx = ingest.refresh(self.vault, self.idx.dir, config=self.config,
+                                      backend=self.be, current=self.idx)
             self.be.embedder = self.idx.embedder
         return self.idx
 
@@ -325,6 +326,8 @@ def _parser() -> argparse.ArgumentParser:
                    "index was built from; the sample vault when there is no index yet)")
     p.add_argument("--index", default=None,
                    help="index dir (default: the one ingested last)")
+    p.add_argument("--config", metavar="FILE", default=None, help="vault config for "
+                   "each refresh (default: the one the index keeps, else VAULT/verso.toml)")
     p.add_argument("--backend", choices=("auto", "builtin", "ollama"), default="auto")
     p.add_argument("--judge", choices=models.JUDGES, default=None)
     p.add_argument("--timeout", type=float, default=None, help="seconds one Ollama request may take (default 120, or $VERSO_OLLAMA_TIMEOUT)")
@@ -356,7 +359,7 @@ def main(argv=None) -> int:
     print(f"verso mcp: serving {vault or 'the index as it is'} on stdio ({be.note})",
           file=sys.stderr)
     try:
-        return serve(Server(vault, index, be))
+        return serve(Server(vault, index, be, config=args.config))
     except KeyboardInterrupt:
         return 130
 

@@ -444,6 +444,25 @@ def test_a_fresh_vault_returns_nothing_and_names_the_config_line(tmp_path):
         b"# A\n\nThe boiler code is 4417.\n").hexdigest()}
 
 
+def test_mcp_takes_the_config_of_the_users_choosing(tmp_path):
+    """`verso mcp --config FILE` (issue 37): a config kept outside the vault marks a
+    folder shareable, and the server's refreshes use it."""
+    (tmp_path / "v" / "notes").mkdir(parents=True)
+    (tmp_path / "v" / "notes" / "a.md").write_text("# A\n\nThe boiler code is 4417.\n")
+    cfg = tmp_path / "mine.toml"
+    cfg.write_text('[folders.notes]\nprivacy = "shareable"\n')
+    assert mcp_server._parser().parse_args(["--mcp", "--config", str(cfg)]).config == str(cfg)
+    srv = mcp_server.Server(tmp_path / "v", tmp_path / "idx", "builtin", config=str(cfg))
+    out = srv.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "search_notes", "arguments": {"query": "boiler code"}}})["result"]
+    assert "4417" in json.dumps(out["structuredContent"]["passages"])
+    (tmp_path / "v" / "notes" / "b.md").write_text("# B\n\nThe gate code is 9021.\n")
+    out = srv.handle({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "search_notes", "arguments": {"query": "gate code"}}})["result"]
+    assert "9021" in json.dumps(out["structuredContent"]["passages"])   # refreshed with it
+    assert not (tmp_path / "v" / "verso.toml").exists()
+
+
 def test_the_index_stays_in_memory_until_the_vault_or_index_changes(cmd, vault):
     srv = mcp_server.Server(vault, cmd[cmd.index("--index") + 1], "builtin")
     first = srv.index()
