@@ -62,6 +62,10 @@ STORED_FORMAT = 1
 # --- fitted by tools/fit_verdict.py; do not edit by hand --------------------------------
 CALIBRATIONS: dict = {'builtin': {'backend': 'builtin',
              'bias': -0.2691,
+             'bound': {'alpha': 0.05,
+                       'precision': 0.9,
+                       'rows_needed': None,
+                       'top': [17, 29]},
              'features': ['line_evidence', 'margin', 'line_named', 'line_heading',
                           'missing_in_note', 'names_held', 'relevance',
                           'agreeing_notes', 'cited_latest', 'readers_agree', 'support',
