@@ -1,28 +1,23 @@
-"""chat: a conversation over the pipeline; a follow-up rewritten into a full question
-only when the rewrite is sound, else asked as written with the previous subject beside it.
+"""chat: a conversation over the pipeline, one turn at a time; each follow-up made into
+a question by followup.py (rewritten when the rewrite is sound, else asked as written
+with the previous subject searched beside it).
 
     python harness.py --chat [--save FILE] [--vault DIR] [--index DIR] [--backend ...]
 
-In:  the user's messages, one turn at a time; the previous turn (its question, the
-     subject the conversation is about, its answer and citations).
-Out: per turn what was asked (shown as "→ ..." when it differs), the answer as
-     harness.ask gives it, and with --save one JSONL line per turn (question, rewrite,
-     how, answer, citations, verdict), which `evaluate.py --conversations` reads.
-Not: memory beyond the process, or writing into the vault.
+In:  the user's messages, one turn at a time.
+Out: per turn what was asked (shown as "→ ..." when it differs: the rewrite, or the
+     follow-up as written with "(about <previous subject>)"), the answer as harness.ask
+     gives it, and with --save one JSONL line per turn (question, rewrite, how, answer,
+     citations, verdict, time mode), which `evaluate.py --conversations` reads.
+Not: the rewrite rules (followup.py), memory beyond the process, or writing into the
+vault.
 
-A follow-up's subject is the previous turn's first noun phrase, time words left out
-("What is the current price of the sourdough loaf?" -> "the price of the sourdough
-loaf"). The builtin rewrite (rewrite()) fills pronouns (a name of the previous turn, or
-its subject), asks a time-only follow-up ("and before that?", "is that still true?",
-"and in June?") of the previous subject, and a "what about X?" of a name or a value
-(price, deposit, number ...) in the previous one's place. It, or a model's rewrite, is
-kept only when keeps(): one well-formed question, every content word of the follow-up
-kept, what it adds taken from the previous turn. Otherwise the follow-up is asked as
-written, the previous subject shown and handed on beside it ("what about the baguette?
-(about the price of the sourdough loaf)": a baguette is no value of a loaf, and which
-part it replaces no rule can tell). The follow-up's time words set the mode (when()):
-"before that", "earlier", "previously" -> as of the day before the newest note the
-previous answer cited (history when none); "now", "currently", "still" -> present.
+A follow-up asked as written ("what about the baguette?" after the sourdough loaf's
+price) goes to harness.ask as typed, with context= the previous subject: retrieval
+searches both, the router, the judge and the writer read the follow-up alone, so the
+writer answers the baguette, not the loaf. Its turn's rewrite is what the user is shown,
+"what about the baguette? (about the price of the sourdough loaf)", and how "as
+written" says the part in parentheses was searched, not asked.
 """
 
 from __future__ import annotations
@@ -31,280 +26,14 @@ if __name__ == "__main__":      # run as a program in a checkout: `verso` is thi
     import _checkout  # noqa: F401
 
 import argparse
-import datetime
 import json
-import re
 import sys
 from pathlib import Path
 
+from verso import followup
 from verso import harness
 from verso import models
 from verso import store
-from verso import textkit
-
-# "what about X?", "how about X?", "and X?" (not "and what's X?": a question of its own)
-ABOUT_RE = re.compile(r"^(?:and|so|but|ok|okay|also)?[\s,]*(?:(?:what|how) about|and|also)\s+"
-                      r"(?!(?:what|how|who|when|where|which|why|is|are|did|does|do)\b)"
-                      r"(.+?)[\s?.!]*$", re.I)
-# how people point back in time: "before that", "and before?", "earlier", "previously"
-EARLIER_RE = re.compile(r"\b(?:before (?:that|then|this|it)|before\s*[?.!]*$|earlier|"
-                        r"previously|formerly|prior to that)", re.I)
-# ... and to the present: "now", "currently", "still", "these days"
-NOW_RE = re.compile(r"\b(?:now|currently|still|these days|at the moment|at present|today|"
-                    r"any ?more)\b", re.I)
-MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*"
-# time phrases are not part of a subject: the time of a follow-up is its own
-TIME_PHRASE_RE = re.compile(
-    rf"\b(?:(?:back |early |late )?(?:in|on|by|before|after|since|during|as of) (?:\d\d? )?(?:"
-    rf"(?:early|mid|late)[- ]?)?(?:{MONTHS}|\d{{4}})(?: \d{{4}})?|at the moment|these days|right now|"
-    r"at present|now|currently|current|latest|newest|still|yet|then|today|any ?more|"
-    r"before that|earlier|previously)\b", re.I)
-CONTINUE_RE = re.compile(r"^(?:and|so|but|also|then|ok|okay)\b", re.I)  # "and what's ...?"
-DETERMINERS = frozenset("the my our your his her their a an".split())
-PREPOSITIONS = frozenset("of for to at in on with from about under by".split())
-# words that end a noun phrase: verbs of a clause, pronouns, question words, conjunctions
-CLAUSE = frozenset("is are was were am be been being do does did has have had can could will "
-                   "would should shall may might must i you we he she they it me us them "
-                   "what how who whom why where when which whose that this and or but if so "
-                   "than s".split())
-QUESTION_START = frozenset("what how who whom whose why where when which is are was were am "
-                           "do does did has have had can could will would should"
-                           .split())
-WH = frozenset("what how who why".split())        # a second one means two questions glued
-# what people ask the value of: a "what about X?" with X among these asks the same thing's X
-VALUE_WORDS = frozenset(
-    "price prices cost costs rent deposit fee fees rate rates salary wage budget total balance "
-    "amount number phone email address date deadline time name status target goal size "
-    "score weight length duration limit quote invoice bill tax".split())
-LEAD_RE = re.compile(r"^(?:what|how (?:much|many|long|often)|who|where|when|which)"
-                     r"(?:'s| is| are| was| were| does| did| do)?\s+", re.I)
-NAME_RE = re.compile(r"(?<![\w'])[A-Z][\w'-]*(?: [A-Z][\w'-]*)*")
-NOT_NAMES = textkit.STOPWORDS | QUESTION_START | frozenset(
-    "i monday tuesday wednesday thursday friday saturday sunday".split())
-PERSON = {"he": "", "she": "", "they": "", "him": "", "them": "", "his": "'s", "her": "'s",
-          "their": "'s"}                  # -> the last name of the previous turn
-THING = {"it": "", "its": "'s"}           # -> the previous subject ("that" may be a clause)
-OWN_SKIP = frozenset("and so but then that this those these it its he she they him her "
-                     "his their them one what about how still true case right also ok okay "
-                     "earlier previously formerly currently".split())
-REWRITE_PROMPT = ("Rewrite the user's follow-up as one full, standalone question about "
-                  "their notes, using the conversation so far. Keep every name and word of "
-                  "the follow-up. Reply with the question only.\n\nPrevious question: "
-                  "{prev}\nPrevious answer: {answer}\nFollow-up: {msg}")
-
-
-def subject(question: str) -> str:
-    """What a question asks about: its first noun phrase, without its time words ("What
-    is the current price of the sourdough loaf?" -> "the price of the sourdough loaf");
-    "" when it has none ("and before that?")."""
-    words = re.findall(r"[\w'-]+", TIME_PHRASE_RE.sub(" ", question))
-    low = [w.lower() for w in words]
-    for i, w in enumerate(words):
-        after_wh = i > 0 and low[i - 1] in ("which", "what") and low[i] not in CLAUSE | PREPOSITIONS
-        if not (low[i] in DETERMINERS or (i and w[0].isupper() and low[i] != "i") or after_wh):
-            continue
-        j = i + 1
-        while j < len(words) and low[j].split("'")[0] not in CLAUSE:
-            j += 1
-        np_ = words[i:j]
-        if i and low[i - 1] in ("did", "does", "do") and len(np_) > 1:
-            cut = next((k for k, w in enumerate(np_) if w.lower() in PREPOSITIONS), len(np_))
-            np_ = np_[:max(1, cut - 1)]   # "what did the physio find": do, subject, verb
-        while np_ and low[i + len(np_) - 1] in PREPOSITIONS | DETERMINERS:
-            np_ = np_[:-1]                # "... about" left by a clause word after it
-        if any(t not in OWN_SKIP and not textkit.month_term(t) for t in textkit.terms(" ".join(np_))):
-            return ("the " if after_wh else "") + " ".join(np_)
-    return ""
-
-
-
-def _names(text: str) -> list[str]:
-    """Names in order, a run of capitalised words as one ("Priya Nandakumar", "Ana"). A
-    lone capital opening a sentence or clause is grammar, not a name ("Existing
-    clients ...", "Role: ..."); months, weekdays and common words are not names."""
-    out = []
-    for m in NAME_RE.finditer(text):
-        words = [w[:-2] if w.endswith("'s") else w for w in m.group(0).split()]
-        words = [w for w in words if w.lower() not in NOT_NAMES and not textkit.month_term(w)]
-        opens = not text[:m.start()].strip() or text[:m.start()].rstrip()[-1] in ".:;!?(]"
-        if words and (len(words) > 1 or not opens):
-            out.append(" ".join(words))
-    return out
-
-
-def _own_words(msg: str) -> set[str]:
-    """The follow-up's own content terms: what a rewrite must keep."""
-    return {t for t in textkit.terms(msg) if t not in OWN_SKIP}
-
-
-def _lead(question: str, past: bool | None = None) -> str:
-    """The question words in front ("How much is "), put in the past or present tense;
-    "What is " when the question has none it can lend."""
-    m = LEAD_RE.match(question)
-    lead = m.group(0) if m else "What is "
-    lead = lead.replace("'s ", " is ")
-    if not re.search(r"\b(?:is|are|was|were|does|did|do)\s*$", lead):
-        lead = lead.rstrip() + " is "
-    swap = {"is": "was", "are": "were"} if past else {"was": "is", "were": "are"} \
-        if past is False else {}
-    return re.sub(r"\b(is|are|was|were)(\s*)$", lambda x: swap.get(x.group(1), x.group(1))
-                  + x.group(2), lead)
-
-
-def when(msg: str, prev: dict | None) -> dict:
-    """The time mode the follow-up's own time words set, as harness.ask keywords: {} when
-    it has none (the router decides)."""
-    if prev and EARLIER_RE.search(msg):
-        day = _newest_cited(prev)
-        if day:                       # the version before the one just answered
-            return {"as_of": (day - datetime.timedelta(days=1)).isoformat()}
-        return {"mode": "history"}
-    if prev and NOW_RE.search(msg):
-        return {"mode": "present"}
-    return {}
-
-
-def _newest_cited(prev: dict) -> datetime.date | None:
-    days = [c.get("date", "") for c in prev.get("citations", [])]
-    days = sorted(d for d in days if re.match(r"\d{4}-\d\d-\d\d$", d or ""))
-    return datetime.date.fromisoformat(days[-1]) if days else None
-
-
-def rewrite(msg: str, prev: dict | None) -> tuple[str, str]:
-    """(the question to ask, how: "as asked", "as written", or the rule whose rewrite
-    keeps() kept)."""
-    msg = " ".join(msg.split())
-    if not prev:
-        return msg, "as asked"
-    subj = prev.get("subject") or subject(prev["question"])
-    full, how = _rule(msg, prev, subj)
-    if full is not None and keeps(msg, full, prev, subj):
-        return full, how
-    follow = _pronouns(msg) or CONTINUE_RE.match(msg) or ABOUT_RE.match(msg)
-    if full is None and subject(msg) and not follow:
-        return msg, "as asked"        # a question with a subject of its own
-    return as_written(msg, subj), "as written"
-
-
-def as_written(msg: str, subj: str) -> str:
-    """The follow-up as the user wrote it, the previous subject beside it for the reader
-    and for retrieval."""
-    return f"{msg} (about {subj})" if subj else msg
-
-
-def _rule(msg: str, prev: dict, subj: str) -> tuple[str | None, str]:
-    """The builtin rewrite of a follow-up, checked by keeps() afterwards; None if no rule
-    applies."""
-    if not subj:
-        return None, ""
-    pq, rest = prev["question"], TIME_PHRASE_RE.sub(" ", msg)
-    time_only = not _own_words(rest) and not _pronouns(msg)
-    if time_only and EARLIER_RE.search(msg):
-        return f"{_lead(pq, past=True)}{subj} before that?", "before that"   # when(): the date
-    if time_only and NOW_RE.search(msg):
-        return f"{_lead(pq, past=False)}{subj} now?", "still true"
-    point = TIME_PHRASE_RE.search(msg)
-    if time_only and point:           # "and in June?": the subject at that time
-        return f"{_lead(pq)}{subj} {point.group(0)}?", "carried subject"
-    m = ABOUT_RE.match(msg)
-    about = re.sub(r"^(?:the|a|an|my|our)\s+", "", m.group(1), flags=re.I) if m else ""
-    if about and not _pronouns(msg):
-        names = _names(pq)
-        if about[:1].isupper() and names:   # "what about Aireside?": the name swapped
-            return re.sub(rf"\b{re.escape(names[-1])}\b", about, pq, count=1), "what about"
-        head = about.split()[-1].lower()
-        asked = _ask_value(pq, subj, about) if head in VALUE_WORDS else None
-        return (asked, "what about") if asked else (None, "")
-        return None, ""                   # a thing: of the previous one, or beside it?
-    if _pronouns(msg):                # "and" / "so" in front: how a follow-up is typed
-        return _fill_pronouns(CONTINUE_RE.sub("", msg).strip(" ,"), _person(prev), subj), \
-            "pronoun"
-    return None, ""
-
-
-def _ask_value(pq: str, subj: str, value: str) -> str | None:
-    """"what about the deposit?" after "How much is the rent for the Lisbon flat?": the
-    previous value replaced ("... the deposit for the Lisbon flat?"); after a question
-    about a thing with no value in front ("Which flat did I take?"), the value of it;
-    None after a value with no thing named ("my day rate": whose deposit?)."""
-    m = re.match(r"(.+?)\s+(of|for)\s+(.+)$", subj)
-    if m and m.group(1).split()[-1].lower() in VALUE_WORDS:
-        return f"{_lead(pq)}the {value} {m.group(2)} {m.group(3)}?"
-    if subj.split()[-1].lower() in VALUE_WORDS:
-        return None
-    return f"What is the {value} of {subj}?"
-
-
-def _person(prev: dict) -> str | None:
-    """Who he / she / they is: after a "who" question the name its answer gave (a full
-    name first); else the last name of the previous question, or the answer's first."""
-    asked, said = _names(prev["question"]), _names(prev.get("answer", ""))
-    if prev["question"].lower().startswith("who"):
-        said = sorted(said, key=lambda n: " " not in n)
-        return (said or asked[-1:] or [None])[0]
-    return (asked[-1:] or said[:1] or [None])[0]
-
-
-def _pronouns(msg: str) -> bool:
-    return any(w.lower() in PERSON or w.lower() in THING for w in re.findall(r"[\w']+", msg))
-
-
-def _fill_pronouns(msg: str, name: str | None, subj: str) -> str:
-    """he/she/they... -> the person; it/its -> the previous subject."""
-    def sub(m):
-        w = m.group(0).lower()
-        if w in PERSON:
-            return (name + PERSON[w]) if name else m.group(0)
-        return (subj + THING[w]) if subj else m.group(0)
-    return re.sub(r"\b(?:" + "|".join([*PERSON, *THING]) + r")\b", sub, msg, flags=re.I)
-
-
-def keeps(msg: str, full: str, prev: dict, subj: str) -> bool:
-    """A rewrite worth asking: one well-formed question (a question word in front, a "?"
-    at the end, no second question word glued in, no word twice in a row, no pronoun
-    left unfilled, no thing of the follow-up put as a value "of" another), every name
-    and content word of the follow-up kept, and what it adds taken from the previous
-    turn (its subject, a name it gave; never words from nowhere)."""
-    raw = [w.split("'")[0] for w in re.findall(r"[\w'-]+", full)]
-    words = [w.lower() for w in raw]
-    if not (full.endswith("?") and words and words[0] in QUESTION_START):
-        return False
-    if any(w in WH or w in QUESTION_START and r[0].isupper() for w, r in zip(words[1:], raw[1:])):
-        return False                 # a second question glued in ("... hand Has my ...")
-    if any(a == b for a, b in zip(words, words[1:])):
-        return False
-    if any(w in PERSON or w in THING for w in words):
-        return False                 # a pronoun no name or subject could fill
-    have = set(textkit.terms(full))
-    if not (all(t in have for t in _own_words(msg)) and all(
-            n.lower() in full.lower() for n in _names(msg))):
-        return False
-    for w in set(re.findall(r"[\w'-]+", msg.lower())) - VALUE_WORDS - CLAUSE - DETERMINERS:
-        of = re.compile(rf"\b{re.escape(w)}\s+(?:of|for)\s")
-        if of.search(full.lower()) and not of.search(msg.lower()):
-            return False    # "the current baguette of the loaf": only a value is "of" a thing
-    before = set(textkit.terms(" ".join([prev["question"], subj, prev.get("answer", "")])))
-    added = {t for t in have - set(textkit.terms(msg))
-             if not (t.isdigit() or textkit.month_term(t) or t in OWN_SKIP)}
-    return bool(added) and added <= before
-
-
-def model_rewrite(writer, msg: str, prev: dict | None) -> tuple[str, str]:
-    """One short request to the writer model; its rewrite kept only when keeps() holds,
-    else the builtin's (which may be the follow-up as written)."""
-    builtin = rewrite(msg, prev)
-    if not prev or writer is None or getattr(writer, "name", "builtin") == "builtin":
-        return builtin
-    prompt = REWRITE_PROMPT.format(prev=prev["question"], answer=prev.get("answer", "")[:400],
-                                   msg=msg)
-    writer = getattr(writer, "inner", writer)   # the model itself, not the line chooser
-    try:
-        text = writer.write([{"role": "user", "content": prompt}], stage="route")[0]
-    except models.BackendError:
-        return builtin
-    text = " ".join(str(text).split()).strip('"')
-    subj = prev.get("subject") or subject(prev["question"])
-    return (text, "model") if keeps(msg, text, prev, subj) else builtin
 
 
 class Conversation:
@@ -315,15 +44,17 @@ class Conversation:
 
     def ask(self, msg: str) -> dict:
         prev = self.turns[-1] if self.turns else None
-        full, how = model_rewrite(getattr(self.backend, "writer", None), msg, prev)
-        time = when(msg, prev) if how != "as asked" else {}
-        a = harness.ask(full, index=self.index, backend=self.backend, **time)
-        turn = {"question": msg, "rewrite": full, "how": how, "answer": a.answer,
-                "shown": a.shown, "citations": a.citations, "verdict": a.verdict,
-                "time_mode": a.time_mode, "trace": a}
+        full, how = followup.model_rewrite(getattr(self.backend, "writer", None), msg, prev)
+        time = followup.when(msg, prev) if how != "as asked" else {}
+        context = followup.context(how, prev)     # as written: the subject, searched only
+        a = harness.ask(" ".join(msg.split()) if context else full, index=self.index,
+                        backend=self.backend, context=context, **time)
+        turn = {"question": msg, "rewrite": full, "how": how, "context": context,
+                "answer": a.answer, "shown": a.shown, "citations": a.citations,
+                "verdict": a.verdict, "time_mode": a.time_mode, "trace": a}
         # what the next follow-up is about: a pronoun or a time word keeps the thread's
         # subject; a new thing ("what about the keys?") or a full question brings its own
-        own = subject(full if how in ("as asked", "what about", "model") else msg)
+        own = followup.subject(full if how in ("as asked", "what about", "model") else msg)
         before = (prev or {}).get("subject", "")
         keep = how in ("pronoun", "before that", "still true", "carried subject")
         self.turns.append({**turn, "question": msg if how == "as written" else full,

@@ -241,7 +241,7 @@ def _same_vault(index_dir: Path, vault) -> None:
 def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid",
         use_version=True, rerank=True, expand_links=True, mode=None, k=20,
         keep=None, budget=evidence.BUDGET_WORDS, include_private=True, write=True,
-        as_of=None) -> Answer:
+        as_of=None, context=None) -> Answer:
     """Route, retrieve, filter by time, rerank and gate, choose the evidence, write,
     verify; every stage timed. The evidence (evidence.select) is the first
     evidence.KEEP passages, or with a `budget` as many (cut) passages as fit that many
@@ -249,7 +249,10 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     baselines) it is the plain top `keep` (default 5).
     include_private=False searches shareable folders only; write=False stops at the
     evidence (sources and the version trace), before the writer (mcp_server).
-    as_of ("YYYY-MM-DD", or "YYYY-MM") asks about the notes as they stood on that date."""
+    as_of ("YYYY-MM-DD", or "YYYY-MM") asks about the notes as they stood on that date.
+    context: words searched and reranked beside the question (a chat follow-up's
+    previous subject); the router, the verify judge and the writer read the question
+    alone."""
     question = " ".join(str(question).split())[:MAX_QUESTION_CHARS]
     if not question:
         raise ValueError("the question is empty: ask something about your notes")
@@ -266,9 +269,12 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     if not out.route["needs_retrieval"]:
         return _abstain(out, clock, NO_RETRIEVAL.get(out.route["intent"], "no retrieval"))
 
+    searched = f"{question} {' '.join(str(context).split())[:MAX_QUESTION_CHARS]}" \
+        if context else question
+
     def _retrieve():
-        qvec = idx.embedder.embed_query(question, ledger=ledger, stage="retrieve")
-        return qvec, retrieve.search(idx, question, qvec, k=k, method=method,
+        qvec = idx.embedder.embed_query(searched, ledger=ledger, stage="retrieve")
+        return qvec, retrieve.search(idx, searched, qvec, k=k, method=method,
                                      expand_links=expand_links,
                                      include_private=include_private)
     qvec, cands = clock.run("retrieve", _retrieve)
@@ -280,7 +286,7 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     if rerank:
         idf = (rerank_stage.corpus_idf(idx)
                if isinstance(be.judge, (reader.BuiltinJudge, models.CascadeJudge)) else None)
-        cands = clock.run("rerank", rerank_stage.rerank, question, cands, be.judge,
+        cands = clock.run("rerank", rerank_stage.rerank, searched, cands, be.judge,
                           keep=rerank_stage.KEEP, ledger=ledger, idf=idf)
         out.candidates["rerank"] = _trace(cands)
     if use_version:

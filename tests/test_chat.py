@@ -8,6 +8,7 @@ import pytest
 
 from verso import chat
 from verso import evaluate
+from verso import followup
 from verso import harness
 
 RETAINER = {"question": "What is the Kittiwake retainer now?", "answer": "£3,350 [c1].",
@@ -32,13 +33,13 @@ ANA = {"question": "What did Ana say about the flat?", "answer": "x", "citations
     (None, "and before that?", "and before that?", "as asked"),
 ])
 def test_the_builtin_rewrite_rules(prev, msg, full, how):
-    assert chat.rewrite(msg, prev) == (full, how)
+    assert followup.rewrite(msg, prev) == (full, how)
 
 
 def test_subject_drops_question_words_and_time_words():
-    assert chat.subject("What is the Kittiwake retainer now?") == "the Kittiwake retainer"
-    assert chat.subject("How much was the rent in June?") == "the rent"
-    assert chat.subject("Who's my physio?") == "my physio"
+    assert followup.subject("What is the Kittiwake retainer now?") == "the Kittiwake retainer"
+    assert followup.subject("How much was the rent in June?") == "the rent"
+    assert followup.subject("Who's my physio?") == "my physio"
 
 
 class Writer:
@@ -54,13 +55,13 @@ class Writer:
 
 def test_a_model_rewrite_is_kept_only_when_it_names_the_follow_up_own_words():
     good = Writer("How much is the deposit for the Lisbon flat?")
-    assert chat.model_rewrite(good, "what about the deposit?", FLAT) == (
+    assert followup.model_rewrite(good, "what about the deposit?", FLAT) == (
         "How much is the deposit for the Lisbon flat?", "model")
     assert "Follow-up: what about the deposit?" in good.calls[0][0]["content"]
     dropped = Writer("How much is the rent for the Lisbon flat?")        # lost "deposit"
-    assert chat.model_rewrite(dropped, "what about the deposit?", FLAT) == (
+    assert followup.model_rewrite(dropped, "what about the deposit?", FLAT) == (
         "How much is the deposit for the Lisbon flat?", "what about")
-    assert chat.model_rewrite(None, "and before that?", None) == ("and before that?",
+    assert followup.model_rewrite(None, "and before that?", None) == ("and before that?",
                                                                  "as asked")
 
 
@@ -69,11 +70,11 @@ def test_the_rewrite_asks_the_model_itself_not_the_line_chooser():
     chooser, handed the rewrite prompt, found no notes and said it did not know)."""
     from verso import choose
     model = Writer("How much is the deposit for the Lisbon flat?")
-    assert chat.model_rewrite(choose.ChoosingWriter(model), "what about the deposit?",
+    assert followup.model_rewrite(choose.ChoosingWriter(model), "what about the deposit?",
                               FLAT) == ("How much is the deposit for the Lisbon flat?", "model")
     assert len(model.calls) == 1
     said = Writer("I don't know from my notes.")            # an answer, not a question
-    assert chat.model_rewrite(said, "who did she say?", FLAT)[1] != "model"
+    assert followup.model_rewrite(said, "who did she say?", FLAT)[1] != "model"
 
 
 @pytest.fixture(scope="module")
@@ -173,10 +174,15 @@ def test_a_thing_after_a_value_is_asked_as_written_with_the_subject_beside_it(ba
     assert (turn["rewrite"], turn["how"]) == (
         "what about the baguette? (about the price of the sourdough loaf)", "as written")
     assert any("£2.40" in s["text"] for s in turn["trace"].sources)
-    subj = chat.subject(LOAF["question"])          # a model's rewrite of the same kind
-    assert not chat.keeps("what about the baguette?",
+    # asked as typed, the subject searched only: the writer answers the baguette, not
+    # the loaf the subject names (with the subject in the question it said £4.80)
+    assert turn["context"] == "the price of the sourdough loaf"
+    assert turn["trace"].question == "what about the baguette?"
+    assert "£2.40" in turn["answer"] and "£4.80" not in turn["answer"]
+    subj = followup.subject(LOAF["question"])          # a model's rewrite of the same kind
+    assert not followup.keeps("what about the baguette?",
                           "What is the current baguette of the sourdough loaf?", LOAF, subj)
-    assert chat.keeps("what about the baguette?", "What is the price of the baguette?",
+    assert followup.keeps("what about the baguette?", "What is the price of the baguette?",
                       LOAF, subj)
 
 
@@ -204,8 +210,8 @@ def test_a_well_formed_rewrite_is_kept(prev, msg, full, how):
     """A rewrite that is one question, keeps the follow-up's words and takes only the
     previous turn's subject or name is kept (before: "what's Housing's number?", "Which
     flat did I end up deposit in Lisbon?", "and what were Kittiwake ...")."""
-    assert chat.rewrite(msg, prev) == (full, how)
-    assert chat.keeps(msg, full, prev, chat.subject(prev["question"]))
+    assert followup.rewrite(msg, prev) == (full, how)
+    assert followup.keeps(msg, full, prev, followup.subject(prev["question"]))
 
 
 @pytest.mark.parametrize("full", [
@@ -216,14 +222,49 @@ def test_a_well_formed_rewrite_is_kept(prev, msg, full, how):
 ])
 def test_a_rewrite_that_is_not_a_sound_question_is_not_kept(full):
     prev = {"question": "Has my D8 visa been approved yet?", "answer": "x", "citations": []}
-    assert not chat.keeps("when did I hand it in?", full, prev, "my D8 visa")
+    assert not followup.keeps("when did I hand it in?", full, prev, "my D8 visa")
 
 
 def test_the_time_words_of_a_follow_up_set_the_mode():
-    assert chat.when("and before that?", LOAF) == {"as_of": "2026-09-13"}
-    assert chat.when("what was it earlier?", {**LOAF, "citations": []}) == {"mode": "history"}
-    assert chat.when("is that still true?", LOAF) == {"mode": "present"}
-    assert chat.when("and currently?", LOAF) == {"mode": "present"}
-    assert chat.when("what about the baguette?", LOAF) == {}
-    assert chat.subject("What was my marathon goal back in June?") == "my marathon goal"
-    assert chat.subject("What did the physio find when I went in?") == "the physio"
+    assert followup.when("and before that?", LOAF) == {"as_of": "2026-09-13"}
+    assert followup.when("what was it earlier?", {**LOAF, "citations": []}) == {"mode": "history"}
+    assert followup.when("is that still true?", LOAF) == {"mode": "present"}
+    assert followup.when("and currently?", LOAF) == {"mode": "present"}
+    assert followup.when("what about the baguette?", LOAF) == {}
+    assert followup.subject("What was my marathon goal back in June?") == "my marathon goal"
+    assert followup.subject("What did the physio find when I went in?") == "the physio"
+
+
+@pytest.fixture(scope="module")
+def bread_diary(tmp_path_factory):
+    """A price list naming a loaf and a baguette, and 25 diary days that each name a
+    baguette once: "baguette" alone finds the diary, not the price list."""
+    from tests.vaults import write
+    vault = tmp_path_factory.mktemp("bread")
+    write(vault, "bakery/prices 2026-09-14.md", "# Bakery prices\n\nThe sourdough loaf "
+          "costs £4.80 at the corner bakery.\nThe baguette costs £2.40.\n")
+    for i in range(25):
+        write(vault, f"diary/day {i:02d}.md", f"# Day {i}\n\nBaked a baguette for lunch "
+              "with Sam.\n")
+    return harness.load(tmp_path_factory.mktemp("bread-idx"), vault, "builtin")
+
+
+def test_context_is_searched_beside_a_follow_up_but_the_writer_reads_the_follow_up(
+        bread_diary):
+    """harness.ask(context=): a follow-up whose own words do not find the note finds it
+    with the previous subject searched beside it, and the answer is the follow-up's
+    thing (the baguette's price), not the subject's (the loaf's)."""
+    idx, be = bread_diary
+    bare = harness.ask("what about the baguette?", index=idx, backend=be)
+    assert not any(p.startswith("bakery/") for p in bare.retrieved)
+    assert "£2.40" not in bare.answer
+    asked = harness.ask("what about the baguette?", index=idx, backend=be,
+                        context="the price of the sourdough loaf")
+    assert asked.question == "what about the baguette?"
+    assert asked.sources[0]["path"] == "bakery/prices 2026-09-14.md"
+    assert "£2.40" in asked.answer and "£4.80" not in asked.answer
+    conv = chat.Conversation(idx, be)                 # the same through a conversation
+    assert "£4.80" in conv.ask(LOAF["question"])["answer"]
+    turn = conv.ask("what about the baguette?")
+    assert (turn["how"], turn["context"]) == ("as written", "the price of the sourdough loaf")
+    assert "£2.40" in turn["answer"] and "£4.80" not in turn["answer"]
