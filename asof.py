@@ -8,8 +8,13 @@ Out: phrase(question) -> {"text", "year", "month", "day", "kind"} or None, where
      "start": at the start of June or of the year, the 1st; "before": the day before
      its 1st; "on": the day named); resolve(spec, dates) -> "YYYY-MM-DD"; parse(text)
      for a date given outright.
+     period(question, today) -> {"text", "start", "end"} or None: the days a question
+     about a period asks after ("what happened on 5 January", "my notes from March",
+     "what did I write about the kiln last week"); stated(text) -> the days, ranges,
+     months and years a passage states (its ISO dates and the brackets timewords.py
+     added), each as (first day, last day).
 Not: choosing versions (version.py keeps the version in force on the date) or routing
-     (route.py asks phrase() after its change words).
+     (route.py asks phrase() after its change words, period() before it).
 
 A month named without a year is the latest such month that the vault's notes reach: in
 a vault whose newest note is from November 2026, "in June" is June 2026 and "in
@@ -23,6 +28,7 @@ import re
 from datetime import date, timedelta
 
 from verso import textkit
+from verso import timewords
 
 M = textkit.MONTH_WORD
 DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
@@ -132,3 +138,155 @@ def parse(text: str) -> str:
     except ValueError:
         raise ValueError(f"as-of date {text!r}: give YYYY-MM-DD (or YYYY-MM for the end of "
                          f"that month)") from None
+
+
+# ------------------------------------------------------------------------- periods
+
+# A question about a period asks what happened, or what was written, in it: "what
+# happened on 5 January", "what did I do / write / note / discuss ... in March", "what
+# notes did I make ...", "what's in my journal for ...", "my notes from ...". A question
+# about a value in a month ("what was my rent in June") names a point in time instead:
+# the value in force then, often stated in a note written long before (phrase()).
+PERIOD_ASK_RE = re.compile(
+    r"\bwhat (?:happened|went on)\b|\bwhat notes\b|"
+    r"\bwhat (?:did|have|had) i (?:do|done|get up to|got up to|write|written|note|noted|"
+    r"jot|log|logged|record|recorded|discuss|discussed|talk about|talked about)\b|"
+    r"\bwhat (?:i|i've) (?:did|wrote|noted|discussed)\b|"
+    r"\bwhat(?:'s| is| was) in my (?:journal|diary|notes|log)\b|"
+    r"\bmy (?:notes|journal|diary|entries|log entries|meetings)\s+(?:from|for|of|in|on|"
+    r"during|over)\b")
+ORDINAL_WEEK = {"first": 0, "1st": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2,
+                "fourth": 3, "4th": 3, "last": -1}
+# days named in many calendars' years; "Christmas" alone is Christmas Eve to Boxing Day
+NAMED_DAYS = {"christmas eve": ((12, 24), (12, 24)), "christmas day": ((12, 25), (12, 25)),
+              "boxing day": ((12, 26), (12, 26)), "christmas": ((12, 24), (12, 26)),
+              "new year's eve": ((12, 31), (12, 31)), "new year's day": ((1, 1), (1, 1))}
+_NAMED = "|".join(sorted(map(re.escape, NAMED_DAYS), key=len, reverse=True))
+_YR = rf"(?:,?\s+{YEAR})?"
+PERIOD_PATTERNS = (   # (kind, regex), first match wins: the most precise form first
+    ("named", re.compile(rf"\b({_NAMED}){_YR}\b")),
+    ("week", re.compile(rf"\bthe ({'|'.join(ORDINAL_WEEK)}) week (?:of|in) ({M}){_YR}\b")),
+    ("iso", re.compile(r"\b((?:19|20)\d\d)-(\d\d)-(\d\d)\b")),
+    ("isomonth", re.compile(r"\b((?:19|20)\d\d)-(\d\d)\b(?!-)")),
+    ("dmy", re.compile(rf"\b{DAY}(?!\d)\s+(?:of\s+)?({M}){_YR}\b")),
+    ("mdy", re.compile(rf"\b({M})\s+{DAY}(?![\d:]){_YR}\b")),
+    ("month", re.compile(rf"\b(?:in|during|from|for|of|over|throughout|since)\s+(?:early\s+|"
+                         rf"late\s+|mid-?\s*)?({M})(?:\s+{YEAR})?\b|\b({M})\s+{YEAR}\b")),
+    ("year", re.compile(rf"\b(?:in|during|from|for|of|over|throughout)\s+{YEAR}\b")),
+)
+# what timewords.resolve adds, read back: a day, a range of days, a month or a year
+LABEL_RE = re.compile(r"\[(\d{4}(?:-\d\d){0,2})(?:\.\.(\d{4}-\d\d-\d\d))?\]")
+ISO_DAY_RE = re.compile(r"(?<![\d-])((?:19|20)\d\d-\d\d-\d\d)(?![\d-])")
+STATEMENT_DAYS = 7     # a statement of a week or less that touches a period is about it
+
+
+def asks_period(question: str) -> bool:
+    """Does the question ask what happened, or was written, in some time?"""
+    return bool(PERIOD_ASK_RE.search(_norm(question)))
+
+
+def period(question: str, today: str | None) -> dict | None:
+    """The period a question about a period names, {"text", "start", "end"} (ISO days),
+    or None (no period question, or no period found). A day or month written without
+    its year is the latest one on or before today (the as-of date, or the day of the
+    vault's newest note); relative words ("last week", "yesterday", "two months ago")
+    count from today with timewords.py's rules. None without today for those."""
+    q = _norm(question)
+    if not PERIOD_ASK_RE.search(q):
+        return None
+    now = date.fromisoformat(today) if today else None
+    for kind, rx in PERIOD_PATTERNS:
+        for m in rx.finditer(q):
+            span = _period_span(kind, m.groups(), now)
+            if span:
+                return {"text": m.group(), "start": span[0].isoformat(),
+                        "end": span[1].isoformat()}
+    if now is None:
+        return None
+    m = LABEL_RE.search(timewords.resolve(q, now.isoformat()))
+    if not m:
+        return None
+    lo, hi = _label_span(m.group(1), m.group(2))
+    return {"text": m.group(), "start": lo, "end": hi}
+
+
+def _norm(question: str) -> str:
+    return " ".join(question.replace("\u2019", "'").lower().split())
+
+
+def _latest_year(month: int, day: int, now: date | None) -> int | None:
+    """The year putting month/day on or before now (None: no today to count from)."""
+    if now is None:
+        return None
+    return now.year if (month, day) <= (now.month, now.day) else now.year - 1
+
+
+def _period_span(kind: str, g: tuple, now: date | None) -> tuple[date, date] | None:
+    """(first day, last day) of one matched period form, None when it is no date."""
+    try:
+        if kind == "named":
+            (m1, d1), (m2, d2) = NAMED_DAYS[g[0]]
+            year = _int(g[1]) or _latest_year(m1, d1, now)
+            return (date(year, m1, d1), date(year, m2, d2)) if year else None
+        if kind == "iso":
+            day = date(int(g[0]), int(g[1]), int(g[2]))
+            return day, day
+        if kind in ("isomonth", "month", "week"):
+            if kind == "isomonth":
+                year, month = int(g[0]), int(g[1])
+            else:
+                word, yr = (g[1], g[2]) if kind == "week" else (g[0] or g[2], g[1] or g[3])
+                if word == "may" and not yr and kind == "month" and not g[0]:
+                    return None
+                month = _month(word)
+                year = _int(yr) or _latest_year(month, 1, now)
+            if not year:
+                return None
+            last = calendar.monthrange(year, month)[1]
+            if kind != "week":
+                return date(year, month, 1), date(year, month, last)
+            nth = ORDINAL_WEEK[g[0]]     # the first week of a month is its days 1 to 7
+            first = last - 6 if nth < 0 else 1 + 7 * nth
+            return date(year, month, first), date(year, month, min(first + 6, last))
+        if kind in ("dmy", "mdy"):
+            day, word = (g[0], g[1]) if kind == "dmy" else (g[1], g[0])
+            month, day = _month(word), int(day)
+            year = _int(g[2]) or _latest_year(month, day, now)
+            return (date(year, month, day),) * 2 if year else None
+        if kind == "year":
+            return date(int(g[0]), 1, 1), date(int(g[0]), 12, 31)
+    except ValueError:          # 31 February, month 13: no such day
+        return None
+    return None
+
+
+def _label_span(a: str, b: str | None) -> tuple[str, str]:
+    """(first day, last day) of a timewords label: a day, a range, a month or a year."""
+    if b:
+        return a, b
+    if len(a) == 10:
+        return a, a
+    if len(a) == 7:
+        y, m = map(int, a.split("-"))
+        return f"{a}-01", date(y, m, calendar.monthrange(y, m)[1]).isoformat()
+    return f"{a}-01-01", f"{a}-12-31"
+
+
+def stated(text: str) -> list[tuple[str, str]]:
+    """The days a passage states, as (first day, last day): each ISO day written in it
+    and each day, range, month or year timewords.py added in brackets."""
+    out = [_label_span(m.group(1), m.group(2)) for m in LABEL_RE.finditer(text or "")]
+    return out + [(d, d) for d in ISO_DAY_RE.findall(LABEL_RE.sub(" ", text or ""))]
+
+
+def touches(spans, start: str, end: str) -> bool:
+    """Does one of the stated spans lie in start..end, or, a week or less long, touch
+    it ("Christmas last week" for Christmas Day; a month stated is not about each of
+    its days)?"""
+    for lo, hi in spans:
+        if start <= lo and hi <= end:
+            return True
+        if lo <= end and start <= hi and (date.fromisoformat(hi) - date.fromisoformat(lo)
+                                          ).days < STATEMENT_DAYS:
+            return True
+    return False

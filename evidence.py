@@ -28,6 +28,10 @@ Rules, decided by code:
   superseded (why: WHY_STATEMENT) when a passage of another document, dated later, has
   an answering line naming the same asked terms and stating another value of that kind,
   and nowhere states the old value (the builtin writer's rule for the newest statement).
+- A question about a period ("what did I note about the lodger in February"): up to
+  PERIOD_KEEP passages, not KEEP: it asks for every note of the period, and retrieval
+  already kept the evidence inside the period (retrieve.py), so more passages add
+  notes of the period, never ones from outside it.
 - A budget (optional): as many passages as fit, each over PASSAGE_WORDS cut to the lines
   the builtin reader scores best; without one, the first KEEP passages whole.
 """
@@ -36,6 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from verso import asof
 from verso import extract
 from verso import generate
 from verso import reader
@@ -48,6 +53,8 @@ QUALIFIED = 3           # a line naming this many asked fields may lose one in a
 KEEP = 5                # no budget given: the first KEEP passages, whole (fit_evidence.py)
 BUDGET_WORDS = None     # the default budget: None, the count above (tools/fit_evidence.py)
 MAX_PASSAGES = 10       # with a budget, at most this many passages, however short
+PERIOD_KEEP = MAX_PASSAGES   # a question about a period: every note of it, to this many
+ANY_DAY = "2000-01-01"  # whether a question names a period does not depend on today
 POOL = 15               # the ranked candidates the evidence is chosen from
 PASSAGE_WORDS = 70      # a longer passage is cut to its answering lines (in note order)
 HISTORY_WORDS = 70      # a change question: each version's answering lines
@@ -76,7 +83,10 @@ def select(question: str, cands: list[Candidate], budget: int | None = None,
     """The evidence from the ranked candidates: without a budget the first `keep` (KEEP)
     passages whole; with one, from the first POOL, each long passage cut to its
     answering lines (HISTORY_WORDS for a change question), taken in order while the
-    words fit the budget (the first always, `keep` or MAX_PASSAGES at most)."""
+    words fit the budget (the first always, `keep` or MAX_PASSAGES at most). A question
+    about a period keeps up to PERIOD_KEEP passages when `keep` is not given."""
+    if keep is None and asof.period(question, ANY_DAY):
+        keep = PERIOD_KEEP
     if budget is None:
         return cands[:keep or KEEP]
     pool = cands[:POOL]

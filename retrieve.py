@@ -6,6 +6,13 @@ In:  an Index (see ../contract.md: chunks, vectors, files, by_path, cache), the 
 Out: list[Candidate], best first: the top k of the fused ranking, each with its dense
      rank/score, BM25 rank/score and RRF score, then up to LINK_MAX chunks pulled in one
      hop along wikilinks and backlinks (added_by="link", via=the seed note).
+     A question about a period ("what happened on 5 January", "my notes from March",
+     asof.period) searches only the chunks dated in it: a log entry or note dated in
+     the period, or a passage stating a day in it ("yesterday [2026-01-06]",
+     "2026-01-06"), whatever form the question wrote the date in; every note (and log
+     entry) of the period missing from the top k is added by its closest chunk
+     (added_by="period", at most PERIOD_MAX_NOTES), and no link is followed out of it.
+     The period counts from the day of the vault's newest real-dated note.
 Not: time modes or version filtering (version.py), relevance judgments (rerank.py),
      embedding the query (models.py, by the caller), reading or writing the index
      (store_load.py, store.py), BM25 itself (bm25.py: its postings per segment on disk).
@@ -21,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from verso import asof
 from verso import bm25
 from verso import filecols
 from verso import store_load
@@ -30,6 +38,8 @@ DEFAULT_K = 20           # fused candidates returned (before link expansion)
 FUSE_DEPTH_MIN = 50      # each ranking contributes its top max(3k, FUSE_DEPTH_MIN)
 LINK_SEEDS = 5           # distinct notes whose links and backlinks are followed
 LINK_MAX = 5             # extra candidates link expansion may add
+PERIOD_MAX_NOTES = 20    # notes and log entries of a period added beside the top k
+WEAK_SOURCE = "mtime"    # date_source of a date that is only a file's mtime (dating.py)
 METHODS = ("hybrid", "bm25", "dense")
 
 
@@ -303,13 +313,67 @@ def search(index, query: str, qvec, k: int = DEFAULT_K, method: str = "hybrid",
     """
     qvec = _check_query(index, qvec, method, k, expand_links)
     mask = _mask(index, folders, include_private)
+    span = asof.period(query, vault_today(index))
+    if span:
+        inside = _period_mask(index, span["start"], span["end"])
+        mask = inside if mask is None else mask & inside
+        if not mask.any():
+            return []                  # nothing was written in the period: no evidence
     depth = max(3 * k, FUSE_DEPTH_MIN)
     lists = {}
     if method != "bm25":
         lists["dense"] = dense_ranking(index, qvec, depth, mask)
     if method != "dense":
         lists["bm25"] = bm25_ranking(index, query, depth, mask)
-    return _fuse(index, lists, qvec, k, mask, expand_links)
+    cands = _fuse(index, lists, qvec, k, mask, expand_links and not span)
+    return cands + _period_notes(index, cands, qvec, mask) if span else cands
+
+
+# --------------------------------------------------------------------------- periods
+
+
+def vault_today(index) -> str | None:
+    """The day of the vault's newest real-dated note: the "today" a question's relative
+    words ("last week") count from, the same in every run over the same notes."""
+    if "today" not in index.cache:
+        days = [d for d, src in zip(filecols.column(index.files, "date"),
+                                    filecols.column(index.files, "date_source"))
+                if d and src != WEAK_SOURCE]
+        index.cache["today"] = max(days, default=None)
+    return index.cache["today"]
+
+
+def _period_mask(index, start: str, end: str) -> np.ndarray:
+    """Boolean [n_chunks]: the chunk is dated start..end (its log entry's date, else its
+    note's real date) or states a day in it (asof.touches)."""
+    cache = index.cache.get("retrieve_stated")
+    if cache is None:
+        chunks = index.chunks
+        own = [None if src == WEAK_SOURCE else d for d, src in zip(
+            store_load.chunk_column(chunks, "date"),
+            store_load.chunk_column(chunks, "date_source"))]
+        said = [asof.stated(t) for t in store_load.chunk_column(chunks, "text")]
+        cache = index.cache["retrieve_stated"] = (own, said)
+    own, said = cache
+    return np.array([bool(d and start <= d <= end) or asof.touches(s, start, end)
+                     for d, s in zip(own, said)], dtype=bool)
+
+
+def _period_notes(index, cands, qvec, mask) -> list[Candidate]:
+    """The closest chunk of each note or log entry of the period that no candidate
+    comes from, most like the question first (at most PERIOD_MAX_NOTES)."""
+    have = {(c.path, c.chunk.get("section_date")) for c in cands}
+    groups: dict[tuple, list[int]] = {}
+    for cid in np.flatnonzero(mask).tolist():
+        chunk = index.chunks[cid]
+        key = (chunk["path"], chunk.get("section_date"))
+        if key not in have:
+            groups.setdefault(key, []).append(cid)
+    best = [closest_chunk(index, qvec, ids) for ids in groups.values()]
+    scores = _matrix(index)[best] @ qvec if best else np.zeros(0)
+    order = sorted(range(len(best)), key=lambda j: (-float(scores[j]), best[j]))
+    return [Candidate(index.chunks[best[j]], dense_score=float(scores[j]), added_by="period")
+            for j in order[:PERIOD_MAX_NOTES]]
 
 
 def _fuse(index, lists: dict, qvec, k: int, mask=None,

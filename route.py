@@ -15,6 +15,9 @@ Time mode rules, first match wins:
   2. present words (current, now, latest, still, these days, as of today ...) -> present;
   2b. two points in time joined (in March and in May, between June and October, from
      2025 to 2026: asof.joined_points) -> history, every version in the span;
+  2b'. a question about a period (what happened / what did I do, write, note, discuss
+     ... on 5 January, in March, last week: asof.period) -> any: everything dated in
+     the period is evidence, not one version of it (retrieve.py restricts to it);
   2c. a point in time (in June, as of 1 May, before September, at the start of the
      year: asof.phrase) -> as_of, the version in force on that date;
   3. a date, a month, a past tense or an event lookup ("what did", "when was",
@@ -81,6 +84,7 @@ TIME_RULES = ((HISTORY_STRONG_RE, "history", STRONG, "change words"),   # first 
               (HISTORY_WEAK_RE, "history", WEAK, "weak change words"),
               (PAST_OR_EVENT_RE, "any", WEAK, "a date, past tense or event"),
               (PRESENT_QUESTION_RE, "present", DEFAULT, "a plain question (default)"))
+ANY_DAY = "2000-01-01"   # whether a question names a period does not depend on today
 AS_OF_AFTER = 2          # the as-of rule comes after change words and present words
 INTENT_OPTIONS = {
     "notes": "a question the personal notes could answer: facts, people, projects, plans, "
@@ -120,6 +124,8 @@ def _time_mode(msg: str) -> tuple[str, float, str, dict | None]:
     for i, (regex, mode, conf, rule) in enumerate(TIME_RULES):
         if i == AS_OF_AFTER and (pair := asof.joined_points(msg)):
             return "history", WEAK, f"two points in time {' and '.join(pair)!r}", None
+        if i == AS_OF_AFTER and (span := asof.period(msg, ANY_DAY)):
+            return "any", WEAK, f"a period {span['text']!r}", None
         if i == AS_OF_AFTER and (spec := asof.phrase(msg)):
             return "as_of", WEAK, f"a point in time {spec['text']!r}", spec
         m = regex.search(msg)

@@ -31,6 +31,10 @@ Modes
   force is the newest real-dated file on or before DATE (pulled in when missing); in a
   dated log, its newest entry on or before DATE. Later versions and entries are set
   aside as "not yet written on DATE", an undated version as not known to be in force;
+  a single note dated after DATE keeps only its lines stating days on or before DATE
+  (a table of dated rows kept up to date, "last year [2025] I ..."), and is set aside
+  when none does (a note's date is when its words were written: a later note's
+  undated line says what was so later); an undated single note stays, shown undated;
   the one in force is marked latest (on copies of the chunk records), the others
   superseded by it. settle then works as in present mode.
 - any: candidates unchanged (only marked).
@@ -42,6 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from verso import asof
 from verso import dating
 from verso import filecols
 from verso import retrieve
@@ -226,6 +231,12 @@ def _mark_as_of(index, tables, c: Candidate, day: str) -> None:
         if force is not None and not latest and not c.dropped:
             c.superseded_by, c.why = force["path"], WHY_IN_FORCE.format(day)
     entry = c.chunk.get("section_date")
+    text = c.chunk.get("text", "")
+    if not files and not entry and f.get("date_source") != WEAK_SOURCE \
+            and (f.get("date") or "") > day:
+        text = dated_before(text, day)     # a single note written after the day
+        if not text:
+            c.dropped = f"not yet written on {day} (dated {f.get('date')})"
     entries = [d for d in tables["sections"].get(c.path, {}) if d <= day]
     if entry and entry > day:
         c.dropped = c.dropped or f"not yet written on {day} (entry {entry})"
@@ -234,7 +245,16 @@ def _mark_as_of(index, tables, c: Candidate, day: str) -> None:
         if not entry_latest and not c.superseded_by:
             c.superseded_by = f"{c.path}{SECTION_MARK}{max(entries)}"
             c.why = WHY_IN_FORCE.format(day)
-    c.chunk = {**c.chunk, "is_latest": latest, "entry_latest": entry_latest}
+    c.chunk = {**c.chunk, "is_latest": latest, "entry_latest": entry_latest, "text": text}
+
+
+def dated_before(text: str, day: str) -> str:
+    """The lines of a note written after day that state days, every one on or before it
+    ("Date: 2026-07-04; Time: 23:05" in a table kept up to date, "last year [2025] I ran
+    my first half marathon"): what the note says of the time before day. A line stating
+    no day, or a later one, was not known on day. "" when no line is left."""
+    return "\n".join(line for line in text.splitlines()
+                     if (spans := asof.stated(line)) and max(hi for _, hi in spans) <= day)
 
 
 def _present(index, cands, qvec) -> list[Candidate]:

@@ -141,3 +141,128 @@ def test_mcp_search_notes_takes_an_as_of_date(shop):
     assert any("not yet written" in x["reason"] for x in r["set_aside"])
     assert call({"query": "small box price", "time_mode": "as_of"})["isError"]
     assert call({"query": "x", "time_mode": "as_of", "as_of": "2026-13-01"})["isError"]
+
+
+# ----------------------------------------------------- issue 35: periods, every note as of
+
+TODAY = "2026-02-11"     # a Wednesday: "last week" is 2026-02-02..2026-02-08
+
+
+@pytest.mark.parametrize("question,span", [
+    ("What happened on 2026-01-05?", ("2026-01-05", "2026-01-05")),
+    ("What happened on 5 January?", ("2026-01-05", "2026-01-05")),       # before today
+    ("What did I do on Jan 5th, 2024?", ("2024-01-05", "2024-01-05")),
+    ("What happened on 20 March?", ("2025-03-20", "2025-03-20")),        # not yet in 2026
+    ("Show me my notes from March", ("2025-03-01", "2025-03-31")),
+    ("What notes did I make about the lodger in February 2026?", ("2026-02-01", "2026-02-28")),
+    ("What did I write about the kiln last week?", ("2026-02-02", "2026-02-08")),
+    ("What did I do yesterday?", ("2026-02-10", "2026-02-10")),
+    ("What's in my journal for the first week of May 2026?", ("2026-05-01", "2026-05-07")),
+    ("What's in my journal for the last week of February 2024?", ("2024-02-23", "2024-02-29")),
+    ("What did I do over Christmas 2025?", ("2025-12-24", "2025-12-26")),
+    ("What did I do over Christmas?", ("2025-12-24", "2025-12-26")),     # the last one
+    ("What happened in 2025?", ("2025-01-01", "2025-12-31")),
+])
+def test_the_period_a_question_asks_about(question, span):
+    got = asof.period(question, TODAY)
+    assert (got["start"], got["end"]) == span
+
+
+@pytest.mark.parametrize("question", [
+    "What was my rent in June?",               # a value in force then: as of, not a period
+    "When did I first swim in the sea in 2026?",
+    "What happened on 31 February?",           # no such day
+    "What happened to the kiln?",              # no period named
+])
+def test_no_period(question):
+    assert asof.period(question, TODAY) is None
+
+
+def test_relative_periods_need_a_today():
+    assert asof.period("What did I write last week?", None) is None
+    assert asof.period("What happened on 2026-01-05?", None)["start"] == "2026-01-05"
+
+
+def test_the_days_a_passage_states_and_whether_they_touch_a_period():
+    text = ("Yesterday [2026-01-06] the boiler. Paid on 2026-01-02. Last week "
+            "[2025-12-22..2025-12-28] was quiet; last month [2025-12]; last year [2025].")
+    assert asof.stated(text) == [("2026-01-06", "2026-01-06"), ("2025-12-22", "2025-12-28"),
+                                 ("2025-12-01", "2025-12-31"), ("2025-01-01", "2025-12-31"),
+                                 ("2026-01-02", "2026-01-02")]
+    assert asof.touches([("2025-12-22", "2025-12-28")], "2025-12-25", "2025-12-25")  # a week
+    assert not asof.touches([("2025-12-01", "2025-12-31")], "2025-12-25", "2025-12-25")
+    assert asof.touches([("2025-12-01", "2025-12-31")], "2025-12-01", "2025-12-31")  # inside
+    assert not asof.touches([("2026-01-06", "2026-01-06")], "2025-12-01", "2025-12-31")
+
+
+def test_the_router_reads_a_period_question_as_any_and_a_value_in_a_month_as_of():
+    r = route.route("What happened on 2026-01-06?")
+    assert r["time_mode"] == "any" and "period" in r["why"]
+    assert route.route("What did I discuss with Dr Okafor in March 2026?")["time_mode"] == "any"
+    assert route.route("What was my parkrun time in July?")["time_mode"] == "as_of"
+
+
+@pytest.fixture
+def diary(tmp_path):
+    v = tmp_path / "notes"
+    write(v, "verso.toml", "[folders.journal]\nversioned = false\n")
+    write(v, "journal/2026-01-02.md", "The kiln engineer is coming on Tuesday.\n\n"
+          "Bought glaze for the new mugs.")
+    write(v, "journal/2026-01-07.md", "Yesterday the kiln engineer finally came and "
+          "fixed the element.")
+    write(v, "journal/2026-01-20.md", "Fired the kiln again: the mugs came out well.")
+    write(v, "journal/2026-03-10.md", "Kiln studio rent went up to £95 a month.")
+    write(v, "journal/2026-03-12.md", "Nothing about pottery today.")
+    write(v, "studio/kiln rent.md", "---\ndate: 2026-02-01\n---\n# Kiln studio\n"
+          "Studio rent: £80 a month.")
+    write(v, "studio/firing log.md", "---\ndate: 2026-06-01\n---\n# Firing log\n"
+          "Date: 2026-01-20; Cone: 6; Mugs: 12.\nDate: 2026-05-30; Cone: 10; Mugs: 8.\n"
+          "Best firing so far: cone 10.")
+    write(v, "studio/kiln notes.md", "# Kiln\nThe kiln is a 2009 Kilnmaster.", mtime=1.8e9)
+    return v, tmp_path / "idx"
+
+
+def test_a_period_question_gets_every_note_of_the_period_and_none_outside(diary):
+    # the day written as an ISO date; the notes say "on Tuesday" and "yesterday"
+    a = ask(diary, "What happened with the kiln on 2026-01-06?")
+    assert a.time_mode == "any"
+    assert sorted({s["path"] for s in a.sources}) == ["journal/2026-01-02.md",
+                                                      "journal/2026-01-07.md"]
+    # a month: the notes dated in it (a log's dated row too), none from other months
+    b = ask(diary, "What did I write about the kiln in January 2026?")
+    paths = {s["path"] for s in b.sources}
+    assert {"journal/2026-01-02.md", "journal/2026-01-07.md", "journal/2026-01-20.md"} <= paths
+    assert paths <= {"journal/2026-01-02.md", "journal/2026-01-07.md",
+                     "journal/2026-01-20.md", "studio/firing log.md"}
+    # counted from the newest dated note (2026-06-01): nothing written on 5 May
+    assert ask(diary, "What happened on 5 May?").abstained
+
+
+def test_as_of_sets_aside_a_single_note_written_after_the_day(diary):
+    a = ask(diary, "What was the kiln studio rent in February?")
+    assert (a.time_mode, a.as_of) == ("as_of", "2026-02-28")
+    assert "£80" in a.answer and "£95" not in a.answer
+    assert "journal/2026-03-10.md" not in {s["path"] for s in a.sources}
+    aside = {c["path"]: c["dropped"] for c in a.candidates["version"] if c.get("dropped")}
+    assert aside.get("journal/2026-03-10.md", "").startswith("not yet written on 2026-02-28")
+
+
+def test_as_of_keeps_the_lines_of_a_later_note_dated_before_the_day(diary):
+    # the firing log was written in June; its row of 20 January was so in February
+    a = ask(diary, "How many mugs were in the firing as of 2026-02-28?")
+    log = [s for s in a.sources if s["path"] == "studio/firing log.md"]
+    assert log and log[0]["text"] == "Date: 2026-01-20; Cone: 6; Mugs: 12."
+    # an undated note stays, shown undated
+    b = ask(diary, "What make is the kiln?", as_of="2026-02-28")
+    assert any(s["path"] == "studio/kiln notes.md" and s["date"] == "undated"
+               for s in b.sources)
+
+
+def test_dated_before_keeps_lines_stating_only_earlier_days():
+    from verso import version
+    text = ("Date: 2026-07-04; Time: 23:05.\nDate: 2026-08-22; Time: 22:48.\n"
+            "Current best: 22:31.\nLast year [2025] I ran my first half.\n"
+            "From 2026-06-01 to 2026-09-01 the rate was £50.")
+    assert version.dated_before(text, "2026-07-31") == ("Date: 2026-07-04; Time: 23:05.\n"
+                                                        "Last year [2025] I ran my first half.")
+    assert version.dated_before("No dates here.", "2026-07-31") == ""

@@ -168,3 +168,13 @@ def test_a_rewrite_that_drops_a_qualifier_still_restates_the_field(tmp_path):
     assert evidence.restates(question)(new, old)        # rent, month named; Lisbon dropped
     two = "What is the Lisbon rent?"                    # two fields: both must stay
     assert not evidence.restates(two)(new, old)
+
+
+def test_a_period_question_keeps_every_passage_of_the_period_up_to_period_keep():
+    # retrieval kept the candidates inside the period; a period question asks for all
+    cands = [harness.retrieve.Candidate({"id": i, "path": f"journal/2026-02-{i + 1:02d}.md",
+                                         "text": f"note {i}"}) for i in range(12)]
+    assert len(evidence.select("What did I note about the lodger in February 2026?",
+                               cands)) == evidence.PERIOD_KEEP
+    assert len(evidence.select("What did I note about the lodger?", cands)) == evidence.KEEP
+    assert len(evidence.select("What did I write last week?", cands, keep=3)) == 3
