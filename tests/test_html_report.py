@@ -53,6 +53,7 @@ def test_trace_has_every_section_and_each_citation_links_to_its_passage(sample):
     assert page.startswith("<!doctype html>") and "<script" not in page
     assert all(u.startswith(("#", "data:")) for u in ATTR_RE.findall(page))  # no fetch
     assert "<svg" in page and "<details>" in page      # timeline/bars, writer messages
+    assert "judged by the calibration builtin (shipped)" in page   # which calibration
 
 
 def test_note_text_and_question_are_escaped(hostile):

@@ -191,6 +191,8 @@ def test_ask_gives_the_cited_current_answer_with_costs(sdk):
     assert out["checks_passed"] and "760" in out["answer"] and "640" not in out["answer"]
     assert [c["path"] for c in out["citations"]] == [RATES[-1]]
     assert [s["name"] for s in out["stages"]] == list(harness.STAGES)
+    assert out["calibration"] == {"key": "builtin", "source": "shipped"}   # who judged it
+    assert out["alternate"] is None
 
 
 def test_list_folders_says_what_is_private_and_how_to_open_it(sdk):
