@@ -121,7 +121,7 @@ def fit(rows: list[dict]) -> dict:
     split_of = lambda r: {"split": r["split"]}  # noqa: E731
     disagree = [{**split_of(r), "right": {
         "model": r["answers"]["model"]["right"], "reader": r["answers"]["reader"]["right"],
-        "again": None if r["again"] is None else shown(r, "again")["right"]}}
+        "again": shown(r, "again")["right"]}}       # (a model that chose no line: the reader's)
         for r in rows if not r["agree"]]
     rule = verdict_fit.pick(disagree, RULES)
     out = {"on_disagreement": rule}
