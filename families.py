@@ -98,13 +98,15 @@ def _candidates(members: list[dict]) -> dict:
     return out
 
 
-def mark_duplicates(recs: list[dict], norm_of, known=None, old=None) -> None:
+def mark_duplicates(recs: list[dict], norm_of, known=None, old=None, outside=()) -> None:
     """Exact copies by hash; near-copies only among files with the same real date.
     norm_of(rec) gives a record's whitespace-collapsed text (a reused record's note is
     read only when its shingle count leaves a near-copy possible). old: path -> the
     last run's record of every note it had (None: mark every group): then only the
     date groups an edit can change are compared again (touched), the rest keep their
-    marks, which the same members, texts and rules would give again."""
+    marks, which the same members, texts and rules would give again. outside: the paths
+    of notes not in recs (a refresh that re-marks only what changed touches) that keep
+    their marks too, so their known pairs carry over."""
     groups = defaultdict(list)
     for r in recs:
         groups[("sha", r["sha256"])].append(r)
@@ -116,7 +118,7 @@ def mark_duplicates(recs: list[dict], norm_of, known=None, old=None) -> None:
         if len(members) >= 2:
             _mark_group(kind, members, norm_of, known)
     if todo is not None:
-        _keep_marks(recs, old, todo, known)
+        _keep_marks(recs, old, todo, known, outside)
 
 
 def touched_dates(recs: list[dict], sha_groups: dict, old: dict) -> set:
@@ -134,10 +136,11 @@ def touched_dates(recs: list[dict], sha_groups: dict, old: dict) -> set:
     return dates
 
 
-def _keep_marks(recs: list[dict], old: dict, todo: set, known) -> None:
+def _keep_marks(recs: list[dict], old: dict, todo: set, known, outside=()) -> None:
     """Records of untouched date groups take their last marks (a copy by hash was
-    marked again just now, to the same keeper); their pair results carry over."""
-    kept = set()
+    marked again just now, to the same keeper); their pair results carry over (and those
+    of the notes `outside`)."""
+    kept = set(outside)
     for r in recs:
         if r["date_source"] != "mtime" and r["date"] not in todo:
             r["duplicate_of"] = old[r["path"]]["duplicate_of"]
@@ -195,21 +198,29 @@ def _near_copy(a: dict, b: dict, sets: dict, norm_of, known=None) -> bool:
     return near
 
 
+def name_families(recs: list[dict]) -> None:
+    """Each record's family (also under _family, which mark_families drops)."""
+    for r in recs:
+        family = r.get("_family")       # reused: same name, rules and config (reuse key)
+        if family is None:
+            folder, _, name = r["path"].rpartition("/")
+            norm = _family_name(Path(name).stem) if r["versioned"] else ""
+            family = r["_family"] = f"{folder}/{norm}" if norm and folder else (norm or
+                                                                                r["path"])
+        r["family"] = family
+
+
 def mark_families(recs: list[dict], old=None) -> None:
     """Each record's family and whether it is the family's latest. old: path -> the
     last run's record (None: every family is decided): a family whose members, dates
     and copy marks are all as they were keeps its latest."""
+    name_families(recs)
     fams = defaultdict(list)
     for r in recs:
-        family = r.pop("_family", None)  # reused: same name, rules and config (reuse key)
-        if family is None:
-            folder, _, name = r["path"].rpartition("/")
-            norm = _family_name(Path(name).stem) if r["versioned"] else ""
-            family = f"{folder}/{norm}" if norm and folder else (norm or r["path"])
-        r["family"] = family
+        del r["_family"]
         if not r["duplicate_of"]:
-            fams[family].append(r)
-    todo = None if old is None else _touched_families(recs, old)
+            fams[r["family"]].append(r)
+    todo = None if old is None else touched_families(recs, old)
     for family, members in fams.items():
         if todo is not None and family not in todo:
             for m in members:
@@ -224,7 +235,7 @@ def mark_families(recs: list[dict], old=None) -> None:
             m["is_latest"] = m["date"] == top
 
 
-def _touched_families(recs: list[dict], old: dict) -> set:
+def touched_families(recs: list[dict], old: dict) -> set:
     """Families with a member read now, gone, or whose copy mark came or went."""
     here = {r["path"]: r for r in recs}
     out = {o["family"] for p, o in old.items() if p not in here}
@@ -251,31 +262,40 @@ def _link_key(raw: str) -> str | None:
     return None if not key or (ext and ext[1:].isalpha()) else key
 
 
-def _path_keys(path: str) -> tuple[str, str]:
+def path_keys(path: str) -> tuple[str, str]:
     """The names a wikilink finds a note by: its path and its stem, lower case, without
     the extension ("people/Ana.md" -> "people/ana", "ana")."""
     no_ext = path.rsplit(".", 1)[0].lower()
     return no_ext, no_ext.rsplit("/", 1)[-1]
 
 
-def resolve_links(recs: list[dict], changed: set | None = None) -> None:
+def names_any(wikilinks: list, keys: set) -> bool:
+    """Whether a link of wikilinks names one of keys (path_keys; embeds too)."""
+    return not keys.isdisjoint(map(_link_name, wikilinks))
+
+
+def resolve_links(recs: list[dict], changed: set | None = None, more=None) -> None:
     """Wikilink targets -> vault-relative paths by stem or path (case-insensitive).
     changed: the paths that appeared, went or changed duplicate status since the last
     run (None: every record is resolved). A reused record's links then stand as they
     were unless one of its links names such a path (by path or stem): only those names
     have other candidates now, and only the names the resolved links ask for are
-    looked up."""
+    looked up. more(keys): the records ({path, duplicate_of}) of the notes not in recs
+    whose path_keys meet keys (recs then hold only what a refresh re-marks)."""
     if changed is None:
         todo = recs
     else:
-        hit = {k for p in changed for k in _path_keys(p)}
-        todo = [r for r in recs if not r.get("_reused") or (hit and not hit.isdisjoint(
-            map(_link_name, r["wikilinks"])))]    # a superset of _link_key's: embeds too
+        hit = {k for p in changed for k in path_keys(p)}
+        todo = [r for r in recs if not r.get("_reused") or (hit and names_any(
+            r["wikilinks"], hit))]               # a superset of _link_key's: embeds too
     wanted = ({k for r in todo for k in map(_link_key, r["wikilinks"])}
               if changed is not None else None)
+    pool = recs
+    if more is not None and wanted:
+        pool = sorted([*recs, *more(wanted - {None})], key=lambda r: r["path"])
     by_key = defaultdict(list)
-    for r in recs:
-        for key in _path_keys(r["path"]):
+    for r in pool:
+        for key in path_keys(r["path"]):
             if wanted is None or key in wanted:
                 by_key[key].append(r)
     for r in todo:

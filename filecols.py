@@ -96,6 +96,7 @@ class Files(Sequence):
     def __init__(self, base: Columns, entries: list | None = None):
         self.base, self.entries = base, entries
         self._cols: dict[str, list] = {}
+        self._at = self._own = None
 
     def __len__(self) -> int:
         return self.base.n if self.entries is None else len(self.entries)
@@ -122,8 +123,17 @@ class Files(Sequence):
         col = self._cols.get(key)
         if col is None:
             base = self.base.column(key) if key in self.base.spans else [None] * self.base.n
-            col = base if self.entries is None else [
-                e.get(key) if isinstance(e, dict) else base[e] for e in self.entries]
+            if self.entries is None:
+                col = base
+            else:                      # the base's values by position, then the dicts
+                if self._at is None:
+                    self._at = [0 if type(e) is dict else e for e in self.entries]
+                    self._own = [(j, e) for j, e in enumerate(self.entries)
+                                 if type(e) is dict]
+                col = (list(map(base.__getitem__, self._at)) if base
+                       else [None] * len(self._at))
+                for j, e in self._own:
+                    col[j] = e.get(key)
             self._cols[key] = col
         return col
 

@@ -6,9 +6,13 @@ Out: the index in --index DIR (else home/index in Verso's home), written through
      the notes read now go into one new segment (segments merged past MERGE_SEGMENTS /
      MERGE_SHARE), the file records as a base or a delta (DELTA_SHARE), the manifest
      last. Notes whose size and mtime match their previous record are not read again and
-     keep their rows. The run's summary (printed by --json); refresh: the loaded Index.
-Not: the walk and the config (vault_walk.py), dates (dating.py), duplicates, families and
-     links (families.py), chunks (chunking.py), the files on disk and loading them
+     keep their rows; when few notes changed (catalogue.CHANGES_SHARE) only their records
+     and those a rule across notes ties to them are made again, and the delta is the
+     previous one with those records changed: the work grows with what changed. The
+     run's summary (printed by --json); refresh: the loaded Index.
+Not: the walk and the config (vault_walk.py), the file records (catalogue.py), dates
+     (dating.py), duplicates, families and links (families.py), chunks (chunking.py),
+     the files on disk and loading them
      (store.py, store_load.py); BM25 arrays, retrieval or question-time version choices
      (retrieve.py, version.py). Never writes inside the vault.
 
@@ -26,11 +30,11 @@ if __name__ == "__main__":      # run as a program in a checkout: `verso` is thi
     import _checkout  # noqa: F401
 
 import argparse
+import bisect
 import gc
 import hashlib
 import json
 import os
-import re
 import sys
 import time
 from collections import Counter
@@ -42,12 +46,12 @@ import numpy as np
 import verso
 from verso import bm25
 from verso import embedder
+from verso import catalogue
 from verso import chunking
 from verso import dating
 from verso import families
 from verso import filecols
 from verso import models
-from verso import registry
 from verso import store
 from verso import store_load
 from verso import timewords
@@ -66,97 +70,6 @@ SCRATCH = ("_body", "_norm", "_date_order", "_reused", "_chunks", "_family", "_r
                                    # record keys of one run, never written
 REUSE_RULES = 4                    # bump when reading/dating/chunking rules change: an
                                    # index made under other rules is not reused per file
-TAG_RE = re.compile(r"(?<![\w&/#])#([A-Za-z][\w/-]*)")
-
-
-# ------------------------------------------------------------- records, catalogue
-
-class _Stale(Exception):
-    """A reused note changed between its stat and a later read: catalogue it afresh."""
-
-
-def _record(rel: str, text: str, st, cfg: dict) -> dict:
-    """A files.json record (plus _body/_norm) for a note read now."""
-    meta, body = dating.frontmatter(text)
-    norm = " ".join(text.split())
-    day, source = dating.date_of(Path(rel).stem, meta, body, st.st_mtime, cfg["date_order"])
-    h1 = next((m.group(2) for m in map(chunking.HEADING_RE.match, body.split("\n"))
-               if m and m.group(1) == "#"), None)
-    tags = meta.get("tags") or []
-    tags = tags.replace(",", " ").split() if isinstance(tags, str) else tags
-    return {
-        "path": rel, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-        "sha256": hashlib.sha256(norm.encode()).hexdigest(),
-        "date": day, "date_source": source, "family": rel, "is_latest": False,
-        "duplicate_of": None, **vault_walk.folder_flags(rel, cfg),
-        "tags": sorted({t.lstrip("#") for t in tags} | set(TAG_RE.findall(body))),
-        "title": str(meta.get("title") or h1 or Path(rel).stem),
-        "wikilinks": families.WIKILINK_RE.findall(text),
-        **_shingled(norm), "_body": body, "_norm": norm,
-        "_date_order": cfg["date_order"]}
-
-
-def _shingled(norm: str) -> dict:
-    """A note's shingle count and sketch (families.sketch), for near-copy pairs."""
-    sets = families.shingles(norm.lower().split())
-    return {"shingles": len(sets), "sketch": families.sketch(sets)}
-
-
-def _reused(old: dict, chunks, cfg: dict) -> dict:
-    """A previous record of an unchanged note, with everything that depends on other
-    notes or on the config reset, and its previous chunks (None: it had none, being a
-    duplicate) under _chunks."""
-    rel = old["path"]
-    rec = {**old, "family": rel, "is_latest": False, "duplicate_of": None,
-           **vault_walk.folder_flags(rel, cfg), "_reused": True,
-           "_date_order": cfg["date_order"], "_family": old["family"]}
-    if chunks is not None:
-        rec["_chunks"] = chunks
-    return rec
-
-
-def _text_of(vault: Path, rec: dict) -> str:
-    """A record's collapsed text; a reused note is read now (_Stale if it changed)."""
-    if "_norm" not in rec:
-        text, st, _ = vault_walk.read(vault / rec["path"])
-        if text is None or [st.st_size, st.st_mtime_ns] != [rec["size"], rec["mtime_ns"]]:
-            raise _Stale(rec["path"])
-        rec["_body"], rec["_norm"] = dating.frontmatter(text)[1], " ".join(text.split())
-        rec["_reread"] = True
-    return rec["_norm"]
-
-
-def _catalogue(vault: Path, paths: list[str], cfg: dict, progress=None, stats=None,
-               old=None, known=None):
-    """File records (files.json entries plus _body/_norm, or _chunks when reused) and
-    skipped [{path, reason}]. old: path -> (previous record, its chunks or None), reused
-    when stats (path -> [size, mtime_ns]) match the record; {} reads every note."""
-    recs, skipped, old, stats = [], [], old or {}, stats or {}
-    for n, rel in enumerate(paths):
-        if progress and n % 50 == 0:
-            progress("reading", n, len(paths))
-        prev = old.get(rel)
-        if prev and stats.get(rel) == [prev[0].get("size"), prev[0].get("mtime_ns")]:
-            recs.append(_reused(prev[0], prev[1], cfg))
-            continue
-        text, st, reason = vault_walk.read(vault / rel)
-        if text is None:
-            skipped.append({"path": rel, "reason": reason})
-            continue
-        recs.append(_record(rel, text, st, cfg))
-    marks = {p: v[0] for p, v in old.items()} if old else None
-    families.mark_duplicates(recs, lambda r: _text_of(vault, r), known, marks)
-    for r in recs:                      # a former duplicate needs chunks of its own now
-        if not r["duplicate_of"] and "_body" not in r and "_chunks" not in r:
-            _text_of(vault, r)
-    families.mark_families(recs, marks)
-    before = {p: bool(v[0]["duplicate_of"]) for p, v in old.items()}
-    now = {r["path"]: bool(r["duplicate_of"]) for r in recs}
-    changed = ({p for p in before.keys() | now.keys() if before.get(p) != now.get(p)}
-               if old else None)
-    families.resolve_links(recs, changed)
-    return recs, skipped
-
 
 
 # ------------------------------------------------------------------------- vectors
@@ -317,10 +230,11 @@ def _segments_after(prev, live: list[str], keep: dict, new: dict) -> tuple[list,
     segs = list(prev.segments) if prev is not None else []
     if not segs:
         return [], {}, [new[p] for p in live]
-    total = sum(keep[p][2] if p in keep else len(new[p].rows) for p in live)
-    here = [{p for p in keep if keep[p][0] == s} for s in range(len(segs))]
-    dead_rows = sum(n for s, seg in enumerate(segs) for p, _, n in seg.files
-                    if p not in here[s])
+    total = sum(v[2] for v in keep.values()) + sum(len(x.rows) for x in new.values())
+    held = [0] * len(segs)                   # rows each segment keeps in place
+    for s, _, n in keep.values():
+        held[s] += n
+    dead_rows = sum(len(seg.rows) - held[s] for s, seg in enumerate(segs))
     delta_rows = sum(len(seg.rows) for seg in segs[1:]) + sum(len(x.rows) for x in new.values())
     if delta_rows + dead_rows > MERGE_SHARE * max(total, 1):
         return [], {}, [new[p] if p in new else store.old_piece(segs[keep[p][0]], p, *keep[p][1:])
@@ -330,9 +244,12 @@ def _segments_after(prev, live: list[str], keep: dict, new: dict) -> tuple[list,
         stay = [0]
         new = {p: new[p] if p in new else store.old_piece(segs[keep[p][0]], p, *keep[p][1:])
                for p in live if p in new or keep[p][0] != 0}
-    kept, dead = [], {}
+    kept, dead, moved = [], {}, [[] for _ in segs]
+    for p, places in prev.where.items():     # live before, not kept in place now
+        if keep.get(p) != places[0]:
+            moved[places[0][0]].append(p)
     for s in stay:
-        gone = sorted(p for p, _, _ in segs[s].files if p not in here[s])
+        gone = sorted({*prev.manifest["dead"].get(segs[s].name, ()), *moved[s]})
         if len(gone) < len(segs[s].files):             # a segment left with no note goes
             kept.append(s)
             if gone:
@@ -379,12 +296,14 @@ def _stamp(vault: Path, stats: dict, passed_over: list, cfg_path, backend) -> st
     return h.hexdigest()           # (a path holds no NUL: the join is unambiguous)
 
 
-def _unchanged(index_dir: Path, vault: Path, stamp: str, backend, current=None):
+def _unchanged(index_dir: Path, vault: Path, stamp: str, backend, current=None,
+               brief=False):
     """(summary, index) for an index whose vault has not changed since it was built (and
     which still loads cleanly); (None, the index or None) otherwise: then the full ingest
     runs and repairs or refreshes, reusing what it can of that index. `current`, an
     Index this process loaded from index_dir, stands for it while the index files on
-    disk are the ones it was read from (no second parse; its caches stay warm)."""
+    disk are the ones it was read from (no second parse; its caches stay warm). brief:
+    the summary is only {"index"} (refresh reads no more of it)."""
     if not (index_dir / "manifest.json").exists():
         return None, None
     if (current is not None and current.dir == index_dir
@@ -399,6 +318,8 @@ def _unchanged(index_dir: Path, vault: Path, stamp: str, backend, current=None):
     m = idx.manifest
     if m.get("stamp") != stamp or m.get("vault") != str(vault):
         return None, idx
+    if brief:
+        return {"index": str(index_dir)}, idx
     counts = m.get("counts", {})
     fams = [fam for fam, dup in zip(filecols.column(idx.files, "family"),
                                     filecols.column(idx.files, "duplicate_of")) if not dup]
@@ -414,28 +335,42 @@ def _unchanged(index_dir: Path, vault: Path, stamp: str, backend, current=None):
 
 
 def _files_and_chunks(vault: Path, paths: list, cfg: dict, progress, stats: dict,
-                      old: dict, known: dict):
+                      prev, key: list, known: dict):
     """(records, skipped, chunks of the notes read now, {files_read, files_reused,
-    files_reread}); a reused note that changed while this ran means the whole catalogue
-    is read afresh. A reused note keeps its previous rows (its record's _chunks)."""
+    files_reread}, catalogue.Changes or None). With prev built under the same reuse
+    key, a refresh that few notes changed gets the records of what changed only
+    (catalogue.changes); else every note's (reused notes keep their previous rows under
+    _chunks). A reused note that changed while this ran: the whole catalogue afresh."""
+    ch = None
     try:
-        recs, skipped = _catalogue(vault, paths, cfg, progress, stats, old, known)
-    except _Stale:
+        if prev is not None and prev.manifest.get("reuse") == key and len(prev.files):
+            ch = catalogue.changes(vault, paths, stats, cfg, prev, known)
+        if ch is not None:
+            recs, skipped = ch.recs, ch.skipped
+        else:
+            recs, skipped = catalogue.catalogue(vault, paths, cfg, progress, stats,
+                                                _old_records(prev, key), known)
+    except catalogue.Stale:
         known["new"].clear()
-        recs, skipped = _catalogue(vault, paths, cfg, progress, known=known)
-    reused = sum(1 for r in recs if r.get("_reused"))
+        ch = None
+        recs, skipped = catalogue.catalogue(vault, paths, cfg, progress, known=known)
+    reused = (len(paths) - ch.read if ch is not None
+              else sum(1 for r in recs if r.get("_reused")))
     counts = {"files_read": len(paths) - reused, "files_reused": reused,
               "files_reread": sum(1 for r in recs if r.get("_reread"))}
-    return recs, skipped, chunking.chunk_all([r for r in recs if "_chunks" not in r]), counts
+    return (recs, skipped, chunking.chunk_all([r for r in recs if "_chunks" not in r]),
+            counts, ch)
 
 
 def _summary(paths, passed_over, files, n_chunks, embedded, skipped, counts) -> dict:
-    live = [f for f in files if not f["duplicate_of"]]
+    dup = filecols.column(files, "duplicate_of")
+    live = [f for f, d in zip(filecols.column(files, "family"), dup) if not d]
     return {"files_seen": len(paths) + len(passed_over), "indexed": len(live),
             "duplicates": len(files) - len(live),
-            "families": len({f["family"] for f in live}), "chunks": n_chunks,
+            "families": len(set(live)), "chunks": n_chunks,
             "embedded": embedded, "reused": n_chunks - embedded, **counts,
-            "dated": dict(Counter(f["date_source"] for f in files)), "skipped": skipped}
+            "dated": dict(Counter(filecols.column(files, "date_source"))),
+            "skipped": skipped}
 
 
 def build_index(vault, index_dir=None, config=None, rebuild=False, backend=None,
@@ -463,7 +398,8 @@ def refresh(vault, index_dir=None, config=None, rebuild=False, backend=None,
     loaded to find the vault unchanged is returned as is, not parsed a second time.
     current: the Index a long-running caller got last time; returned itself when
     neither the vault nor the index files changed since (see _unchanged)."""
-    summary, idx = _build(vault, index_dir, config, rebuild, backend, None, current)
+    summary, idx = _build(vault, index_dir, config, rebuild, backend, None, current,
+                          brief=True)
     if idx is None:
         idx = store_load.load_index(summary["index"], None if _backend_name(backend) == "builtin"
                                     else backend)
@@ -500,14 +436,15 @@ def run_cli(main) -> None:
     os._exit(code)
 
 
-def _build(vault, index_dir, config, rebuild, backend, progress, current=None, keep=None):
+def _build(vault, index_dir, config, rebuild, backend, progress, current=None, keep=None,
+           brief=False):
     with store_load.bulk():
         return _build_now(vault, index_dir, config, rebuild, backend, progress, current,
-                          keep)
+                          keep, brief)
 
 
 def _build_now(vault, index_dir, config, rebuild, backend, progress, current=None,
-               keep=None):
+               keep=None, brief=False):
     """(summary, the loaded Index when nothing changed, else None).
     backend: None/"builtin", a backend name, or a models.Backend; progress(stage, done,
     total) is called while reading and embedding; keep, a list, gets the previous index
@@ -532,7 +469,7 @@ def _build_now(vault, index_dir, config, rebuild, backend, progress, current=Non
     with store.lock(index_dir):
         recovered = store.recover(index_dir)
         same, loaded = (None, None) if rebuild else _unchanged(index_dir, vault, stamp,
-                                                               backend, current)
+                                                               backend, current, brief)
         if keep is not None:
             keep.append(loaded)
         if same:
@@ -541,27 +478,30 @@ def _build_now(vault, index_dir, config, rebuild, backend, progress, current=Non
         backend, builtin, prev, note = _previous(index_dir, vault, backend, rebuild, loaded)
         del loaded
         key = _reuse_key(cfg_path)
-        old = _old_records(prev, key)
-        known = {"old": _near_pairs(prev) if old else {}, "new": {}}
-        recs, skipped, chunks, counts = _files_and_chunks(vault, paths, cfg, progress, stats,
-                                                          old, known)
+        same_key = prev is not None and prev.manifest.get("reuse") == key and len(prev.files)
+        known = {"old": _near_pairs(prev) if same_key else {}, "new": {}}
+        recs, skipped, chunks, counts, ch = _files_and_chunks(vault, paths, cfg, progress,
+                                                              stats, prev, key, known)
         if keep is not None:           # freed by the process's end, not one by one here
-            keep += [prev, old, recs]
+            keep += [prev, recs]
         emb, prev, note, name = _embedder_for(backend, builtin, prev, note,
                                               [c["_embed"] for c in chunks])
+        if ch is not None and prev is None:    # nothing of the previous index is reused
+            known = {"old": {}, "new": {}}
+            recs, skipped, chunks, counts, ch = _files_and_chunks(
+                vault, paths, cfg, progress, stats, None, key, known)
         note = "; ".join(filter(None, (recovered, note)))
         for c in chunks:
             c["hash"] = hashlib.sha256(f"{c['_embed']}\n{emb.id}".encode()).hexdigest()
-        manifest, files, summary = _write_index(index_dir, prev, recs, chunks, emb, progress)
+        manifest, files, summary = _write_index(index_dir, prev, recs, chunks, emb, progress,
+                                                (ch, paths))
         summary = {**_summary(paths, passed_over, files, summary[0], summary[1],
                               passed_over + skipped, counts),
                    "seconds": 0.0, "index": str(index_dir), "embedder": emb.id, "note": note}
         manifest.update({
             "backend": name, "vault": str(vault), "stamp": stamp, "reuse": key,
             **_config_fields(cfg_path, config), **_counts(summary),
-            "projects": registry.build(vault, files, cfg["registry"],
-                                       getattr(backend, "writer", None),
-                                       prev.manifest.get("projects", []) if prev else [])})
+            "projects": _projects(vault, files, cfg["registry"], backend, prev)})
         summary["config"] = config_of(manifest)
         manifest["near_file"] = f"g{manifest['gen']}.near.json"
         store.commit(index_dir, manifest, files, manifest.pop("_pieces"),
@@ -583,11 +523,15 @@ def _counts(summary: dict) -> dict:
             "skipped": summary["skipped"]}
 
 
-def _write_index(index_dir: Path, prev, recs: list, chunks: list, emb, progress):
+def _write_index(index_dir: Path, prev, recs: list, chunks: list, emb, progress,
+                 changes=(None, None)):
     """(manifest without the vault fields, files, (chunks, embedded)) of the new index:
     reused notes keep their rows, a touched note whose chunks did not change too; the
     rest go into one new segment (with the notes a merge moves). The manifest carries
-    the new segment's pieces and the IDF to write under _pieces and _idf."""
+    the new segment's pieces and the IDF to write under _pieces and _idf. changes:
+    (catalogue.Changes, the scan's paths) when recs hold only what changed (every other
+    note keeps its record and rows), else (None, None)."""
+    ch, paths = changes
     keep = {r["path"]: r["_chunks"] for r in recs if "_chunks" in r and not r["duplicate_of"]}
     by_path = {r["path"]: [] for r in recs if not r["duplicate_of"] and r["path"] not in keep}
     for c in chunks:
@@ -597,13 +541,17 @@ def _write_index(index_dir: Path, prev, recs: list, chunks: list, emb, progress)
         if path in old_where and _same_rows(prev, old_where[path][0], cs):
             keep[path] = old_where[path][0]
             del by_path[path]
+    if ch is None:
+        live = [r["path"] for r in recs if not r["duplicate_of"]]
+    else:
+        live = _live_now(prev, paths, ch)
+        keep.update((p, old_where[p][0]) for p in live if p not in ch.by_path)
     todo = [c for cs in by_path.values() for c in cs]
     vectors, embedded = _embed(todo, emb, _old_rows(prev, keep), progress)
     new, at = {}, 0
     for path, cs in by_path.items():
         new[path] = store.new_piece(path, cs, vectors[at:at + len(cs)])
         at += len(cs)
-    live = [r["path"] for r in recs if not r["duplicate_of"]]
     kept, dead, pieces = _segments_after(prev, live, keep, new)
     gen = _next_gen(index_dir, prev.manifest if prev is not None else None)
     same_idf = prev is not None and prev.embedder is emb
@@ -614,22 +562,75 @@ def _write_index(index_dir: Path, prev, recs: list, chunks: list, emb, progress)
                              prev.manifest.get("idf_file") if same_idf else None),
                 "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "_pieces": [(f"s{gen}", pieces)] if pieces else [], "_idf": idf}
-    files = recs                       # the records themselves, less their scratch keys
-    for f in files:
+    for f in recs:                     # the records themselves, less their scratch keys
         for k in SCRATCH:
             f.pop(k, None)
     n_chunks = sum(keep[p][2] if p in keep else len(new[p].rows) for p in live)
+    files = recs if ch is None else _entries_now(prev, paths, ch)
     manifest["_files"] = _files_out(prev, files, gen, manifest)
     return manifest, files, (n_chunks, embedded)
 
 
-def _files_out(prev, files: list, gen: int, manifest: dict) -> list:
+def _live_now(prev, paths: list, ch) -> list:
+    """The paths with rows after a refresh of few changes, in path order: every note
+    not a duplicate, by its record now (changed) or before."""
+    at, dup = ch.at, filecols.column(prev.files, "duplicate_of")
+    skipped = {x["path"] for x in ch.skipped}
+    return [p for p in paths if (not ch.by_path[p]["duplicate_of"] if p in ch.by_path
+                                 else p not in skipped and not dup[at[p]])]
+
+
+def _entries_now(prev, paths: list, ch) -> filecols.Files:
+    """The file records after a refresh of few changes, in path order: prev's, with
+    those of ch as dicts where they differ from the base (as _files_out would find), the
+    gone and the skipped left out."""
+    at = ch.at
+    entries = list(range(len(at))) if prev.files.entries is None else prev.files.entries
+    base = prev.base[2].base
+    base_paths = base.column("path")
+
+    def entry(r):                      # the base's position when r is the base's record
+        i = bisect.bisect_left(base_paths, r["path"])
+        same = i < len(base_paths) and base_paths[i] == r["path"]
+        return i if same and dict(filecols.Record(base, i)) == r else r
+    drop = {at[p] for p in ch.gone} | {at[x["path"]] for x in ch.skipped if x["path"] in at}
+    new = {at[p]: entry(r) for p, r in ch.by_path.items() if p in at}
+    out = [new.get(i, e) for i, e in enumerate(entries) if i not in drop]
+    added = sorted(p for p in ch.by_path if p not in at)
+    if added:
+        now = [p for i, p in enumerate(filecols.column(prev.files, "path")) if i not in drop]
+        for p in added:
+            j = bisect.bisect_left(now, p)
+            now.insert(j, p)
+            out.insert(j, entry(ch.by_path[p]))
+    return filecols.Files(base, out)
+
+
+def _projects(vault: Path, files, folders, backend, prev) -> list:
+    """registry.build's rows, given the records it looks at (those in its folders);
+    none without registry folders (registry.build gives none then: not imported)."""
+    if not folders:
+        return []
+    from verso import registry
+    if isinstance(files, filecols.Files):
+        files = [files[i] for i, p in enumerate(files.column("path"))
+                 if registry.in_registry(p, folders)]
+    return registry.build(vault, files, folders, getattr(backend, "writer", None),
+                          prev.manifest.get("projects", []) if prev else [])
+
+
+def _files_out(prev, files, gen: int, manifest: dict) -> list:
     """[(name, bytes)] of the file records, their names and digests set in manifest:
     the records that differ from the previous index's base, as a delta (g<gen>.delta.json:
     per record its position in the base, or the record itself), while they are at most
-    DELTA_SHARE of all; else a new base (g<gen>.files.cols, by column) with every record."""
+    DELTA_SHARE of all; else a new base (g<gen>.files.cols, by column) with every record.
+    files: a list of records, or a filecols.Files over that base (_entries_now)."""
     base = getattr(prev, "base", None)
-    if base is not None:
+    out = None
+    if isinstance(files, filecols.Files):
+        out = files.entries
+        changed = sum(1 for e in out if type(e) is dict)
+    elif base is not None:
         name, sha, recs = base[0], base[1], filecols.dicts(base[2])
         pos = {r["path"]: i for i, r in enumerate(recs)}
         out, changed = [], 0
@@ -640,12 +641,13 @@ def _files_out(prev, files: list, gen: int, manifest: dict) -> list:
             else:
                 out.append(f)
                 changed += 1
-        if changed <= DELTA_SHARE * len(files):
-            raw = store.json_bytes({"format": store.FORMAT, "base": name, "files": out})
-            manifest.update(files_file=name, files_sha=sha, files_delta=f"g{gen}.delta.json",
-                            delta_sha=hashlib.sha256(raw).hexdigest())
-            return [(manifest["files_delta"], raw)]
-    raw = filecols.encode(files)
+    if out is not None and changed <= DELTA_SHARE * len(files):
+        name, sha = base[0], base[1]
+        raw = store.json_bytes({"format": store.FORMAT, "base": name, "files": out})
+        manifest.update(files_file=name, files_sha=sha, files_delta=f"g{gen}.delta.json",
+                        delta_sha=hashlib.sha256(raw).hexdigest())
+        return [(manifest["files_delta"], raw)]
+    raw = filecols.encode(filecols.dicts(files))
     manifest.update(files_file=f"g{gen}.files.cols", files_sha=hashlib.sha256(raw).hexdigest(),
                     files_delta=None, delta_sha=None)
     return [(manifest["files_file"], raw)]

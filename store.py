@@ -196,7 +196,8 @@ def _write_segment(index_dir: Path, name: str, pieces: list, dim: int, written: 
         rows["end"] = np.concatenate(ends)
     vectors = (np.concatenate([p.vectors for p in pieces]).astype(np.float32, copy=False)
                if pieces else np.zeros((0, dim), np.float32))
-    meta = json_bytes({"format": FORMAT, "files": files,
+    meta = json_bytes({"format": FORMAT, "files": files,    # this key order, compact:
+                       # store_load._Meta decodes each list on its own
                        "heading": [h for p in pieces for h in p.heading],
                        "section_date": [d for p in pieces for d in p.section_date],
                        "entry_latest": [e for p in pieces for e in p.entry_latest]})

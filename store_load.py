@@ -14,6 +14,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import operator
 import os
 import shlex
 import zlib
@@ -45,8 +46,16 @@ class Index:
     cache: dict = field(default_factory=dict)   # free for retrieve/version to memoise
     stat: list = field(default_factory=list)    # index_stat of the files it was read from
     segments: list = field(default_factory=list)  # the Segments, in manifest order
-    where: dict = field(default_factory=dict)     # path -> [(segment, first row, rows)]
+    places: object = None        # where, or the function that makes it (_load)
     base: tuple | None = None    # (name, sha, records) of the file records' base
+
+    @property
+    def where(self) -> dict:
+        """path -> [(segment, first row, rows)] of every live note, made when first read
+        (an ingest reads it, a question does not)."""
+        if callable(self.places):
+            self.places = self.places()
+        return {} if self.places is None else self.places
 
 
 def _line(e: Exception) -> str:
@@ -94,17 +103,28 @@ def built_from(index_dir=None) -> tuple[str, str] | None:
 
 @dataclass
 class Segment:
-    """One segment, memory-mapped: rows of chunks of whole notes."""
+    """One segment, memory-mapped: rows of chunks of whole notes. heading, section_date
+    and entry_latest (a list each, one value a row) are decoded when first read."""
     name: str
     files: list                  # [[path, first row, rows]] in row order
-    heading: list
-    section_date: list
-    entry_latest: list
+    meta: object                 # _Meta of s<N>.chunks.json: the per-row lists
     vectors: np.ndarray          # float32 [rows, dim] (memory map)
     rows: np.ndarray             # store.ROWS [rows] (memory map)
     blob: object                 # the texts: a _Text (b"" when empty)
     where: str                   # "s3.text in DIR", for errors
     fix: str                     # the command that rebuilds the index
+
+    @property
+    def heading(self) -> list:
+        return self.meta.get("heading")
+
+    @property
+    def section_date(self) -> list:
+        return self.meta.get("section_date")
+
+    @property
+    def entry_latest(self) -> list:
+        return self.meta.get("entry_latest")
 
     def text(self, r: int) -> str:
         start = int(self.rows["end"][r - 1]) if r else 0
@@ -119,6 +139,57 @@ class Segment:
 
     def row_paths(self) -> list[str]:
         return [p for p, _, n in self.files for _ in range(n)]
+
+
+META_KEYS = ("files", "heading", "section_date", "entry_latest")   # store._write_segment's
+
+
+class _Meta:
+    """A segment's chunks.json (its digest already checked), each list decoded when first
+    asked for: store writes its keys in META_KEYS order, compactly, so each key's list
+    starts after ',"key":[', which no JSON string can hold (its quotes are escaped), and
+    ends where the next key starts. Any other layout is decoded whole. A list that does
+    not parse or has not n values: store.IndexProblem(problem)."""
+
+    def __init__(self, raw: bytes, n: int, data=None, problem: str = "", at=None):
+        self.raw, self.n, self.lists, self.problem = raw, n, {}, problem
+        if data is not None:                            # decoded whole already
+            self.lists = {k: data.get(k) for k in META_KEYS}
+            for k in META_KEYS[1:]:
+                self._check(k, self.lists[k])
+            return
+        self.spans = {k: (i + len(k) + 4, j) for k, i, j in
+                      zip(META_KEYS, at, at[1:] + [len(raw) - 1])}
+
+    @staticmethod
+    def keys_at(raw: bytes) -> list | None:
+        """Where each key of META_KEYS starts when raw has the layout store writes (else
+        None: it is decoded whole)."""
+        if not (raw.startswith(b'{"format":%d,"files":[' % store.FORMAT)
+                and raw.endswith(b"]}")):
+            return None
+        at, start = [], 0
+        for k in META_KEYS:
+            start = raw.find(b',"%s":[' % k.encode(), start)
+            if start < 0:
+                return None
+            at.append(start)
+        return at
+
+    def _check(self, key: str, value) -> list:
+        if not isinstance(value, list) or len(value) != self.n:
+            raise store.IndexProblem(self.problem)
+        return value
+
+    def get(self, key: str) -> list:
+        if key not in self.lists:
+            start, end = self.spans[key]
+            try:
+                value = json.loads(self.raw[start:end])
+            except ValueError:
+                raise store.IndexProblem(self.problem) from None
+            self.lists[key] = value if key == "files" else self._check(key, value)
+        return self.lists[key]
 
 
 class _Text:
@@ -321,13 +392,13 @@ def _load(d: Path, backend) -> Index:
                                  f"{fix}") from None
     base, files = _load_files(d, manifest, files_file, vault, fix)
     segments = [_load_segment(d, name, rows, sha, dim, vault) for name, rows, sha in names]
-    where = _live_notes(segments, dead)
-    file_of, seg_of, row = _layout(d, files, where, fix)
+    live = _live_notes(segments, dead)
+    file_of, seg_of, row = _layout(d, files, live, fix)
     embedder = _load_embedder(d, manifest, backend, fix)
     idx = Index(d, manifest, files, _Chunks(files, segments, file_of, seg_of, row),
                 _Vectors([s.vectors for s in segments], seg_of, row, dim),
                 filecols.ByPath(files), embedder, stat=stat)
-    idx.segments, idx.where, idx.base = segments, where, base
+    idx.segments, idx.places, idx.base = segments, _where(*live), base
     return idx
 
 
@@ -383,10 +454,26 @@ def _mapped(path: Path, fix: str, dtype=None, shape=None):
 
 def _load_segment(d: Path, name: str, n: int, sha: str, dim: int, vault) -> Segment:
     fix = _fix(d, vault)
-    meta, raw = _read_json(d, f"{name}.chunks.json", "files", vault)
+    try:
+        raw = (d / f"{name}.chunks.json").read_bytes()
+    except OSError as e:
+        raise store.IndexProblem(f"{name}.chunks.json in {d} is unreadable "
+                                 f"({type(e).__name__}): run {fix}") from None
     if hashlib.sha256(raw).hexdigest() != sha:
         raise store.IndexProblem(f"{name}.chunks.json in {d} does not match its manifest (edited, "
                                  f"or an ingest was interrupted): run {fix}")
+    problem = (f"{name}.text in {d} does not match its rows (edited or damaged): run "
+               f"{fix}")
+    try:
+        at = _Meta.keys_at(raw)
+        meta = (_Meta(raw, n, problem=problem, at=at) if at else
+                _Meta(raw, n, _read_json(d, f"{name}.chunks.json", "files", vault)[0], problem))
+        files = meta.get("files")
+    except UnicodeDecodeError:
+        raise store.IndexProblem(f"{name}.chunks.json in {d} is unreadable "
+                                 f"(UnicodeDecodeError): run {fix}") from None
+    if not isinstance(files, list):
+        raise store.IndexProblem(problem)
     vectors = _mapped(d / f"{name}.vectors.npy", fix, np.float32, (n, dim))
     rows = _mapped(d / f"{name}.rows.npy", fix, store.ROWS, (n,))
     text = d / f"{name}.text"
@@ -396,40 +483,48 @@ def _load_segment(d: Path, name: str, n: int, sha: str, dim: int, vault) -> Segm
     except (OSError, ValueError) as e:
         raise store.IndexProblem(f"{name}.text in {d} is unreadable ({_line(e)}): run "
                                  f"{fix}") from None
-    if size != (int(rows["end"][-1]) if n else 0) or not all(
-            len(meta.get(k) or []) == n for k in ("heading", "section_date", "entry_latest")):
+    if size != (int(rows["end"][-1]) if n else 0):
         raise store.IndexProblem(f"{name}.text in {d} does not match its rows (edited or "
                                  f"damaged): run {fix}")
-    return Segment(name, meta["files"], meta["heading"], meta["section_date"],
-                   meta["entry_latest"], vectors, rows, blob, f"{name}.text in {d}", fix)
+    return Segment(name, files, meta, vectors, rows, blob, f"{name}.text in {d}", fix)
 
 
-def _live_notes(segments: list, dead: dict) -> dict:
-    """path -> [(segment, first row, rows)] of every note not tombstoned (one each in a
-    whole index)."""
-    where = {}
+def _live_notes(segments: list, dead: dict) -> tuple[list, np.ndarray]:
+    """(the paths of the notes not tombstoned, in segment order; int64 [notes, 3]: each
+    one's segment, first row and rows)."""
+    paths, loc = [], []
     for s, seg in enumerate(segments):
         gone = dead.get(seg.name, ())
-        for path, start, count in seg.files:
-            if path not in gone:
-                where.setdefault(path, []).append((s, start, count))
-    return where
+        entries = [f for f in seg.files if f[0] not in gone] if gone else seg.files
+        paths += map(operator.itemgetter(0), entries)
+        cols = [np.full(len(entries), s, np.int64)] + [
+            np.fromiter(map(operator.itemgetter(k), entries), np.int64, len(entries))
+            for k in (1, 2)]
+        loc.append(np.stack(cols, axis=1))
+    return paths, (np.concatenate(loc) if loc else np.zeros((0, 3), np.int64))
 
 
-def _layout(d: Path, files: list, where: dict, fix: str):
+def _where(paths: list, loc: np.ndarray):
+    """Index.where of _live_notes, made when first read."""
+    return lambda: dict(zip(paths, ([t] for t in map(tuple, loc.tolist()))))
+
+
+def _layout(d: Path, files: list, live: tuple, fix: str):
     """(file_of, seg_of, row): for each live chunk, in full-build order (notes by path,
-    then their rows), its file's position in files, its segment and its row there."""
-    live = [(j, p) for j, (p, dup) in enumerate(zip(filecols.column(files, "path"),
-                                                    filecols.column(files, "duplicate_of")))
-            if not dup]
-    if len(where) != len(live) or any(len(where.get(p, ())) != 1 for _, p in live):
+    then their rows), its file's position in files, its segment and its row there.
+    live: _live_notes; each note not a duplicate must be there exactly once."""
+    paths, loc = live
+    pos = dict(zip(paths, range(len(paths))))
+    js = [j for j, dup in enumerate(filecols.column(files, "duplicate_of")) if not dup]
+    at = list(map(pos.get, map(filecols.column(files, "path").__getitem__, js)))
+    if len(pos) != len(paths) or len(js) != len(paths) or None in at:
         raise store.IndexProblem(f"the segments in {d} do not match its files (a note missing or "
                                  f"indexed twice): run {fix}")
-    loc = np.array([where[p][0] for _, p in live], dtype=np.int64).reshape(-1, 3)
+    loc = loc[np.asarray(at, dtype=np.int64)] if at else np.zeros((0, 3), np.int64)
     counts = loc[:, 2]
     first = np.cumsum(counts) - counts                 # each note's first chunk id
     row = np.arange(int(counts.sum()), dtype=np.int64) + np.repeat(loc[:, 1] - first, counts)
-    return (np.repeat(np.array([j for j, _ in live], dtype=np.int64), counts),
+    return (np.repeat(np.array(js, dtype=np.int64), counts),
             np.repeat(loc[:, 0], counts), row)
 
 

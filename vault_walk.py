@@ -148,13 +148,15 @@ class _Walk:
         return path[self.cut:].replace(os.sep, "/") if os.sep != "/" else path[self.cut:]
 
     def walk(self, top: str) -> None:
-        stack, seen, rel, ignored = [top], self.seen, self.rel, self.ignored
+        """Notes under top, depth first. A folder's real path (for loops) is its
+        parent's plus its name unless it was reached by a link: one realpath per walk."""
+        stack, seen, rel, ignored = [(top, None)], self.seen, self.rel, self.ignored
         cut, plain = self.cut, os.sep == "/"        # rel() inline: a path under the vault
         notes, stats, link_dirs, link_files = (self.notes, self.stats, self.link_dirs,
                                                self.link_files)
         while stack:
-            folder = stack.pop()
-            real = os.path.realpath(folder)
+            folder, real = stack.pop()
+            real = os.path.realpath(folder) if real is None else real
             if real in seen:
                 continue
             seen.add(real)
@@ -176,7 +178,10 @@ class _Walk:
                     link, is_dir = True, False
                 if is_dir:
                     if name.lower() not in SKIP_DIRS:
-                        (link_dirs if link else stack).append(e.path)
+                        if link:
+                            link_dirs.append(e.path)
+                        else:
+                            stack.append((e.path, real.rstrip(os.sep) + os.sep + name))
                 elif name.lower().endswith(TEXT_EXTS):
                     r = e.path[cut:] if plain else rel(e.path)
                     if ignored and ignored(r):
@@ -185,7 +190,11 @@ class _Walk:
                         link_files.append(e.path)
                     else:
                         notes.append(r)
-                        stats[r] = _stat_of(e)
+                        try:
+                            st = e.stat()
+                            stats[r] = [st.st_size, st.st_mtime_ns]
+                        except OSError:
+                            stats[r] = None
                         names.append(name)
             self.real_notes.append((real.rstrip(os.sep) + os.sep, names))
 
@@ -229,7 +238,8 @@ def scan(vault: Path, cfg: dict, stats: dict | None = None) -> tuple[list[str], 
     w.walk(str(vault))
     w.follow()
     w.notes.sort()
-    ordered = {p: stats[p] for p in w.notes}    # path order, as the stamp hashes them
+    ordered = dict(zip(w.notes, map(stats.__getitem__, w.notes)))   # path order, as the
+                                                                    # stamp hashes them
     stats.clear()
     stats.update(ordered)
     return w.notes, w.skipped

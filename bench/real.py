@@ -3,7 +3,9 @@ in the same minutes (issue 27).
 
 In:  a size in chunks (default 100k), a baseline revision (default HEAD~1), a work folder.
 Out: a table on stdout (each figure: this tree, the baseline, the target, met) and
-     bench/out/real-<time>.json. The vault is synth.py's "real" shape: a pool of 140
+     bench/out/real-<time>.json. --shape families: synth.py's "families" shape (one
+     family per note, ~5 chunks a note: 20k notes at 100k chunks; issue 37). Otherwise
+     the vault is synth.py's "real" shape: a pool of 140
      note dates (hundreds of notes per date), meeting notes by the dozen per day, monthly
      reports dated the 1st, long dated logs, version families of 10..30 files, an
      imported/ folder of 5,000 notes from one template with one modified time.
@@ -18,7 +20,8 @@ copies, another note each run) then `python ingest.py`; `python harness.py --bac
 builtin "q"` with nothing changed, and its peak memory; `python -c "import numpy,
 json"`; SQLite FTS5 deleting and inserting that note's rows in a fresh process.
 
-    python bench/run.py --real [--chunks 100k] [--baseline HEAD~1] [--work DIR] [--runs 5]
+    python bench/run.py --real [--shape real|families] [--chunks 100k]
+                               [--baseline HEAD~1|DIR] [--work DIR] [--runs 5]
 """
 
 from __future__ import annotations
@@ -79,8 +82,11 @@ def timed(cmd: list[str], cwd=None) -> tuple[float, float]:
     return wall, usage.ru_maxrss / 1024
 
 
-def baseline_tree(rev: str, dest: Path) -> str:
-    """The tree of rev unpacked into dest; its full sha."""
+def baseline_tree(rev: str, dest: Path) -> tuple[Path, str]:
+    """(the baseline tree, what it is): a folder holding a Verso tree as it is, else the
+    tree of revision rev unpacked into dest (and its full sha)."""
+    if (Path(rev) / "ingest.py").is_file():
+        return Path(rev).resolve(), f"folder {Path(rev).resolve()}"
     sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", rev], capture_output=True,
                          text=True, check=True).stdout.strip()
     data = subprocess.run(["git", "-C", str(ROOT), "archive", sha], capture_output=True,
@@ -88,7 +94,7 @@ def baseline_tree(rev: str, dest: Path) -> str:
     dest.mkdir(parents=True)
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         tar.extractall(dest, filter="data")
-    return sha
+    return dest, sha
 
 
 class Side:
@@ -140,14 +146,15 @@ def _fts5_rows(index: Path, rel: str) -> tuple[alt.FTS5, dict] | None:
     return fts, rows
 
 
-def run(work: Path, chunks: int, rev: str, runs: int = RUNS, log=print) -> dict:
+def run(work: Path, chunks: int, rev: str, runs: int = RUNS, log=print,
+        shape: str = "real") -> dict:
     work.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
-    made = synth.make_vault(work / "vault", chunks, seed=0, questions=1, shape="real")
+    made = synth.make_vault(work / "vault", chunks, seed=0, questions=1, shape=shape)
     log(f"vault: {made.notes} notes, {made.bytes / 2**20:.1f} MB, {made.counts} "
         f"({time.perf_counter() - t:.1f} s)")
-    sha = baseline_tree(rev, work / "baseline")
-    sides = [Side("baseline", work / "baseline", work / "vault-baseline", work / "idx-baseline"),
+    tree, sha = baseline_tree(rev, work / "baseline")
+    sides = [Side("baseline", tree, work / "vault-baseline", work / "idx-baseline"),
              Side("this tree", ROOT, work / "vault-this", work / "idx-this")]
     for s in sides:
         shutil.copytree(work / "vault", s.vault, copy_function=shutil.copy2)
@@ -171,7 +178,7 @@ def run(work: Path, chunks: int, rev: str, runs: int = RUNS, log=print) -> dict:
     fts = _fts5_rows(sides[1].index, edits[-1])
     fts5_s = (float(np.median([fts[0].replace_process(fts[1]) for _ in range(runs)]))
               if fts else None)
-    return {"chunks_target": chunks, "notes": made.notes, "vault_bytes": made.bytes,
+    return {"chunks_target": chunks, "shape": shape, "notes": made.notes, "vault_bytes": made.bytes,
             "kinds": made.counts, "baseline": sha, "runs": runs, "fts5_note_s": fts5_s,
             "edited": edits, "sides": {s.name: s.figures for s in sides},
             "chunks": _chunks(sides[1].index)}
@@ -194,10 +201,11 @@ def figures(side: dict, fts5_s) -> dict:
 def render(res: dict) -> str:
     this = figures(res["sides"]["this tree"], res["fts5_note_s"])
     base = figures(res["sides"]["baseline"], res["fts5_note_s"])
-    rows = [f"Verso on a real-shaped vault: {res['notes']:,} notes, {res['chunks']:,} chunks, "
+    rows = [f"Verso on a {res.get('shape', 'real')}-shaped vault: {res['notes']:,} notes, "
+            f"{res['chunks']:,} chunks, "
             f"{res['vault_bytes'] / 2**20:.1f} MB; medians of {res['runs']} fresh processes "
             f"per figure, the two trees alternating",
-            f"baseline: {res['baseline'][:10]}; FTS5 delete + insert of one note's rows "
+            f"baseline: {_short(res['baseline'])}; FTS5 delete + insert of one note's rows "
             f"(process): {res['fts5_note_s'] or float('nan'):.3f} s",
             "", f"{'figure':<52}{'this tree':>11}{'baseline':>11}{'limit':>9}  met"]
     for key, (label, limit, op) in TARGETS.items():
@@ -210,12 +218,17 @@ def render(res: dict) -> str:
     return "\n".join(rows)
 
 
+def _short(baseline: str) -> str:
+    return baseline[:10] if len(baseline) == 40 else baseline
+
+
 def _num(x) -> str:
     return "-" if x is None else f"{x:,.3f}" if x < 100 else f"{x:,.0f}"
 
 
-def main(work, chunks: int, rev: str, runs: int, out_dir: Path, log) -> int:
-    res = run(Path(work), chunks, rev, runs, log)
+def main(work, chunks: int, rev: str, runs: int, out_dir: Path, log,
+         shape: str = "real") -> int:
+    res = run(Path(work), chunks, rev, runs, log, shape)
     out_dir.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     for name in (f"real-{stamp}.json", "real-latest.json"):

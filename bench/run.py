@@ -18,6 +18,8 @@ Not: a timed test (tests/test_bench.py only runs the machinery at a tiny size).
 
     python bench/run.py [--sizes 1k,10k,100k] [--big] [--quick] [--queries 200]
                         [--seed 0] [--out bench/out] [--work DIR]
+    python bench/run.py --real [--shape real|families] [--chunks 100k]
+                        [--baseline REV|DIR] [--runs 5] [--work DIR]
 """
 
 from __future__ import annotations
@@ -604,8 +606,12 @@ def main(argv=None) -> int:
     p.add_argument("--real", action="store_true", help="the real-shaped vault beside a "
                    "baseline commit (bench/real.py): edit, cold question, full ingest")
     p.add_argument("--chunks", default="100k", help="--real: the vault's size in chunks")
-    p.add_argument("--baseline", default="HEAD~1", help="--real: the revision to compare")
+    p.add_argument("--baseline", default="HEAD~1", help="--real: the revision to compare, "
+                   "or a folder holding a Verso tree (used as it is)")
     p.add_argument("--runs", type=int, default=5, help="--real: fresh processes per figure")
+    p.add_argument("--shape", choices=("real", "families"), default="real",
+                   help="--real: the vault's shape: real (bench/synth.py --shape real) or "
+                   "families (one family per note, ~5 chunks each: 20k notes at 100k)")
     a = p.parse_args(argv)
     if a.real:
         return _real(a, p)
@@ -646,7 +652,8 @@ def _real(a, p) -> int:
         return 2
     try:
         return real.main(work, chunks, a.baseline, max(1, a.runs), Path(a.out),
-                         log=lambda m: print(m, file=sys.stderr, flush=True))
+                         log=lambda m: print(m, file=sys.stderr, flush=True),
+                         shape=a.shape)
     except (RuntimeError, subprocess.CalledProcessError) as e:
         print(f"bench: {str(e).splitlines()[0]}", file=sys.stderr)
         return 1

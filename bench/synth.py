@@ -9,12 +9,13 @@ Out: markdown notes shaped like a personal vault (folders, `# Title`, `##` secti
 Not: indexing or timing (bench/run.py does that). The chunk count is an estimate from
      the section layout; the benchmark reports the count ingest actually made.
 
-    python bench/synth.py OUT_DIR --chunks 10000 [--seed 0] [--shape plain|real]
+    python bench/synth.py OUT_DIR --chunks 10000 [--seed 0] [--shape plain|real|families]
 
 --shape real (bench/real.py) draws every note date from a pool of 140 days and adds the
 shapes that make incremental indexing hard: meetings by the dozen per day, monthly
 reports dated the 1st, long dated logs, families of 10..30 versions, and an imported/
-folder of 5,000 notes from one template with one modified time.
+folder of 5,000 notes from one template with one modified time. --shape families
+(issue 37): almost every note its own family, ~5 chunks a note (20k notes at 100k).
 
 Sections hold 40..150 words (one chunk each: ingest merges below 30 and windows above
 180); about 1 in 25 is one long line of 250..450 words (several windowed chunks). Notes
@@ -357,6 +358,27 @@ REAL_DATES = 140
 IMPORTED = 5000
 
 
+class _FamiliesWriter(_Writer):
+    """Almost every note its own family (issue 37): topic notes of about FAMILY_CHUNKS
+    sections each in many folders, so 100k chunks is a vault of ~20k notes; a few
+    version families and exact copies keep the cross-note rules at work."""
+
+    def single(self) -> None:
+        r = self.rng
+        folder = f"{FOLDERS[int(r.integers(0, len(FOLDERS)))]}/{int(r.integers(0, 40)):02d}"
+        stem = _name(self.words, self.taken, 3)
+        rel = f"{folder}/{stem}.md"
+        head = f"---\nupdated: {self._day()}\n---\n" if r.random() < 0.3 else ""
+        n = min(20, int(r.geometric(1 / FAMILY_CHUNKS)))
+        self._put(rel, head + f"# {stem.title()}\n\n" + self._sections(rel, n))
+        self.stems.append(stem)
+        self.counts["single"] += 1
+
+
+FAMILIES_KINDS = {"single": 0.98, "family": 0.005, "duplicate": 0.015}
+FAMILY_CHUNKS = 5
+
+
 def _questions(w: _Writer, n: int) -> list[dict]:
     r = np.random.default_rng(w.rng.integers(0, 2**32))
     out = []
@@ -384,19 +406,26 @@ privacy = "shareable"
 """
 
 
+SHAPES = {"plain": KINDS, "real": REAL_KINDS, "families": FAMILIES_KINDS}
+
+
 def make_vault(root, chunks: int, seed: int = 0, questions: int = 200,
                shape: str = "plain") -> Vault:
     """Write a vault of about `chunks` chunks into root (created; must be empty).
-    shape "real": _RealWriter's shapes (the imported folder scaled down below 50k chunks)."""
+    shape "real": _RealWriter's shapes (the imported folder scaled down below 50k chunks);
+    "families": _FamiliesWriter's, one family per note (about 5 chunks a note)."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     if any(root.iterdir()):
         raise ValueError(f"{root} is not empty: pass a new folder")
-    if shape not in ("plain", "real"):
-        raise ValueError(f"shape {shape!r}: plain or real")
-    kinds = KINDS if shape == "plain" else REAL_KINDS
+    if shape not in SHAPES:
+        raise ValueError(f"shape {shape!r}: one of {', '.join(SHAPES)}")
+    kinds = SHAPES[shape]
     if shape == "plain":
         w = _Writer(root, seed)
+    elif shape == "families":
+        w = _FamiliesWriter(root, seed)
+        w.counts = dict.fromkeys(FAMILIES_KINDS, 0)
     else:
         w = _RealWriter(root, seed, REAL_DATES)
         w.counts = dict.fromkeys(list(REAL_KINDS) + ["imported"], 0)
@@ -424,8 +453,9 @@ def main(argv=None) -> int:
     p.add_argument("out", help="new folder for the vault")
     p.add_argument("--chunks", type=int, default=10_000)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--shape", choices=("plain", "real"), default="plain",
-                   help="real: many notes per date, imports, long logs, big families")
+    p.add_argument("--shape", choices=tuple(SHAPES), default="plain",
+                   help="real: many notes per date, imports, long logs, big families; "
+                   "families: one family per note, ~5 chunks each")
     a = p.parse_args(argv)
     try:
         v = make_vault(a.out, a.chunks, a.seed, shape=a.shape)

@@ -119,3 +119,38 @@ def test_the_real_bench_times_both_trees_at_a_tiny_size(tmp_path):
     assert "one edited note" in table and res["baseline"][:10] in table
     assert (tmp_path / "work" / "vault-this" / res["edited"][0]).read_text().count(
         "Edited for the benchmark") == 1
+
+
+def test_the_families_shape_gives_almost_every_note_a_family_of_its_own(tmp_path):
+    """bench/run.py --real --shape families (issue 37): ~5 chunks a note, seeded."""
+    a = synth.make_vault(tmp_path / "a", 600, seed=3, questions=1, shape="families")
+    b = synth.make_vault(tmp_path / "b", 600, seed=3, questions=1, shape="families")
+    assert _files(a.root) == _files(b.root)
+    assert a.counts["single"] >= 0.9 * a.notes and 80 <= a.notes <= 200
+    from verso import ingest
+    s = ingest.build_index(a.root, tmp_path / "idx")
+    assert s["families"] >= 0.9 * s["indexed"] and s["chunks"] >= 4 * s["indexed"]
+
+
+@pytest.mark.slow
+def test_the_real_bench_takes_a_folder_as_its_baseline(tmp_path):
+    import real
+    root = BENCH.parent
+    res = real.run(tmp_path / "work", 120, str(root), runs=1, log=lambda m: None,
+                   shape="families")
+    assert res["shape"] == "families" and res["baseline"] == f"folder {root.resolve()}"
+    assert "families-shaped vault" in real.render(res)
+
+
+def test_the_phases_script_times_an_edit_and_a_question(tmp_path, capsys):
+    import phases
+    v = synth.make_vault(tmp_path / "v", 60, seed=1, questions=1, shape="families")
+    from verso import ingest
+    ingest.build_index(v.root, tmp_path / "idx")
+    note = sorted(p.relative_to(v.root).as_posix() for p in v.root.rglob("*.md"))[0]
+    assert phases.main([str(v.root), "--index", str(tmp_path / "idx"), "--edit", note]) == 0
+    out = capsys.readouterr().out
+    assert "catalogue.changes" in out and "vault_walk.scan" in out
+    assert phases.main([str(v.root), "--index", str(tmp_path / "idx"), "--question",
+                        "what is the rate"]) == 0
+    assert "store_load.load_index" in capsys.readouterr().out
