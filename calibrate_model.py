@@ -23,6 +23,9 @@ whether verify's checks passed.
 
 from __future__ import annotations
 
+if __name__ == "__main__" and not __package__:   # a program in a checkout (not -m)
+    import _checkout  # noqa: F401
+
 import argparse
 import json
 import os
@@ -320,5 +323,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    import _checkout  # noqa: F401  (`verso` is this checkout)
     sys.exit(main())

@@ -22,7 +22,7 @@ written" says the part in parentheses was searched, not asked.
 
 from __future__ import annotations
 
-if __name__ == "__main__":      # run as a program in a checkout: `verso` is this folder
+if __name__ == "__main__" and not __package__:   # a program in a checkout (not -m)
     import _checkout  # noqa: F401
 
 import argparse

@@ -14,7 +14,7 @@ Not: any work of its own. It sits above every module it hands to, so that no lib
 
 from __future__ import annotations
 
-if __name__ == "__main__":      # run as a program in a checkout: `verso` is this folder
+if __name__ == "__main__" and not __package__:   # a program in a checkout (not -m)
     import _checkout  # noqa: F401
 
 import gc
