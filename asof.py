@@ -178,11 +178,13 @@ PERIOD_PATTERNS = (   # (kind, regex), first match wins: the most precise form f
 LABEL_RE = re.compile(r"\[(\d{4}(?:-\d\d){0,2})(?:\.\.(\d{4}-\d\d-\d\d))?\]")
 ISO_DAY_RE = re.compile(r"(?<![\d-])((?:19|20)\d\d-\d\d-\d\d)(?![\d-])")
 STATEMENT_DAYS = 7     # a statement of a week or less that touches a period is about it
+ANY_DAY = "2000-01-01"   # names_period: a day to resolve relative words against
 
 
-def asks_period(question: str) -> bool:
-    """Does the question ask what happened, or was written, in some time?"""
-    return bool(PERIOD_ASK_RE.search(_norm(question)))
+def names_period(question: str) -> bool:
+    """Does the question ask about a period it names? (Whether it names one does not
+    depend on today, so any day will do to resolve its relative words.)"""
+    return period(question, ANY_DAY) is not None
 
 
 def period(question: str, today: str | None) -> dict | None:

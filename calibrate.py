@@ -32,6 +32,7 @@ change questions. Only the builtin calibration ships in this file.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sys
@@ -174,11 +175,17 @@ def tuning_splits() -> dict:
             for s, row in table["splits"].items() if row["role"] == "tuning"}
 
 
+@functools.lru_cache(maxsize=1)
+def tuning_questions() -> int:
+    """How many questions the tuning splits hold (read once a process)."""
+    return sum(sum(1 for x in q.read_text(encoding="utf-8").splitlines() if x.strip())
+               for _, q in tuning_splits().values())
+
+
 def hint(seconds: float) -> str:
     """The line an uncalibrated model's answer ends with: what calibrating it takes,
     at the time this question took."""
-    n = sum(sum(1 for x in q.read_text(encoding="utf-8").splitlines() if x.strip())
-            for _, q in tuning_splits().values())
+    n = tuning_questions()
     return (f"`verso calibrate` measures this model once, to decide between them: about "
             f"{n} questions, ~{seconds:.0f} s each here ({n * seconds / 60:.0f} min)")
 

@@ -121,15 +121,14 @@ def _verdict(rows: list[dict], backend: str) -> dict:
 
 def fit(rows: list[dict]) -> dict:
     """The policy and the verdict calibrations of a model's rows."""
-    split_of = lambda r: {"split": r["split"]}  # noqa: E731
-    disagree = [{**split_of(r), "right": {
+    disagree = [{"split": r["split"], "right": {
         "model": r["answers"]["model"]["right"], "reader": r["answers"]["reader"]["right"],
         "again": shown(r, "again")["right"]}}       # (a model that chose no line: the reader's)
         for r in rows if not r["agree"]]
     rule = verdict_fit.pick(disagree, RULES)
     out = {"on_disagreement": rule}
     for kind in ("synthesis", "change"):
-        both = [{**split_of(r), "right": {"choose": shown(r, rule["choice"])["right"],
+        both = [{"split": r["split"], "right": {"choose": shown(r, rule["choice"])["right"],
                                           "generate": r["answers"]["generate"]["right"]}}
                 for r in rows if r["kind"] == kind and "generate" in r["answers"]]
         out[kind] = verdict_fit.pick(both, WRITERS)
@@ -197,7 +196,7 @@ def _backends(judge):
 
 def _index_dir(be, vault) -> str:
     emb = re.sub(r"[^A-Za-z0-9_.-]+", "-", getattr(be.embedder, "id", "embedder"))
-    return str(calibrate.stored_path("x").parent / "indexes" / emb / vault.name)
+    return str(store.home() / calibrate.STORED / "indexes" / emb / vault.name)
 
 
 def collect(splits: dict, be, free, path, same: dict, limit=None, say=print) -> list[dict]:

@@ -54,7 +54,6 @@ KEEP = 5                # no budget given: the first KEEP passages, whole (fit_e
 BUDGET_WORDS = None     # the default budget: None, the count above (tools/fit_evidence.py)
 MAX_PASSAGES = 10       # with a budget, at most this many passages, however short
 PERIOD_KEEP = MAX_PASSAGES   # a question about a period: every note of it, to this many
-ANY_DAY = "2000-01-01"  # whether a question names a period does not depend on today
 POOL = 15               # the ranked candidates the evidence is chosen from
 PASSAGE_WORDS = 70      # a longer passage is cut to its answering lines (in note order)
 HISTORY_WORDS = 70      # a change question: each version's answering lines
@@ -85,7 +84,7 @@ def select(question: str, cands: list[Candidate], budget: int | None = None,
     answering lines (HISTORY_WORDS for a change question), taken in order while the
     words fit the budget (the first always, `keep` or MAX_PASSAGES at most). A question
     about a period keeps up to PERIOD_KEEP passages when `keep` is not given."""
-    if keep is None and asof.period(question, ANY_DAY):
+    if keep is None and asof.names_period(question):
         keep = PERIOD_KEEP
     if budget is None:
         return cands[:keep or KEEP]

@@ -27,7 +27,6 @@ import verso
 from verso import asof
 from verso import calibrate
 from verso import choose
-from verso import filecols
 from verso import generate
 from verso import textkit
 from verso import ingest
@@ -346,12 +345,7 @@ def _choose_time(out: Answer, idx, mode, as_of) -> None:
         spec = out.route.get("as_of")
         if spec is None and mode == "as_of":
             raise ValueError("time mode as_of needs a date: pass --as-of YYYY-MM-DD")
-        dates = idx.cache.get("dates")
-        if dates is None:
-            dates = idx.cache["dates"] = [d for d, src in zip(
-                filecols.column(idx.files, "date"), filecols.column(idx.files, "date_source"))
-                if src != version.WEAK_SOURCE]
-        out.as_of = asof.resolve(spec, dates) if spec else None
+        out.as_of = asof.resolve(spec, retrieve.real_dates(idx)) if spec else None
         out.time_mode = "as_of" if out.as_of else "any"
 
 
@@ -431,18 +425,18 @@ def _write_and_verify(out: Answer, kept: list, be, clock: _Clock, writer=None) -
     out.shown, out.look_at = unsure.advise(out.verdict, out.question, out.answer,
                                            out.abstain_reason, ver.sentences, kept)
     if trace.get("alternate") and not draft.abstained:
-        _alternate(out, trace, kept, be, clock, writer, ver.sentences)
+        _alternate(out, trace, kept, mode, be, clock, writer, ver.sentences)
     by_id = {f"c{i}": c for i, c in enumerate(kept, 1)}
     out.citations = [{"id": cid, "path": by_id[cid].path, "date": by_id[cid].date}
                      for cid in draft.citations if cid in by_id]
 
 
-def _alternate(out: Answer, trace: dict, kept: list, be, clock: _Clock, writer,
+def _alternate(out: Answer, trace: dict, kept: list, mode: str, be, clock: _Clock, writer,
                rows: list) -> None:
     """The other reader's answer where an uncalibrated model and the builtin reader
     disagree (choose.py, policy "both"): verified and featured like the answer, and
     shown beside it, both marked unsure, with how to calibrate the model."""
-    alt, mode = trace["alternate"], "present" if out.time_mode == "as_of" else out.time_mode
+    alt = trace["alternate"]
     ver = clock.run("verify", verify_stage.verify, alt["text"], kept, mode, be.judge,
                     ledger=clock.ledger, question=out.question)
     cal = clock.run("calibrate", calibrate.calibrate, out.question,

@@ -30,6 +30,7 @@ import numpy as np
 
 from verso import asof
 from verso import bm25
+from verso import dating
 from verso import filecols
 from verso import store_load
 
@@ -39,7 +40,6 @@ FUSE_DEPTH_MIN = 50      # each ranking contributes its top max(3k, FUSE_DEPTH_M
 LINK_SEEDS = 5           # distinct notes whose links and backlinks are followed
 LINK_MAX = 5             # extra candidates link expansion may add
 PERIOD_MAX_NOTES = 20    # notes and log entries of a period added beside the top k
-WEAK_SOURCE = "mtime"    # date_source of a date that is only a file's mtime (dating.py)
 METHODS = ("hybrid", "bm25", "dense")
 
 
@@ -332,15 +332,19 @@ def search(index, query: str, qvec, k: int = DEFAULT_K, method: str = "hybrid",
 # --------------------------------------------------------------------------- periods
 
 
+def real_dates(index) -> list[str]:
+    """The dates of the vault's notes that are not a file's mtime alone (cached)."""
+    if "dates" not in index.cache:
+        index.cache["dates"] = [d for d, src in zip(filecols.column(index.files, "date"),
+                                                    filecols.column(index.files, "date_source"))
+                                if d and src != dating.WEAK_SOURCE]
+    return index.cache["dates"]
+
+
 def vault_today(index) -> str | None:
     """The day of the vault's newest real-dated note: the "today" a question's relative
     words ("last week") count from, the same in every run over the same notes."""
-    if "today" not in index.cache:
-        days = [d for d, src in zip(filecols.column(index.files, "date"),
-                                    filecols.column(index.files, "date_source"))
-                if d and src != WEAK_SOURCE]
-        index.cache["today"] = max(days, default=None)
-    return index.cache["today"]
+    return max(real_dates(index), default=None)
 
 
 def _period_mask(index, start: str, end: str) -> np.ndarray:
@@ -349,7 +353,7 @@ def _period_mask(index, start: str, end: str) -> np.ndarray:
     cache = index.cache.get("retrieve_stated")
     if cache is None:
         chunks = index.chunks
-        own = [None if src == WEAK_SOURCE else d for d, src in zip(
+        own = [None if src == dating.WEAK_SOURCE else d for d, src in zip(
             store_load.chunk_column(chunks, "date"),
             store_load.chunk_column(chunks, "date_source"))]
         said = [asof.stated(t) for t in store_load.chunk_column(chunks, "text")]

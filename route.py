@@ -84,7 +84,6 @@ TIME_RULES = ((HISTORY_STRONG_RE, "history", STRONG, "change words"),   # first 
               (HISTORY_WEAK_RE, "history", WEAK, "weak change words"),
               (PAST_OR_EVENT_RE, "any", WEAK, "a date, past tense or event"),
               (PRESENT_QUESTION_RE, "present", DEFAULT, "a plain question (default)"))
-ANY_DAY = "2000-01-01"   # whether a question names a period does not depend on today
 AS_OF_AFTER = 2          # the as-of rule comes after change words and present words
 INTENT_OPTIONS = {
     "notes": "a question the personal notes could answer: facts, people, projects, plans, "
@@ -124,7 +123,7 @@ def _time_mode(msg: str) -> tuple[str, float, str, dict | None]:
     for i, (regex, mode, conf, rule) in enumerate(TIME_RULES):
         if i == AS_OF_AFTER and (pair := asof.joined_points(msg)):
             return "history", WEAK, f"two points in time {' and '.join(pair)!r}", None
-        if i == AS_OF_AFTER and (span := asof.period(msg, ANY_DAY)):
+        if i == AS_OF_AFTER and (span := asof.period(msg, asof.ANY_DAY)):
             return "any", WEAK, f"a period {span['text']!r}", None
         if i == AS_OF_AFTER and (spec := asof.phrase(msg)):
             return "as_of", WEAK, f"a point in time {spec['text']!r}", spec
