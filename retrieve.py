@@ -33,6 +33,8 @@ from verso import bm25
 from verso import dating
 from verso import filecols
 from verso import store_load
+from verso import textkit
+from verso import wordforms
 
 RRF_K = 60               # reciprocal rank fusion: 1 / (RRF_K + rank), rank 1-based
 DEFAULT_K = 20           # fused candidates returned (before link expansion)
@@ -246,13 +248,26 @@ def dense_ranking(index, qvec, n: int, mask=None) -> tuple[np.ndarray, np.ndarra
 
 
 def bm25_ranking(index, query: str, n: int, mask=None) -> tuple[np.ndarray, np.ndarray]:
-    """Top n chunk ids by BM25 among chunks sharing a term with the query, with scores."""
-    ids, scores = bm25.scores(bm25.load_bm25(index), query)
+    """Top n chunk ids by BM25 among chunks sharing a term with the query, with scores.
+    The query is searched with the other forms of its verbs the vault holds ("buy" finds
+    "bought": wordforms.py)."""
+    bm = bm25.load_bm25(index)
+    ids, scores = bm25.scores(bm, query + verb_forms(query, bm["vocab"]))
     if mask is not None:
         keep = mask[ids]
         ids, scores = ids[keep], scores[keep]
     pos = top_k(scores, n)
     return ids[pos], scores[pos]
+
+
+def verb_forms(query: str, vocab) -> str:
+    """" " and the other forms of the query's words that vocab holds and the query does
+    not, once each; "" when there are none."""
+    asked = textkit.terms(query)
+    have = set(asked)
+    extra = [f for t in dict.fromkeys(asked) for f in sorted(wordforms.related(t))
+             if f not in have and f in vocab]
+    return " " + " ".join(dict.fromkeys(extra)) if extra else ""
 
 
 def closest_chunk(index, qvec, chunk_ids) -> int:

@@ -17,9 +17,12 @@ Rules, decided by code (d is the day written; weeks run Monday to Sunday):
   d's, d's own, or after it; two weekends ago, two weeks ago likewise; the week before
   is last week.
 - last X (a weekday): the latest X before d; this X: the X of d's week; next X: the X of
-  the week after; by / until / for X: the first X on or after d; on X: the latest X on
-  or before d in a sentence written in the past, the first X on or after d in one about
-  the future (will, going to, is coming, is due, plan to, comes ...; else the past).
+  the week after; by / until X: the first X on or after d; on X: the latest X on or
+  before d in a sentence written in the past, the first X after d in one about the
+  future (will, going to, is coming, is due, plan to, comes, I'm doing ...; else the
+  past), and
+  for X (booked for Friday) likewise: written on a Friday, "on Friday" about the
+  future is the next one (that day itself is "today").
 - A day and month without a year ("14 March", "March 14th", "since 1 Sept", "by 3
   June"), or "until / by the end of March": the nearest such day to d, on or before it
   after "since", on or after it after "until" or "by"; with a weekday ("Sunday 11
@@ -35,14 +38,17 @@ from datetime import date, timedelta
 
 from verso import textkit
 
-RULES = 5                      # bump when a rule changes: ingest reads every note again
+RULES = 6                      # bump when a rule changes: ingest reads every note again
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5,
                 "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11,
                 "twelve": 12, "a couple of": 2, "couple of": 2}
 FUTURE_RE = re.compile(r"\b(?:will|won't|shall|going to|gonna|(?:is|are|am)\s+(?:coming|"
                        r"due|booked|on)|plan(?:ning)? to|hope to|want to|need to|have to|"
-                       r"comes|arrives)\b|'ll\b", re.I)   # a sentence about the future
+                       r"comes|arrives)\b|'ll\b|"
+                       r"(?:\bam|\bis|\bare|'m|'re)\s+(?:now\s+|also\s+|still\s+)?\w+ing\b",
+                       re.I)   # a sentence about the future; "I'm doing his shift on
+                               # Friday": an arrangement is a present progressive
 _N = r"(?P<n>\d{1,3}|a couple of|couple of|an?|one|two|three|four|five|six|seven|eight|" \
      r"nine|ten|eleven|twelve)"
 _N2 = r"(?P<n>\d{1,3}|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"   # "in a
@@ -188,8 +194,10 @@ def _weekday(rel: str, wd: int, d: date, future: bool) -> date:
         return d - timedelta(days=(d.weekday() - wd - 1) % 7 + 1)
     if rel in ("this", "next"):
         return _week(d, 0 if rel == "this" else 1)[0] + timedelta(days=wd)
-    if future or rel in ("by", "until", "till", "for"):
+    if rel in ("by", "until", "till"):
         return d + timedelta(days=(wd - d.weekday()) % 7)
+    if future or rel == "for":
+        return d + timedelta(days=(wd - d.weekday() - 1) % 7 + 1)
     return d - timedelta(days=(d.weekday() - wd) % 7)
 
 

@@ -31,6 +31,11 @@ CASES = [   # (written on, text, what the expression must be followed by)
     ("2026-05-06", "On Friday I swam in the sea.", "On Friday [2026-05-01]"),    # past
     ("2026-05-06", "The plumber will come on Friday.", "on Friday [2026-05-08]"),  # future
     ("2026-05-06", "No show again; rebooked for Friday.", "for Friday [2026-05-08]"),
+    ("2026-05-08", "I did his shift on Friday.", "on Friday [2026-05-08]"),       # past:
+    ("2026-05-08", "I'm now doing his shift on Friday.", "on Friday [2026-05-15]"),
+    ("2026-05-08", "I will do his shift on Friday.", "on Friday [2026-05-15]"),   # its day,
+    ("2026-05-08", "No show; rebooked for Friday.", "for Friday [2026-05-15]"),   # future:
+    ("2026-05-08", "The form is due by Friday.", "by Friday [2026-05-08]"),       # the next
     ("2026-05-11", "Fixed at last! He came on Friday, not on the care plan.",
      "on Friday [2026-05-08]"),            # "plan" the noun says nothing of the future
     ("2026-05-08", "next Tuesday the plumber comes", "next Tuesday [2026-05-12]"),
