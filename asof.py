@@ -12,7 +12,10 @@ Out: phrase(question) -> {"text", "year", "month", "day", "kind"} or None, where
      about a period asks after ("what happened on 5 January", "my notes from March",
      "what did I write about the kiln last week"); stated(text) -> the days, ranges,
      months and years a passage states (its ISO dates and the brackets timewords.py
-     added), each as (first day, last day).
+     added), each as (first day, last day). ordinal(question) -> "last" | "first" |
+     None for "when did I last ...", "the first time ..."; mention(terms, text, day)
+     -> how well a passage mentions it and on which day (retrieve.py and evidence.py
+     hand on the latest or earliest mention).
 Not: choosing versions (version.py keeps the version in force on the date) or routing
      (route.py asks phrase() after its change words, period() before it).
 
@@ -29,6 +32,7 @@ from datetime import date, timedelta
 
 from verso import textkit
 from verso import timewords
+from verso import wordforms
 
 M = textkit.MONTH_WORD
 DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
@@ -212,6 +216,18 @@ def period(question: str, today: str | None) -> dict | None:
     return {"text": m.group(), "start": lo, "end": hi}
 
 
+def named_span(question: str, today: str | None) -> tuple[str, str] | None:
+    """(first day, last day) of the first year, month, week or day a question names in
+    words or digits ("in 2026", "in March", "on 5 January"), whatever it asks; None."""
+    now = date.fromisoformat(today) if today else None
+    for kind, rx in PERIOD_PATTERNS:
+        for m in rx.finditer(_norm(question)):
+            span = _period_span(kind, m.groups(), now)
+            if span:
+                return span[0].isoformat(), span[1].isoformat()
+    return None
+
+
 def _norm(question: str) -> str:
     return " ".join(question.replace("\u2019", "'").lower().split())
 
@@ -272,6 +288,53 @@ def _label_span(a: str, b: str | None) -> tuple[str, str]:
         y, m = map(int, a.split("-"))
         return f"{a}-01", date(y, m, calendar.monthrange(y, m)[1]).isoformat()
     return f"{a}-01-01", f"{a}-12-31"
+
+
+ORDINAL_RES = (   # "the last time I ...", "when did I first ...": the latest or earliest mention
+    re.compile(r"\b(?:the\s+)?(last|first|most recent|latest|earliest)\s+time\b"),
+    re.compile(r"\b(?:i|we|you|he|she|they)\s+(last|first)\b"
+               r"(?!\s+(?:week|weekend|month|year|night|time)\b)"))
+ORDINAL_WORDS = frozenset("last first time recent latest earliest".split())
+
+
+def ordinal(question: str) -> str | None:
+    """"last" for a question after the latest time something happened ("when did I last
+    see the dentist", "the most recent time"), "first" for the earliest; else None."""
+    q = _norm(question)
+    for rx in ORDINAL_RES:
+        m = rx.search(q)
+        if m:
+            return "first" if m.group(1) in ("first", "earliest") else "last"
+    return None
+
+
+def mention_terms(question: str) -> tuple[frozenset, ...]:
+    """The words a mention of what the question asks after names: each of its terms but
+    the ordinal words, as the set of its forms ("swim": swim, swam, swum, swimming)."""
+    asked = dict.fromkeys(t for t in textkit.terms(question) if t not in ORDINAL_WORDS)
+    return tuple(frozenset({t, *wordforms.related(t)}) for t in asked)
+
+
+def mention(words: tuple, text: str, written: str | None) -> tuple[int, str | None]:
+    """(how many of the asked words (mention_terms) the passage's sentence naming the
+    most of them names, in any form; the day of that mention: the first day its sentence
+    states (the brackets timewords added, an ISO day), else the day the passage was
+    written (None: undated))."""
+    best, day = 0, written
+    for sentence in textkit.sentences(text or ""):
+        have = set(textkit.terms(sentence))
+        n = sum(1 for forms in words if not forms.isdisjoint(have))
+        if n > best:
+            spans = stated(sentence)
+            best, day = n, min(lo for lo, _ in spans) if spans else written
+    return best, day
+
+
+def mention_rank(found: tuple[int, str], which: str) -> tuple:
+    """A sort key of a mention (asof.mention), the greatest best: more words named, then
+    the later day for "last", the earlier for "first"."""
+    named, day = found
+    return named, day if which == "last" else tuple(-ord(ch) for ch in day)
 
 
 def stated(text: str) -> list[tuple[str, str]]:

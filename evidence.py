@@ -32,6 +32,10 @@ Rules, decided by code:
   PERIOD_KEEP passages, not KEEP: it asks for every note of the period, and retrieval
   already kept the evidence inside the period (retrieve.py), so more passages add
   notes of the period, never ones from outside it.
+- "When did I last ...", "the first time I ...": the latest (earliest) mention of what
+  is asked among the passages (the sentence naming most of its words) comes first, so
+  it is handed on whatever its rank (retrieval added the latest and earliest mentions
+  it found: retrieve._mentions).
 - A budget (optional): as many passages as fit, each over PASSAGE_WORDS cut to the lines
   the builtin reader scores best; without one, the first KEEP passages whole.
 """
@@ -86,6 +90,8 @@ def select(question: str, cands: list[Candidate], budget: int | None = None,
     about a period keeps up to PERIOD_KEEP passages when `keep` is not given."""
     if keep is None and asof.names_period(question):
         keep = PERIOD_KEEP
+    elif which := asof.ordinal(question):
+        cands = _mention_first(question, cands, which)
     if budget is None:
         return cands[:keep or KEEP]
     pool = cands[:POOL]
@@ -103,6 +109,30 @@ def select(question: str, cands: list[Candidate], budget: int | None = None,
         if len(out) >= (keep or MAX_PASSAGES) or words >= budget:
             break
     return out
+
+
+def _mention_first(question: str, cands: list[Candidate], which: str) -> list[Candidate]:
+    """cands with the latest mention ("first": the earliest) of what the question asks
+    after first: among the first POOL, the best mentions (asof.mention: the sentence
+    naming the most of its words, in any form), of those the one whose day is latest
+    (earliest), inside the year or day the question names. (The judge's relevance is
+    not asked: a when-question names no value, and the builtin judge rates every
+    passage of such a question low.)"""
+    terms, inside = asof.mention_terms(question), asof.named_span(question, None)
+    best = None
+    for i, c in enumerate(cands[:POOL]):
+        found = asof.mention(terms, c.chunk.get("text", ""),
+                             None if c.date == extract.UNDATED else c.date)
+        named, day = found
+        if not (named and day) or (inside and not inside[0] <= day <= inside[1]):
+            continue
+        key = asof.mention_rank(found, which)
+        if best is None or key > best[0]:
+            best = (key, i)
+    if best is None:
+        return cands
+    i = best[1]
+    return [cands[i], *cands[:i], *cands[i + 1:]]
 
 
 def _units_by_candidate(ask, cands, written: bool = False) -> list[list]:

@@ -42,7 +42,9 @@ FUSE_DEPTH_MIN = 50      # each ranking contributes its top max(3k, FUSE_DEPTH_M
 LINK_SEEDS = 5           # distinct notes whose links and backlinks are followed
 LINK_MAX = 5             # extra candidates link expansion may add
 PERIOD_MAX_NOTES = 20    # notes and log entries of a period added beside the top k
+MENTIONS_ADD = LINK_MAX  # "the last time": mentions added beside the top k, as links are
 METHODS = ("hybrid", "bm25", "dense")
+UNDATED = "undated"      # Candidate.date of a note dated by its file's mtime alone
 
 
 @dataclass
@@ -72,7 +74,7 @@ class Candidate:
     def date(self) -> str:
         """The effective date, or "undated" when it is only a file mtime."""
         weak = self.chunk.get("date_source") == "mtime"
-        return "undated" if weak else (self.chunk.get("date") or "undated")
+        return UNDATED if weak else (self.chunk.get("date") or UNDATED)
 
     @property
     def is_latest(self) -> bool:
@@ -341,10 +343,35 @@ def search(index, query: str, qvec, k: int = DEFAULT_K, method: str = "hybrid",
     if method != "dense":
         lists["bm25"] = bm25_ranking(index, query, depth, mask)
     cands = _fuse(index, lists, qvec, k, mask, expand_links and not span)
-    return cands + _period_notes(index, cands, qvec, mask) if span else cands
+    if span:
+        return cands + _period_notes(index, cands, qvec, mask)
+    which = asof.ordinal(query)
+    return cands + _mentions(index, query, which, mask, cands) if which else cands
 
 
 # --------------------------------------------------------------------------- periods
+
+
+def _mentions(index, query: str, which: str, mask, cands) -> list[Candidate]:
+    """"When did I last ...", "the first time I ...": up to MENTIONS_ADD chunks among
+    the question's top BM25 hits that no candidate is, the best mentions first (the
+    sentence naming the most of its words, asof.mention), of those the latest for
+    "last", the earliest for "first"; dated mentions only, inside the year, month or
+    day the question names."""
+    ids, _ = bm25_ranking(index, query, FUSE_DEPTH_MIN, mask)
+    have, terms = {c.id for c in cands}, asof.mention_terms(query)
+    inside = asof.named_span(query, vault_today(index))
+    found = []
+    for cid in ids.tolist():
+        c = Candidate(index.chunks[cid], added_by="mention")
+        if cid in have:
+            continue
+        seen = asof.mention(terms, c.chunk.get("text", ""),
+                            None if c.date == UNDATED else c.date)
+        if seen[1] and (not inside or inside[0] <= seen[1] <= inside[1]):
+            found.append((asof.mention_rank(seen, which), -cid, c))
+    found.sort(key=lambda f: f[:2], reverse=True)
+    return [f[2] for f in found[:MENTIONS_ADD]]
 
 
 def real_dates(index) -> list[str]:

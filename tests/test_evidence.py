@@ -178,3 +178,50 @@ def test_a_period_question_keeps_every_passage_of_the_period_up_to_period_keep()
                                cands)) == evidence.PERIOD_KEEP
     assert len(evidence.select("What did I note about the lodger?", cands)) == evidence.KEEP
     assert len(evidence.select("What did I write last week?", cands, keep=3)) == 3
+
+
+@pytest.fixture
+def climbing(tmp_path):
+    """Climbing-gym visits over a year: the early notes talk about the gym at length, the
+    latest mentions it once, in passing, and says when in words ("on Saturday")."""
+    v = tmp_path / "notes"
+    for n, day in enumerate(("2026-01-10", "2026-02-14", "2026-03-07", "2026-04-11",
+                             "2026-05-16", "2026-06-13", "2026-06-27", "2026-07-25")):
+        write(v, f"journal/{day}.md", f"# Journal\nWent to the climbing gym with Ana, "
+              f"route {n + 3} of the new set. The climbing gym was busy; the climbing gym "
+              f"cafe was shut. Climbing gym again soon, the membership is worth it.\n")
+    for day in range(1, 25):
+        write(v, f"journal/2026-07-{day:02d}.md", f"# Journal\nWork, then cooked dal. "
+              f"Read {day} pages of the novel.\n")
+    write(v, "journal/2026-09-21.md", "# Journal\nShopping, laundry, a long call with Mum."
+          "\n\nI went to the climbing gym on Saturday, legs still sore.\n")
+    write(v, "reference/climbing gym.md", "# Climbing gym\nOpen 7am to 10pm. Day pass £14.\n")
+    return v
+
+
+@pytest.mark.parametrize("question,day", [
+    ("When did I last go to the climbing gym?", "2026-09-19"),
+    ("When was the most recent time I went to the climbing gym?", "2026-09-19"),
+    ("When did I first go to the climbing gym?", "2026-01-10"),
+])
+def test_the_latest_or_earliest_mention_is_handed_on_first(climbing, tmp_path, question, day):
+    """"The last time" is the latest mention, whatever its rank; "the first time" the
+    earliest; the day is the one the sentence states, not only the note's date."""
+    a = _ask(climbing, tmp_path, question)
+    first = a.sources[0]
+    assert day in first["text"] or first["date"] == day
+    plain = _ask(climbing, tmp_path, "Did I go to the climbing gym?")
+    assert "journal/2026-09-21.md" not in [s["path"] for s in plain.sources]
+
+
+def test_last_and_first_are_read_from_the_question():
+    from verso import asof
+    assert asof.ordinal("When did I last see the dentist?") == "last"
+    assert asof.ordinal("When was the last time we spoke?") == "last"
+    assert asof.ordinal("When did I first meet Oskar?") == "first"
+    assert asof.ordinal("What did I do last week?") is None          # a period
+    assert asof.ordinal("When was my first on-call?") is None        # one event
+    words = asof.mention_terms("When did I last swim in the sea?")
+    assert asof.mention(words, "Swam out on Friday [2026-05-01]. The sea was cold.",
+                        "2026-05-03") == (1, "2026-05-01")
+    assert asof.mention(words, "Swam in the sea.", "2026-05-03") == (2, "2026-05-03")
