@@ -320,9 +320,11 @@ def _passages(sources) -> list[str]:
 
 
 def evidence_recall(key_facts, sources) -> bool:
-    """Every key fact inside the evidence: the headings and texts of all the sources
-    joined, so two facts may stand in two passages."""
-    joined = "\n".join(_passages(sources))
+    """Every key fact inside the evidence: the dates, headings and texts of all the
+    sources joined, so two facts may stand in two passages (every reader is shown each
+    passage's date: the day a journal note was written answers "when")."""
+    dates = [s.get("date") or "" for s in sources or [] if isinstance(s, dict)]
+    joined = "\n".join(f"{d}\n{p}" for d, p in zip(dates, _passages(sources)))
     return all(has_fact(joined, f) for f in key_facts)
 
 

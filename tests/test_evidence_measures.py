@@ -53,6 +53,14 @@ def test_evidence_recall_joins_every_passage_heading_and_text():
     assert not ev.evidence_recall(["1550"], ["rates/new.md"])  # a bare path has no text
 
 
+def test_evidence_recall_counts_the_date_every_reader_is_shown_with_a_passage():
+    """"When did the engineer come?" is answered by the day the note was written."""
+    came = s_("journal/2026-10-01.md", "The engineer finally came and fixed the boiler.")
+    assert ev.evidence_recall(["2026-10-01"], [came])
+    assert not ev.evidence_recall(["2026-10-02"], [came])
+    assert not ev.evidence_recall(["2026-10-01"], [dict(came, date="undated")])
+
+
 def test_evidence_stale_only_for_a_passage_marked_current():
     assert ev.evidence_stale(["1510"], [NEW, OLD]) is False    # labelled superseded: fine
     assert ev.evidence_stale(["1510"], [NEW, dict(OLD, superseded_by=None)]) is False  # older
