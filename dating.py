@@ -103,6 +103,18 @@ def _find_span(text: str, at_start: bool = False,
     return None
 
 
+def days_in(text: str) -> list[str]:
+    """Every day text writes in full, ISO, in the order found by form: 2026-01-09,
+    "9 January 2026", "January 9th, 2026" (a month or week alone is no day)."""
+    out = []
+    for rx, order in DATE_PATTERNS[:3]:
+        for m in rx.finditer(text):
+            found = _span(m.groups(), order)
+            if found:
+                out.append(found[0].isoformat())
+    return out
+
+
 def find_date(text: str, at_start: bool = False, date_order: str = "ymd") -> str | None:
     """The first day of the first valid date in text, ISO; None if there is none."""
     found = _find_span(text, at_start, date_order)

@@ -10,7 +10,9 @@ Not: rewriting the answer; the harness shows the verdict and the failing sentenc
 
 Code checks per sentence: every cited id exists; every number (shown with its unit or
 % sign, compared normalised: "1,550" == "1550") appears in a note it cites (its text,
-section, path or date), and so does every capitalised name (person, product, place);
+section, path or date), and so does every capitalised name (person, product, place)
+and every day written in full (a cited note's date, a day its text states, or inside
+what its time words were resolved to);
 an "On 2026-04-03:" prefix names the date of a cited note (or one the sentence itself
 states: a dated table row); a
 factual sentence has a citation; in present mode no sentence cites an older version of
@@ -29,6 +31,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from verso import asof
+from verso import dating
 from verso import generate
 from verso import models
 from verso import textkit
@@ -192,6 +196,7 @@ def _check_rules(index: int, sentence: str, cites: list, notes: list, mode: str)
         if missing:
             reasons.append(f"{', '.join(missing)} not in the cited {', '.join(cites)}")
         reasons += _names_missing(body, have, cites)
+        reasons += _days_missing(body, have, cited, cites)
         if date and date not in {c.date for c in cited} and date not in body:
             reasons.append(f"dated {date} but {', '.join(cites)} is dated "
                            f"{', '.join(sorted({c.date for c in cited}))}")
@@ -200,6 +205,21 @@ def _check_rules(index: int, sentence: str, cites: list, notes: list, mode: str)
             reasons += _stale(cited, notes, ids)
             reasons += _newer_conflict(_own_clause(body), cited, notes, ids)
     return row
+
+
+def _days_missing(body: str, have: str, cited: list, cites: list) -> list[str]:
+    """Dates are checked as numbers are: each day the sentence writes in full (2026-01-09,
+    9 January 2026) is a cited note's date, a day its text writes, or inside a day,
+    range, month or year its time words were resolved to ("on Friday [2026-01-09]"):
+    a model that works out "last Friday" itself and gets it wrong is caught."""
+    days = dating.days_in(body)
+    if not days:
+        return []
+    spans = asof.stated(have) + [(d, d) for d in dating.days_in(have)]
+    spans += [(c.date, c.date) for c in cited if c.date != extract.UNDATED]
+    wrong = [d for d in dict.fromkeys(days) if not any(lo <= d <= hi for lo, hi in spans)]
+    return [f"states {', '.join(wrong)}, a day the cited {', '.join(cites)} "
+            f"neither states nor is dated"] if wrong else []
 
 
 def _names_missing(body: str, have: str, cites: list) -> list[str]:

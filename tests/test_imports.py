@@ -11,7 +11,8 @@ PACKAGE = "verso"           # the modules import each other as verso.x
 
 # Lowest first. A module may import its own layer or a lower one, never a higher one.
 LAYERS = [
-    {"textkit", "cost_ledger", "embedder", "selective", "asof", "timewords"},   # helpers
+    {"textkit", "cost_ledger", "embedder", "selective", "asof", "timewords",
+     "wordforms"},   # helpers
     {"reader", "extract", "choose"},          # the builtin reader, writer; the chooser
     {"models"},                                                  # model clients, backends
     {"vault_walk", "dating", "families", "filecols", "chunking", "store", "store_load",

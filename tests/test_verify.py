@@ -273,3 +273,27 @@ def test_a_value_from_an_instruction_planted_in_a_note_escalates():
     v = verify("Rent is due on the 1st [c2]. Rent is 800 a month [c1].", notes, "any",
                FakeJudge())
     assert v.verdict == "SHIP", reasons(v)
+
+
+CAME = cand(3, "journal/2026-01-12.md", "The boiler engineer finally came on Friday "
+            "[2026-01-09] and replaced the diverter valve.", "2026-01-12")
+
+
+@pytest.mark.parametrize("answer", [
+    "The engineer came on 2026-01-09 [c1].",           # the day "on Friday" resolves to
+    "The engineer came on 9 January 2026 [c1].",       # the same day in words
+    "You wrote about it on 2026-01-12 [c1].",          # the note's own date
+])
+def test_a_day_the_cited_note_states_or_is_dated_passes(answer):
+    v = verify(answer, [CAME], "any", FakeJudge())
+    assert v.verdict == "SHIP", reasons(v)
+
+
+@pytest.mark.parametrize("answer,day", [
+    ("The engineer came on 2026-01-02 [c1].", "2026-01-02"),   # "on Friday" worked out wrong
+    ("The engineer came on 2 January 2026 [c1].", "2026-01-02"),
+])
+def test_a_day_the_cited_note_neither_states_nor_is_dated_escalates(answer, day):
+    v = verify(answer, [CAME], "any", FakeJudge())
+    assert v.verdict == "ESCALATE"
+    assert f"states {day}, a day the cited c1 neither states nor is dated" in reasons(v)
