@@ -20,8 +20,11 @@ Not: choosing versions (version.py keeps the version in force on the date) or ro
      (route.py asks phrase() after its change words, period() before it).
 
 A month named without a year is the latest such month that the vault's notes reach: in
-a vault whose newest note is from November 2026, "in June" is June 2026 and "in
-December" is December 2025. Today's clock is never read.
+a vault whose newest note is from November 2026, "what was it in June" is June 2026 and
+"in December" December 2025. A question about the future means the next one ("what
+hours are we doing on Sundays in December": December 2026; "what is due in June": June
+2027), a date after every note, so nothing is set aside as written after it. Today's
+clock is never read.
 """
 
 from __future__ import annotations
@@ -50,6 +53,16 @@ PATTERNS = (
     (re.compile(rf"\b(?:in|during|by the end of|at the end of|end of)\s+({M})(?:\s+{YEAR})?\b"),
      "end"),
 )
+
+
+# a month a question names without a year is the latest one past ("what was the rate in
+# June", "what is it in March"); asked about the future and in no past tense, the next
+# one ("what hours are we doing on Sundays in December", "when is it due in June",
+# "what will it be in May": timewords' future words, or these in a question)
+PAST_RE = re.compile(r"\b(?:did|was|were|had|used to|went|paid|spent|made|got|back in|"
+                     r"\w{3,}ed)\b|\b(?:i|we|you|he|she|they)'d\b")
+FUTURE_ASK_RE = re.compile(r"\b(?:is|are|am)\s+(?:i|we|you|he|she|they|it)\s+\w+ing\b|"
+                           r"\b(?:due|upcoming|coming up)\b")
 
 
 # two points in time the question joins ("in March and in May", "between June and
@@ -95,7 +108,9 @@ def phrase(question: str) -> dict | None:
             spec = {"year": _int(g[1]), "month": _month(g[0]), "day": None, "kind": kind}
         if not 1 <= spec["month"] <= 12 or (spec["day"] and not 1 <= spec["day"] <= 31):
             continue
-        return {"text": m.group(), **spec}
+        ahead = (spec["year"] is None and kind != "year-start" and not PAST_RE.search(q)
+                 and bool(timewords.FUTURE_RE.search(q) or FUTURE_ASK_RE.search(q)))
+        return {"text": m.group(), **spec, "ahead": ahead}
     return None
 
 
@@ -103,18 +118,21 @@ def _int(x) -> int | None:
     return int(x) if x else None
 
 
-def _year(month: int, dates: list[str]) -> int | None:
-    """The latest year whose `month` the vault's notes reach (None: no dated note)."""
+def _year(month: int, dates: list[str], ahead: bool = False) -> int | None:
+    """The latest year whose `month` the vault's notes reach; ahead: the first year
+    whose `month` is the newest note's or after it (None: no dated note)."""
     days = sorted(d for d in dates if d and re.match(r"\d{4}-\d\d-\d\d$", d))
     if not days:
         return None
     newest = date.fromisoformat(days[-1])
+    if ahead:
+        return newest.year if month >= newest.month else newest.year + 1
     return newest.year if month <= newest.month else newest.year - 1
 
 
 def resolve(spec: dict, dates: list[str]) -> str | None:
     """The date a phrase means, "YYYY-MM-DD", in the vault's years (None: no year)."""
-    year = spec["year"] or _year(spec["month"], dates)
+    year = spec["year"] or _year(spec["month"], dates, spec.get("ahead", False))
     if year is None:
         return None
     month, kind = spec["month"], spec["kind"]

@@ -47,6 +47,21 @@ def test_a_month_is_read_in_the_vault_own_years_not_today():
         asof.parse("May")
 
 
+def test_a_month_asked_about_in_the_present_or_future_tense_is_the_next_one():
+    """"What hours are we doing on Sundays in December?" asks about the coming December,
+    not last year's: nothing written since is set aside as written after the date. A
+    plain present ("what is the rent in June") keeps the latest June."""
+    assert asof.resolve(asof.phrase("What hours are we doing on Sundays in December?"),
+                        NEWEST) == "2026-12-31"
+    assert asof.resolve(asof.phrase("What is due in June?"), NEWEST) == "2027-06-30"
+    assert asof.resolve(asof.phrase("What will the rent be in June?"), NEWEST) == "2027-06-30"
+    assert asof.resolve(asof.phrase("What was due in June?"), NEWEST) == "2026-06-30"
+    assert asof.resolve(asof.phrase("What is the rent in June?"), NEWEST) == "2026-06-30"
+    assert asof.resolve(asof.phrase("What is my rate back in June?"), NEWEST) == "2026-06-30"
+    assert asof.resolve(asof.phrase("and in December?"), NEWEST) == "2025-12-31"  # no verb
+    assert asof.resolve(asof.phrase("What is due in June 2026?"), NEWEST) == "2026-06-30"
+
+
 def test_the_router_asks_as_of_after_change_and_present_words():
     assert route.route("What was my day rate in June?")["time_mode"] == "as_of"
     assert route.route("How has my day rate changed since June?")["time_mode"] == "history"
