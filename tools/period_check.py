@@ -1,8 +1,14 @@
-"""Two measures of issue 35 on one question set: period evidence, and as-of answers taken
-from a note written after the date.
+"""Three measures of issue 35 on one question set: when-questions, period evidence, and
+as-of answers taken from a note written after the date.
 
     python tools/period_check.py --vault vaults/ninth-vault --questions questions/ninth.jsonl
     python tools/period_check.py ... --json
+
+When-questions: each answerable question asking when ("when did/was/is ...", "how long
+ago", "since when", "until when", "on what day", "what date") or after the last or first
+time (asof.ordinal). Two counts: answered right (evaluate.answer_correct), and the day
+handed on (evaluate.evidence_recall: every key fact, the day among them, inside the
+passages handed on, their dates included) -- what any reader can answer from.
 
 Period questions: each answerable question that asks what happened or was written in a
 period (asof.period finds one, counted from the day of the vault's newest real-dated
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -35,6 +42,14 @@ from verso import evaluate  # noqa: E402
 from verso import generate  # noqa: E402
 from verso import harness  # noqa: E402
 from verso import retrieve  # noqa: E402
+
+
+WHEN_RE = re.compile(r"^\W*(?:when\b|how long ago\b|since when\b|until when\b|"
+                     r"on what (?:day|date)\b|what (?:day|date)\b)", re.I)
+
+
+def asks_when(question: str) -> bool:
+    return bool(WHEN_RE.search(question) or asof.ordinal(question))
 
 
 def in_period(source: dict, start: str, end: str) -> bool:
@@ -71,10 +86,14 @@ def later_citations(answer: dict) -> list[str]:
 
 def run(vault: Path, questions: Path, index: str) -> dict:
     idx, be = harness.load(index=index, vault=vault, backend="builtin")
-    today, period, as_of = retrieve.vault_today(idx), [], []
+    today, period, as_of, when = retrieve.vault_today(idx), [], [], []
     for q in evaluate.load_questions(questions):
         span = asof.period(q["question"], today) if q["answerable"] else None
         a = harness.ask(q["question"], index=idx, backend=be).to_dict()
+        if q["answerable"] and asks_when(q["question"]):
+            when.append({"id": q["id"], "correct": evaluate.answer_correct(q, a),
+                         "handed_on": evaluate.evidence_recall(q["key_facts"],
+                                                               a["sources"])})
         if span:
             ok, missing, outside = period_right(q["gold_files"], a["sources"],
                                                 span["start"], span["end"])
@@ -84,7 +103,7 @@ def run(vault: Path, questions: Path, index: str) -> dict:
             later = later_citations(a)
             as_of.append({"id": q["id"], "as_of": a["as_of"], "later": later,
                           "correct": evaluate.answer_correct(q, a)})
-    return {"today": today, "period": period, "as_of": as_of}
+    return {"today": today, "when": when, "period": period, "as_of": as_of}
 
 
 def main(argv=None) -> int:
@@ -107,6 +126,11 @@ def main(argv=None) -> int:
     for r in out["as_of"]:
         print(f"  {r['id']} as of {r['as_of']}  cites later notes {r['later']}  "
               f"correct {r['correct']}")
+    for r in out["when"]:
+        print(f"  {r['id']} when: correct {r['correct']}  day handed on {r['handed_on']}")
+    n = len(out["when"])
+    print(f"when-questions answered right: {sum(r['correct'] for r in out['when'])}/{n}; "
+          f"with the day handed on: {sum(r['handed_on'] for r in out['when'])}/{n}")
     right = sum(r["right"] for r in out["period"])
     later = sum(bool(r["later"]) for r in out["as_of"])
     print(f"period questions with every note of the period and none outside: "
