@@ -275,7 +275,8 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
         qvec = idx.embedder.embed_query(searched, ledger=ledger, stage="retrieve")
         return qvec, retrieve.search(idx, searched, qvec, k=k, method=method,
                                      expand_links=expand_links,
-                                     include_private=include_private)
+                                     include_private=include_private,
+                                     today=out.as_of if out.time_mode == "as_of" else None)
     qvec, cands = clock.run("retrieve", _retrieve)
     out.candidates["retrieve"] = _trace(cands)
     if use_version:

@@ -321,16 +321,19 @@ def _candidate(index, cid: int, fused: float, ranks: dict, **extra) -> Candidate
 
 def search(index, query: str, qvec, k: int = DEFAULT_K, method: str = "hybrid",
            folders=None, include_private: bool = True,
-           expand_links: bool = True) -> list[Candidate]:
+           expand_links: bool = True, today: str | None = None) -> list[Candidate]:
     """Top k fused candidates for the question, then up to LINK_MAX link neighbours.
 
     method: "hybrid" (dense + BM25, RRF), "bm25" or "dense" (one ranking, same RRF
     scale). folders: vault-relative folder prefixes to search within.
-    include_private=False leaves out chunks of private folders.
+    include_private=False leaves out chunks of private folders. today: the day a period
+    the question names in relative words counts from (an as-of date); default the day
+    of the vault's newest real-dated note.
     """
     qvec = _check_query(index, qvec, method, k, expand_links)
     mask = _mask(index, folders, include_private)
-    span = asof.period(query, vault_today(index))
+    today = today or vault_today(index)
+    span = asof.period(query, today)
     if span:
         inside = _period_mask(index, span["start"], span["end"])
         mask = inside if mask is None else mask & inside
@@ -346,13 +349,13 @@ def search(index, query: str, qvec, k: int = DEFAULT_K, method: str = "hybrid",
     if span:
         return cands + _period_notes(index, cands, qvec, mask)
     which = asof.ordinal(query)
-    return cands + _mentions(index, query, which, mask, cands) if which else cands
+    return cands + _mentions(index, query, which, mask, cands, today) if which else cands
 
 
 # --------------------------------------------------------------------------- periods
 
 
-def _mentions(index, query: str, which: str, mask, cands) -> list[Candidate]:
+def _mentions(index, query: str, which: str, mask, cands, today) -> list[Candidate]:
     """"When did I last ...", "the first time I ...": up to MENTIONS_ADD chunks among
     the question's top BM25 hits that no candidate is, the best mentions first (the
     sentence naming the most of its words, asof.mention), of those the latest for
@@ -360,7 +363,7 @@ def _mentions(index, query: str, which: str, mask, cands) -> list[Candidate]:
     day the question names."""
     ids, _ = bm25_ranking(index, query, FUSE_DEPTH_MIN, mask)
     have, terms = {c.id for c in cands}, asof.mention_terms(query)
-    inside = asof.named_span(query, vault_today(index))
+    inside = asof.named_span(query, today)
     found = []
     for cid in ids.tolist():
         c = Candidate(index.chunks[cid], added_by="mention")

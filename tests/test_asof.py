@@ -253,6 +253,14 @@ def test_a_period_question_gets_every_note_of_the_period_and_none_outside(diary)
     assert ask(diary, "What happened on 5 May?").abstained
 
 
+def test_a_relative_period_counts_from_the_as_of_date_when_one_is_given(diary):
+    """"What did I write about the kiln last week?" as of 2026-01-10 is the week of 29
+    December to 4 January, not the week before the newest note (June)."""
+    a = ask(diary, "What did I write about the kiln last week?", as_of="2026-01-10")
+    assert {s["path"] for s in a.sources} == {"journal/2026-01-02.md"}
+    assert ask(diary, "What did I write about the kiln last week?").abstained
+
+
 def test_as_of_sets_aside_a_single_note_written_after_the_day(diary):
     a = ask(diary, "What was the kiln studio rent in February?")
     assert (a.time_mode, a.as_of) == ("as_of", "2026-02-28")
