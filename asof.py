@@ -348,11 +348,21 @@ def mention(words: tuple, text: str, written: str | None) -> tuple[int, str | No
     return best, day
 
 
-def mention_rank(found: tuple[int, str], which: str) -> tuple:
-    """A sort key of a mention (asof.mention), the greatest best: more words named, then
-    the later day for "last", the earlier for "first"."""
-    named, day = found
-    return named, day if which == "last" else tuple(-ord(ch) for ch in day)
+def mention_ranker(question: str, today: str | None):
+    """For a question after the last or first time: a function (passage text, day it was
+    written or None) -> its sort key as a mention, the greatest best (more asked words
+    named in one sentence, then the later day for "last", the earlier for "first"), or
+    None when it names none or has no day, or its day lies outside the year, month or
+    day the question names."""
+    which, words = ordinal(question), mention_terms(question)
+    inside = named_span(question, today)
+
+    def rank(text: str, written: str | None) -> tuple | None:
+        named, day = mention(words, text, written)
+        if not (named and day) or (inside and not inside[0] <= day <= inside[1]):
+            return None
+        return named, day if which == "last" else tuple(-ord(ch) for ch in day)
+    return rank
 
 
 def stated(text: str) -> list[tuple[str, str]]:

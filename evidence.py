@@ -90,8 +90,8 @@ def select(question: str, cands: list[Candidate], budget: int | None = None,
     about a period keeps up to PERIOD_KEEP passages when `keep` is not given."""
     if keep is None and asof.names_period(question):
         keep = PERIOD_KEEP
-    elif which := asof.ordinal(question):
-        cands = _mention_first(question, cands, which)
+    elif asof.ordinal(question):
+        cands = _mention_first(question, cands)
     if budget is None:
         return cands[:keep or KEEP]
     pool = cands[:POOL]
@@ -111,27 +111,19 @@ def select(question: str, cands: list[Candidate], budget: int | None = None,
     return out
 
 
-def _mention_first(question: str, cands: list[Candidate], which: str) -> list[Candidate]:
+def _mention_first(question: str, cands: list[Candidate]) -> list[Candidate]:
     """cands with the latest mention ("first": the earliest) of what the question asks
-    after first: among the first POOL, the best mentions (asof.mention: the sentence
-    naming the most of its words, in any form), of those the one whose day is latest
-    (earliest), inside the year or day the question names. (The judge's relevance is
-    not asked: a when-question names no value, and the builtin judge rates every
-    passage of such a question low.)"""
-    terms, inside = asof.mention_terms(question), asof.named_span(question, None)
-    best = None
-    for i, c in enumerate(cands[:POOL]):
-        found = asof.mention(terms, c.chunk.get("text", ""),
-                             None if c.date == extract.UNDATED else c.date)
-        named, day = found
-        if not (named and day) or (inside and not inside[0] <= day <= inside[1]):
-            continue
-        key = asof.mention_rank(found, which)
-        if best is None or key > best[0]:
-            best = (key, i)
-    if best is None:
+    after first: the best among the first POOL by asof.mention_ranker (the sentence
+    naming the most of its words, then the day), inside the year or day it names. (The
+    judge's relevance is not asked: a when-question names no value, and the builtin
+    judge rates every passage of such a question low.)"""
+    rank = asof.mention_ranker(question, None)
+    keyed = [(key, -i) for i, c in enumerate(cands[:POOL])
+             if (key := rank(c.chunk.get("text", ""),
+                             None if c.date == extract.UNDATED else c.date))]
+    if not keyed:
         return cands
-    i = best[1]
+    i = -max(keyed)[1]
     return [cands[i], *cands[:i], *cands[i + 1:]]
 
 

@@ -348,31 +348,28 @@ def search(index, query: str, qvec, k: int = DEFAULT_K, method: str = "hybrid",
     cands = _fuse(index, lists, qvec, k, mask, expand_links and not span)
     if span:
         return cands + _period_notes(index, cands, qvec, mask)
-    which = asof.ordinal(query)
-    return cands + _mentions(index, query, which, mask, cands, today) if which else cands
+    if asof.ordinal(query):
+        return cands + _mentions(index, query, mask, cands, today)
+    return cands
 
 
 # --------------------------------------------------------------------------- periods
 
 
-def _mentions(index, query: str, which: str, mask, cands, today) -> list[Candidate]:
+def _mentions(index, query: str, mask, cands, today) -> list[Candidate]:
     """"When did I last ...", "the first time I ...": up to MENTIONS_ADD chunks among
-    the question's top BM25 hits that no candidate is, the best mentions first (the
-    sentence naming the most of its words, asof.mention), of those the latest for
-    "last", the earliest for "first"; dated mentions only, inside the year, month or
-    day the question names."""
+    the question's top BM25 hits that no candidate is, the best mentions first
+    (asof.mention_ranker: the sentence naming the most of its words, then the latest day
+    for "last", the earliest for "first"); dated mentions only."""
     ids, _ = bm25_ranking(index, query, FUSE_DEPTH_MIN, mask)
-    have, terms = {c.id for c in cands}, asof.mention_terms(query)
-    inside = asof.named_span(query, today)
-    found = []
+    have, rank, found = {c.id for c in cands}, asof.mention_ranker(query, today), []
     for cid in ids.tolist():
-        c = Candidate(index.chunks[cid], added_by="mention")
         if cid in have:
             continue
-        seen = asof.mention(terms, c.chunk.get("text", ""),
-                            None if c.date == UNDATED else c.date)
-        if seen[1] and (not inside or inside[0] <= seen[1] <= inside[1]):
-            found.append((asof.mention_rank(seen, which), -cid, c))
+        c = Candidate(index.chunks[cid], added_by="mention")
+        key = rank(c.chunk.get("text", ""), None if c.date == UNDATED else c.date)
+        if key:
+            found.append((key, -cid, c))
     found.sort(key=lambda f: f[:2], reverse=True)
     return [f[2] for f in found[:MENTIONS_ADD]]
 
