@@ -13,8 +13,8 @@ Out: phrase(question) -> {"text", "year", "month", "day", "kind"} or None, where
      "what did I write about the kiln last week"); stated(text) -> the days, ranges,
      months and years a passage states (its ISO dates and the brackets timewords.py
      added), each as (first day, last day). ordinal(question) -> "last" | "first" |
-     None for "when did I last ...", "the first time ..."; mention(terms, text, day)
-     -> how well a passage mentions it and on which day (retrieve.py and evidence.py
+     None for "when did I last ...", "the first time ..."; mention_ranker(question,
+     today) -> a sort key of a passage as a mention of it (retrieve.py and evidence.py
      hand on the latest or earliest mention).
 Not: choosing versions (version.py keeps the version in force on the date) or routing
      (route.py asks phrase() after its change words, period() before it).

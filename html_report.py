@@ -170,10 +170,14 @@ def _route(a: dict) -> str:
     return _h2("Route") + _table(["decision", "value", "confidence", "why"], rows)
 
 
+VIA = {"version": "missing version pulled in", "period": "a note of the period asked",
+       "mention": "a latest or earliest mention"}   # Candidate.added_by, as the trace says it
+
+
 def _via(c: dict) -> str:
     if c.get("via"):
         return f"link from {_e(c['via'])}"
-    return "missing version pulled in" if c.get("added_by") == "version" else "search"
+    return VIA.get(c.get("added_by"), "search")
 
 
 def _retrieve(a: dict, gold) -> str:

@@ -12,7 +12,11 @@ Out: list[Candidate], best first: the top k of the fused ranking, each with its 
      "2026-01-06"), whatever form the question wrote the date in; every note (and log
      entry) of the period missing from the top k is added by its closest chunk
      (added_by="period", at most PERIOD_MAX_NOTES), and no link is followed out of it.
-     The period counts from the day of the vault's newest real-dated note.
+     The period counts from the as-of date when one is given, else from the day of the
+     vault's newest real-dated note. A question after the last or first time ("when
+     did I last ...") gets up to MENTIONS_ADD more of its BM25 hits, the latest
+     (earliest) mentions (added_by="mention"). BM25 also looks for the other forms of
+     the question's verbs ("buy": bought; wordforms.py).
 Not: time modes or version filtering (version.py), relevance judgments (rerank.py),
      embedding the query (models.py, by the caller), reading or writing the index
      (store_load.py, store.py), BM25 itself (bm25.py: its postings per segment on disk).
@@ -353,7 +357,7 @@ def search(index, query: str, qvec, k: int = DEFAULT_K, method: str = "hybrid",
     return cands
 
 
-# --------------------------------------------------------------------------- periods
+# ------------------------------------------------------------ periods and mentions
 
 
 def _mentions(index, query: str, mask, cands, today) -> list[Candidate]:
