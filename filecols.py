@@ -58,6 +58,15 @@ class Columns:
             self.cols[key] = col
         return col
 
+    def equals(self, i: int, rec: dict) -> bool:
+        """Whether record i is rec (dict(Record(self, i)) == rec), comparing the fields
+        already decoded first: a record that differs in one of them (an edited note's
+        size) decodes no other column."""
+        if len(rec) != len(self.keys) or not all(k in rec for k in self.keys):
+            return False
+        keys = sorted(self.keys, key=lambda k: k not in self.cols)
+        return all(self.column(k)[i] == rec[k] for k in keys)
+
     def dicts(self) -> list[dict]:
         """Every record as a dict (built once)."""
         if self._dicts is None:

@@ -12,8 +12,17 @@ Not: any ranking, filtering or writing logic of its own; each stage lives in its
 
 from __future__ import annotations
 
-if __name__ == "__main__" and not __package__:   # a program in a checkout (not -m)
-    import _checkout  # noqa: F401
+# A program: numpy's BLAS on one thread unless the user set it (read when numpy loads;
+# OpenBLAS starts a thread per core, about 0.07 s of CPU a process, and of wall when the
+# other core is busy; docs/performance.md). A face started from here (_face_program)
+# gets the user's setting back. In a checkout (not -m), `verso` is this folder.
+BLAS_SET_HERE = False
+if __name__ == "__main__":
+    import os
+    BLAS_SET_HERE = "OPENBLAS_NUM_THREADS" not in os.environ
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if not __package__:
+        import _checkout  # noqa: F401
 
 import argparse
 import json
@@ -572,14 +581,16 @@ def _face_program(argv: list) -> int | None:
     """`python harness.py --mcp|--mcp-check|--chat|--calibrate ...` runs that face's own
     program (mcp_server.py, chat.py, calibrate_model.py) with the same arguments and stdio: the pipeline hands over
     to a face without importing it (the face imports the pipeline). None: no face."""
-    import subprocess
     flag = next((a for a in argv if a in FACES), None)
     if flag is None:
         return None
+    import subprocess
     program = Path(__file__).resolve().with_name(FACES[flag])
     args = [a for a in argv if a != "--calibrate"]       # its program's own arguments
+    env = {k: v for k, v in os.environ.items()
+           if not (BLAS_SET_HERE and k == "OPENBLAS_NUM_THREADS")}   # a long-lived face
     try:
-        return subprocess.call([sys.executable, str(program), *args])
+        return subprocess.call([sys.executable, str(program), *args], env=env)
     except KeyboardInterrupt:
         return 130
 

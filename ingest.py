@@ -26,8 +26,15 @@ Rules, decided by code:
 
 from __future__ import annotations
 
-if __name__ == "__main__" and not __package__:   # a program in a checkout (not -m)
-    import _checkout  # noqa: F401
+# A program: numpy's BLAS on one thread (read when numpy loads; a value the user set
+# stands). OpenBLAS starts a thread per core, which costs each process about 0.07 s of
+# CPU (and of wall when the other cores are busy), and an ingest has no matrix product
+# to share among them. In a checkout (not -m), `verso` is this folder (_checkout).
+if __name__ == "__main__":
+    import os
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if not __package__:
+        import _checkout  # noqa: F401
 
 import argparse
 import bisect
@@ -51,7 +58,6 @@ from verso import chunking
 from verso import dating
 from verso import families
 from verso import filecols
-from verso import models
 from verso import store
 from verso import store_load
 from verso import timewords
@@ -74,19 +80,27 @@ REUSE_RULES = 4                    # bump when reading/dating/chunking rules cha
 
 # ------------------------------------------------------------------------- vectors
 
+def _models():
+    """The models module, imported when first needed (a model backend, or an except
+    clause meeting an error): a builtin refresh never needs it, nor the reader modules
+    it imports (about 10 ms of a one-note ingest)."""
+    from verso import models
+    return models
+
+
 def _previous(index_dir: Path, vault: Path, backend, rebuild: bool, loaded=None):
     """(backend, is builtin, previous Index or None, note). loaded: the index already
     loaded for a builtin backend by _unchanged, so it is not parsed twice."""
     builtin = backend in (None, "builtin") or isinstance(
         getattr(backend, "embedder", None), embedder.BuiltinEmbedder)
     if isinstance(backend, str) and not builtin:
-        backend = models.load_backend(backend)
+        backend = _models().load_backend(backend)
     prev, note = None, ""
     if not rebuild and (index_dir / "manifest.json").exists():
         try:
             prev = loaded if loaded is not None and builtin else store_load.load_index(
                 index_dir, None if builtin else backend)
-        except (store.IndexProblem, models.BackendError) as e:
+        except (store.IndexProblem, _models().BackendError) as e:
             note = _old_format(index_dir) or f"previous index unusable ({e}); rebuilt"
         if prev and prev.manifest.get("vault") != str(vault):
             prev, note = None, "previous index was for another vault; rebuilt"
@@ -215,8 +229,8 @@ def _embed(chunks: list[dict], emb, old: dict, progress=None) -> tuple[np.ndarra
         rows = np.asarray(emb.embed_documents([chunks[i]["_embed"] for i in batch]),
                           dtype=np.float32)
         if rows.shape != (len(batch), emb.dim):
-            raise models.BackendError(f"embedder {emb.id} returned shape {rows.shape}, expected "
-                               f"({len(batch)}, {emb.dim})")
+            raise _models().BackendError(f"embedder {emb.id} returned shape {rows.shape}, "
+                                         f"expected ({len(batch)}, {emb.dim})")
         vectors[batch] = rows
     return vectors, len(todo)
 
@@ -297,13 +311,14 @@ def _stamp(vault: Path, stats: dict, passed_over: list, cfg_path, backend) -> st
 
 
 def _unchanged(index_dir: Path, vault: Path, stamp: str, backend, current=None,
-               brief=False):
+               brief=False, ahead=None):
     """(summary, index) for an index whose vault has not changed since it was built (and
     which still loads cleanly); (None, the index or None) otherwise: then the full ingest
     runs and repairs or refreshes, reusing what it can of that index. `current`, an
     Index this process loaded from index_dir, stands for it while the index files on
     disk are the ones it was read from (no second parse; its caches stay warm). brief:
-    the summary is only {"index"} (refresh reads no more of it)."""
+    the summary is only {"index"} (refresh reads no more of it); ahead: its files read
+    ahead (store_load.Ahead)."""
     if not (index_dir / "manifest.json").exists():
         return None, None
     if (current is not None and current.dir == index_dir
@@ -312,8 +327,8 @@ def _unchanged(index_dir: Path, vault: Path, stamp: str, backend, current=None,
     else:
         try:
             idx = store_load.load_index(index_dir, None if _backend_name(backend) == "builtin"
-                                        else backend)
-        except (store.IndexProblem, models.BackendError):
+                                        else backend, ahead)
+        except (store.IndexProblem, _models().BackendError):
             return None, None
     m = idx.manifest
     if m.get("stamp") != stamp or m.get("vault") != str(vault):
@@ -463,13 +478,15 @@ def _build_now(vault, index_dir, config, rebuild, backend, progress, current=Non
     given = config is not None
     config = config if given else kept_config(index_dir, vault)
     cfg, cfg_path = vault_walk.load_config(vault, config)
-    stats = {}
+    stats, ahead = {}, None            # the index's big files read while the vault is scanned
+    if not rebuild and (current is None or current.dir != index_dir):
+        ahead = store_load.Ahead(index_dir)
     paths, passed_over = vault_walk.scan(vault, cfg, stats)
     stamp = _stamp(vault, stats, passed_over, cfg_path, backend)
     with store.lock(index_dir):
         recovered = store.recover(index_dir)
         same, loaded = (None, None) if rebuild else _unchanged(index_dir, vault, stamp,
-                                                               backend, current, brief)
+                                                               backend, current, brief, ahead)
         if keep is not None:
             keep.append(loaded)
         if same:
@@ -592,7 +609,7 @@ def _entries_now(prev, paths: list, ch) -> filecols.Files:
     def entry(r):                      # the base's position when r is the base's record
         i = bisect.bisect_left(base_paths, r["path"])
         same = i < len(base_paths) and base_paths[i] == r["path"]
-        return i if same and dict(filecols.Record(base, i)) == r else r
+        return i if same and base.equals(i, r) else r
     drop = {at[p] for p in ch.gone} | {at[x["path"]] for x in ch.skipped if x["path"] in at}
     new = {at[p]: entry(r) for p, r in ch.by_path.items() if p in at}
     out = [new.get(i, e) for i, e in enumerate(entries) if i not in drop]
@@ -733,11 +750,13 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     meter = None if a.quiet or not sys.stderr.isatty() else _Meter(sys.stderr)
     try:
-        models.use_timeout(a.timeout)
+        if a.timeout is not None:
+            _models().use_timeout(a.timeout)
         s = ingest_notes(a.vault, a.index, a.config, a.rebuild, a.backend, meter)
         if a.files:
             s["files"] = file_listing(store_load.load_index(s["index"]).files)
-    except (ValueError, store.IndexProblem, store.IndexBusy, models.BackendError, OSError) as e:
+    except (ValueError, store.IndexProblem, store.IndexBusy, _models().BackendError,
+            OSError) as e:
         print(f"{chr(10) if meter and meter.stage else ''}ingest: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
