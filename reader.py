@@ -36,16 +36,16 @@ from verso.textkit import (DAY_WORD, KEY_RE, MONTH_WORD, STOPWORDS, TOKEN_RE, co
 
 JUDGE_MODEL = "builtin-judge-v2"
 # fitted by tools/fit_reader.py on questions/dev.jsonl (tests/test_fit_reader.py checks)
-READER_BIAS = -7.641        # logit of a unit that names nothing asked and holds no value
-W_TEXT = 3.493               # share of the asked terms the unit names in its own words
-W_HEADING = 1.113           # share named by its heading trail
-W_TITLE = 1.481             # share named by its note's path (title)
-W_COVER = 1.45             # share named by the unit, its heading and title together
-W_TYPE = 2.234              # it holds a value of the asked kind (a bare number: PARTIAL_CREDIT)
-W_NEAR = 0.967              # an asked term's weight share / tokens from it to such a value
-W_RANK = 0.889              # the passage's rerank rank: 1 / (1 + rank from 0)
-W_LATEST = -0.144           # its note is the latest version (not an older one or entry)
-ABSTAIN_LOGIT = -3.679      # evidence below this everywhere: the notes lack the answer
+READER_BIAS = -7.628        # logit of a unit that names nothing asked and holds no value
+W_TEXT = 3.478               # share of the asked terms the unit names in its own words
+W_HEADING = 1.089           # share named by its heading trail
+W_TITLE = 1.496             # share named by its note's path (title)
+W_COVER = 1.437             # share named by the unit, its heading and title together
+W_TYPE = 2.251              # it holds a value of the asked kind (a bare number: PARTIAL_CREDIT)
+W_NEAR = 0.959              # an asked term's weight share / tokens from it to such a value
+W_RANK = 0.884              # the passage's rerank rank: 1 / (1 + rank from 0)
+W_LATEST = -0.15           # its note is the latest version (not an older one or entry)
+ABSTAIN_LOGIT = -3.658      # evidence below this everywhere: the notes lack the answer
 # set by hand, with a reason
 PARTIAL_CREDIT = 0.6      # a related form ("changes"/"changed", "paying"/"pay") is most of a match
 IDF_FLOOR = 0.1           # the commonest asked word still counts a little
