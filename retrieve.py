@@ -353,19 +353,21 @@ def search(index, query: str, qvec, k: int = DEFAULT_K, method: str = "hybrid",
     if span:
         return cands + _period_notes(index, cands, qvec, mask)
     if asof.ordinal(query):
-        return cands + _mentions(index, query, mask, cands, today)
+        return cands + _mentions(index, query, mask, cands, today, lists.get("bm25"))
     return cands
 
 
 # ------------------------------------------------------------ periods and mentions
 
 
-def _mentions(index, query: str, mask, cands, today) -> list[Candidate]:
+def _mentions(index, query: str, mask, cands, today, ranked=None) -> list[Candidate]:
     """"When did I last ...", "the first time I ...": up to MENTIONS_ADD chunks among
-    the question's top BM25 hits that no candidate is, the best mentions first
-    (asof.mention_ranker: the sentence naming the most of its words, then the latest day
-    for "last", the earliest for "first"); dated mentions only."""
-    ids, _ = bm25_ranking(index, query, FUSE_DEPTH_MIN, mask)
+    the question's top FUSE_DEPTH_MIN BM25 hits that no candidate is, the best mentions
+    first (asof.mention_ranker: the sentence naming the most of its words, then the
+    latest day for "last", the earliest for "first"); dated mentions only. ranked: the
+    BM25 ranking search already made (at least that deep), else it is made here."""
+    ids = (ranked if ranked is not None else
+           bm25_ranking(index, query, FUSE_DEPTH_MIN, mask))[0][:FUSE_DEPTH_MIN]
     have, rank, found = {c.id for c in cands}, asof.mention_ranker(query, today), []
     for cid in ids.tolist():
         if cid in have:
