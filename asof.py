@@ -59,7 +59,7 @@ PATTERNS = (
 # June", "what is it in March"); asked about the future and in no past tense, the next
 # one ("what hours are we doing on Sundays in December", "when is it due in June",
 # "what will it be in May": timewords' future words, or these in a question)
-PAST_RE = re.compile(r"\b(?:did|was|were|had|used to|went|paid|spent|made|got|back in|"
+PAST_RE = re.compile(r"\b(?:did|was|were|had|used to|went|paid|spent|made|got|"
                      r"\w{3,}ed)\b|\b(?:i|we|you|he|she|they)'d\b")
 FUTURE_ASK_RE = re.compile(r"\b(?:is|are|am)\s+(?:i|we|you|he|she|they|it)\s+\w+ing\b|"
                            r"\b(?:due|upcoming|coming up)\b")
