@@ -47,8 +47,11 @@ import dataclasses
 from verso import asof
 from verso import extract
 from verso import generate
+from verso import passages
 from verso import reader
+from verso import rerank
 from verso import timewords
+from verso import version
 from verso.retrieve import Candidate
 from verso.textkit import INSTRUCTION_RE, evidence_terms
 
@@ -82,33 +85,51 @@ def _lead(units: list):
 
 
 def select(question: str, cands: list[Candidate], budget: int | None = None,
-           history: bool = False, keep: int | None = None) -> list[Candidate]:
+           history: bool = False, keep: int | None = None, index=None,
+           qvec=None, present: bool = False) -> list[Candidate]:
     """The evidence from the ranked candidates: without a budget the first `keep` (KEEP)
-    passages whole; with one, from the first POOL, each long passage cut to its
-    answering lines (HISTORY_WORDS for a change question), taken in order while the
-    words fit the budget (the first always, `keep` or MAX_PASSAGES at most). A question
-    about a period keeps up to PERIOD_KEEP passages when `keep` is not given."""
+    candidates whole (the builtin reader's own); with one, notes as the unit
+    (passages.choose: each chosen note one passage, filled to `budget` words, `keep`
+    notes at most). A question about a period keeps up to PERIOD_KEEP passages when
+    `keep` is not given; a "last time" question's latest mention comes first."""
+    first = []
     if keep is None and asof.names_period(question):
         keep = PERIOD_KEEP
     elif asof.ordinal(question):
         cands = _mention_first(question, cands)
+        first = cands[:1] if cands else []
     if budget is None:
-        return cands[:keep or KEEP]
-    pool = cands[:POOL]
-    units = _units_by_candidate(reader.analyse(question), pool)
-    cap = HISTORY_WORDS if history else PASSAGE_WORDS
-    out, words = [], 0
-    for i, c in enumerate(pool):
-        text = _cut(c, units[i], cap)
-        n = len(text.split())
-        if out and words + n > budget:
-            continue
-        out.append(c if text == c.chunk.get("text") else
-                   dataclasses.replace(c, chunk={**c.chunk, "text": text}))
-        words += n
-        if len(out) >= (keep or MAX_PASSAGES) or words >= budget:
-            break
-    return out
+        return _first(question, cands, keep or KEEP) if present else cands[:keep or KEEP]
+    return passages.choose(question, cands, index, qvec, budget, history=history,
+                           notes=keep, first=first)
+
+
+def _first(question: str, cands: list[Candidate], keep: int) -> list[Candidate]:
+    """The builtin reader's own evidence: the first `keep` candidates, less each older
+    version that a newer one among them restates (restates: the frozen reader takes the
+    line that names the asked terms best, whatever its label, so a restated older
+    version would mislead it; every reader given a budget gets it, labelled)."""
+    restated, out = restates(question), []
+    for c in cands:
+        by = _superseder_in(c, cands)
+        if by is None or not _answers(by) or not restated(by, c):
+            out.append(c)
+        else:
+            c.dropped = version.DROP_REASON.format(c.superseded_by)   # shown in the trace
+    return out[:keep]
+
+
+def _answers(c: Candidate) -> bool:
+    return c.relevance is None or c.relevance >= rerank.RELEVANCE_THRESHOLD
+
+
+def _superseder_in(c: Candidate, cands: list[Candidate]) -> Candidate | None:
+    """The candidate c's label names (a newer version, or the newer entry of its log)."""
+    if not c.superseded_by:
+        return None
+    path, _, day = c.superseded_by.partition(version.SECTION_MARK)
+    return next((x for x in cands if x is not c and x.path == path
+                 and (not day or x.chunk.get("section_date") == day)), None)
 
 
 def _mention_first(question: str, cands: list[Candidate]) -> list[Candidate]:

@@ -301,13 +301,12 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     if use_version:
         threshold = rerank_stage.RELEVANCE_THRESHOLD if rerank else None
         cands, dropped = clock.run("version-filter", version.settle, cands,
-                                   out.time_mode, threshold, index=idx,
-                                   restates=evidence.restates(question))
-        out.candidates["version"] = _trace(cands + dropped)
+                                   out.time_mode, threshold, index=idx)
     out.ranking = [c.path for c in cands]
     if use_version:
-        kept = clock.run("evidence", _evidence, question, cands, out.time_mode, budget,
-                         keep)
+        kept = clock.run("evidence", _evidence, searched, cands, out.time_mode, budget,
+                         keep, idx, qvec)
+        out.candidates["version"] = _trace(cands + dropped)    # with what evidence set aside
     else:
         kept = cands[:keep or rerank_stage.KEEP]
     by_default = out.route.get("time_confidence", 1.0) <= route_stage.DEFAULT
@@ -324,10 +323,11 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     return out
 
 
-def _evidence(question, cands, mode, budget, keep) -> list:
+def _evidence(question, cands, mode, budget, keep, idx, qvec) -> list:
     """The passages handed on (evidence.select), and in present and as-of mode the
     statements a later note contradicts labelled."""
-    kept = evidence.select(question, cands, budget, history=mode == "history", keep=keep)
+    kept = evidence.select(question, cands, budget, history=mode == "history", keep=keep,
+                           index=idx, qvec=qvec, present=mode in ("present", "as_of"))
     if mode in ("present", "as_of"):
         kept = evidence.label_statements(question, kept)
     return kept

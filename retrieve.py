@@ -253,12 +253,23 @@ def dense_ranking(index, qvec, n: int, mask=None) -> tuple[np.ndarray, np.ndarra
     return ids, scores[ids].astype(np.float64)
 
 
-def bm25_ranking(index, query: str, n: int, mask=None) -> tuple[np.ndarray, np.ndarray]:
-    """Top n chunk ids by BM25 among chunks sharing a term with the query, with scores.
-    The query is searched with the other forms of its verbs the vault holds ("buy" finds
-    "bought": wordforms.py)."""
+def bm25_scores(index, query: str) -> tuple[np.ndarray, np.ndarray]:
+    """(chunk ids ascending, BM25 scores) of every chunk sharing a term with the query,
+    searched with the other forms of its verbs the vault holds ("buy" finds "bought":
+    wordforms.py); the last query's kept on the index (the evidence reads them again)."""
+    memo = index.cache.get("bm25_last")
+    if memo is not None and memo[0] == query:
+        return memo[1], memo[2]
     bm = bm25.load_bm25(index)
     ids, scores = bm25.scores(bm, query + verb_forms(query, bm["vocab"]))
+    index.cache["bm25_last"] = (query, ids, scores)
+    return ids, scores
+
+
+def bm25_ranking(index, query: str, n: int, mask=None) -> tuple[np.ndarray, np.ndarray]:
+    """Top n chunk ids by BM25 among chunks sharing a term with the query, with scores
+    (bm25_scores)."""
+    ids, scores = bm25_scores(index, query)
     if mask is not None:
         keep = mask[ids]
         ids, scores = ids[keep], scores[keep]

@@ -180,7 +180,7 @@ def apply(index, cands: list[Candidate], mode: str, qvec, as_of: str | None = No
         out = _present(index, out, qvec)
     elif mode == "history":
         out = _history(index, out, qvec)
-    _mark(index, out)
+    mark(index, out)
     return out
 
 
@@ -346,6 +346,17 @@ def _parallels(index, tables, ids_of, cands, qvec) -> list[Candidate]:
             for cid in sorted(found, key=lambda i: (-found[i], i))]
 
 
+def family_paths(index) -> dict[str, list[str]]:
+    """family -> the paths of its version files (no copies), one path for a note alone."""
+    tables = _tables(index)
+    out = tables.get("paths")
+    if out is None:
+        files = tables["files"]
+        out = tables["paths"] = {f: [files[i]["path"] for i in at]
+                                 for f, at in tables["members"].items()}
+    return out
+
+
 def _display_key(f: dict) -> tuple:
     """History order of files: real dates oldest -> newest, then undated (mtime)."""
     return (f.get("date_source") == WEAK_SOURCE, f.get("date") or "", f["path"])
@@ -356,7 +367,7 @@ def _is_versioned(tables, c: Candidate) -> bool:
                 or c.path in tables["sections"])
 
 
-def _mark(index, cands) -> None:
+def mark(index, cands) -> None:
     """superseded_by: the newest newer file of the family, else the log's newest entry."""
     tables = _tables(index)
     for c in cands:
@@ -377,34 +388,31 @@ def _mark(index, cands) -> None:
 
 
 def settle(cands: list[Candidate], mode: str, threshold: float | None = None,
-           index=None, restates=None) -> tuple[list[Candidate], list[Candidate]]:
-    """Present mode after rerank: set aside each older version that a newer one answers.
+           index=None) -> tuple[list[Candidate], list[Candidate]]:
+    """After rerank: label, never remove. Present (and as-of) mode: an older version x
+    that a newer answering candidate y supersedes (y a newer file of x's family, or a
+    later dated section of x's own file) keeps its place, labelled superseded_by y, so
+    every reader can still cite what only the older one holds (the evidence orders a
+    document's versions: passages.py). "Answers": relevance
+    >= threshold; with threshold None (no rerank) being among the candidates, except
+    that a log entry pulled in only by apply (added_by="version") is no evidence: a
+    log's newest entry is often about something else. History moves the versions of
+    the leading document to the front (needs `index`); any changes nothing.
 
-    x is set aside (x.dropped = "superseded by <path>" or "... <path> @ <date>") when a
-    candidate y ALSO answers and y is a newer file of x's family, or a later dated
-    section of x's own file, and restates(y, x) (evidence.restates: y states the asked
-    fact x states) when given; otherwise x stays, marked superseded_by. "Answers":
-    relevance >= threshold; with threshold None (no rerank) being among the
-    candidates, except that a log entry pulled in only by
-    apply (added_by="version") is no evidence: a log's newest entry is often about
-    something else. Other modes drop nothing; history moves the versions of the
-    leading document to the front (needs `index`).
-
-    Returns (kept, dropped), both in input order: the set-aside candidates are the
-    input objects with .dropped set (ones arriving with .dropped already set go to
-    dropped untouched). `index` (optional) gives exact file dates for chunks inside
-    dated sections; without it such a file only compares with its family when another
-    candidate of the same file shows the file's date.
+    Returns (kept, dropped): dropped holds only what arrived with .dropped set (as of a
+    date, versions not yet written). `index` (optional) gives exact file dates for
+    chunks inside dated sections; without it such a file only compares with its family
+    when another candidate of the same file shows the file's date.
     """
     _check_mode(mode)
-    live = [c for c in cands if not c.dropped]
-    if mode in ("present", "as_of"):     # as_of: apply marked the version in force latest
-        views = _settle_views(live, index if mode == "present" else None)
-        for x in live:
-            by = _superseder(x, live, threshold, views, restates)
-            if by:
-                x.dropped = DROP_REASON.format(by)
     kept = [c for c in cands if not c.dropped]
+    if mode in ("present", "as_of"):     # as_of: apply marked the version in force latest
+        views = _settle_views(kept, index if mode == "present" else None)
+        for x in kept:
+            by = _superseder(x, kept, threshold, views)
+            if by:
+                x.superseded_by = by
+                x.why = WHY_ENTRY if SECTION_MARK in by else (x.why or WHY_VERSION)
     if mode == "history" and index is not None:
         kept = _lead_versions_first(index, kept, threshold)
     return kept, [c for c in cands if c.dropped]
@@ -461,23 +469,19 @@ def _answers(c: Candidate, threshold) -> bool:
     return c.relevance is not None and c.relevance >= threshold
 
 
-def _superseder(x, cands, threshold, views, restates=None) -> str | None:
-    """Label of the newest answering candidate that supersedes x (and restates what x
-    states, when restates is given), else None."""
+def _superseder(x, cands, threshold, views) -> str | None:
+    """Label of the newest answering candidate that supersedes x, else None."""
     family = x.chunk.get("family") or x.path
     best_file, best_day = None, None
-    def restated(y) -> bool:            # asked last: it reads both passages' lines
-        return restates is None or restates(y, x)
-
     for y in cands:
         if y is x or not _answers(y, threshold):
             continue
         if (y.path != x.path and (y.chunk.get("family") or y.path) == family
                 and _newer(views[y.path], views[x.path])):
-            if (best_file is None or _newer(views[y.path], views[best_file])) and restated(y):
+            if best_file is None or _newer(views[y.path], views[best_file]):
                 best_file = y.path
         elif (y.path == x.path and _later_entry(y, x, threshold) and
-              y.chunk["section_date"] > (best_day or "") and restated(y)):
+              y.chunk["section_date"] > (best_day or "")):
             best_day = y.chunk["section_date"]
     if best_file:
         return best_file

@@ -5,6 +5,7 @@ for it."""
 import pytest
 
 from verso import evidence
+from verso import passages
 from verso import harness
 from verso import ingest
 from verso import route
@@ -67,11 +68,13 @@ def test_the_evidence_fits_the_word_budget_and_long_passages_are_cut(tmp_path):
             + f"\nThe vet bill on day {i} was £{40 + i}.\n")
     small = _ask(v, tmp_path, "How much was the vet bill?", budget=120)
     words = [len(s["text"].split()) for s in small.sources]
-    assert sum(words) <= 120 or len(words) == 1
-    assert any(evidence.ELIDED in s["text"] for s in small.sources)
-    assert all(w <= evidence.PASSAGE_WORDS + 20 for w in words)
+    assert sum(words) <= 120
+    assert any(passages.ELIDED in s["text"] for s in small.sources)
     big = _ask(v, tmp_path, "How much was the vet bill?", budget=2000)
-    assert len(small.sources) < len(big.sources) <= evidence.MAX_PASSAGES
+    paths = [s["path"] for s in big.sources]
+    assert len(paths) == len(set(paths)) > len(small.sources)    # one passage a note
+    total = sum(len(p.read_text().split()) for p in v.rglob("*.md"))
+    assert 0.8 * min(2000, total) <= sum(len(s["text"].split()) for s in big.sources) <= 2000
 
 
 def test_several_dates_route_to_history():

@@ -18,7 +18,7 @@ LAYERS = [
     {"vault_walk", "dating", "families", "filecols", "chunking", "store", "store_load",
      "bm25", "catalogue"},                                                           # the index
     {"ingest", "retrieve", "version", "route", "rerank", "generate", "verify",
-     "calibrate", "unsure", "registry", "evidence", "verdict_fit", "followup"},  # stages
+     "calibrate", "unsure", "registry", "evidence", "passages", "verdict_fit", "followup"},  # stages
     {"scorecard", "html_report"},                                # renderers of plain data
     {"harness"},                                                 # the pipeline
     {"evaluate", "mcp_tools", "chat", "calibrate_model"},   # runs, the MCP tools

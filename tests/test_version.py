@@ -134,16 +134,16 @@ def test_present_settle_four_versions(index):
     assert len(out) == 4                               # latest already there
     judged(out, {H.format(d): 0.9 for d in ("2026-06", "2026-07", "2026-08", "2026-10")})
     kept = settled(out, "present", threshold=0.5)
-    assert paths(kept) == [H.format("2026-10")]
-    assert {c.dropped for c in out if c.dropped} == {
-        "superseded by " + H.format("2026-10")}
+    assert paths(kept) == paths(out)                  # labelled, never removed
+    assert {c.superseded_by for c in out if c.path != H.format("2026-10")} == {
+        H.format("2026-10")}
     # the newest version does not answer: the next newest that does wins
     out = version.apply(index, four, "present", q)
     judged(out, {H.format("2026-06"): 0.9, H.format("2026-07"): 0.9,
                  H.format("2026-08"): 0.9, H.format("2026-10"): 0.1})
     kept = settled(out, "present", threshold=0.5)
-    assert paths(kept) == [H.format("2026-08"), H.format("2026-10")]
-    assert out[1].dropped == "superseded by " + H.format("2026-08")
+    assert paths(kept) == paths(out)
+    assert out[1].superseded_by == H.format("2026-08")
 
 
 def test_present_v1_v2_final(index):
@@ -153,7 +153,8 @@ def test_present_v1_v2_final(index):
     assert paths(out) == [PLAN.format("v1"), PLAN.format("final"), PLAN.format("v2")]
     assert out[0].superseded_by == out[2].superseded_by == PLAN.format("final")
     kept = settled([c for c in out], "present")   # no rerank: final is present
-    assert paths(kept) == [PLAN.format("final")]
+    assert paths(kept) == paths(out) and kept[1].superseded_by is None
+    assert kept[0].superseded_by == kept[2].superseded_by == PLAN.format("final")
     # final says nothing useful: v1 and v2 share a date, so neither hides the other
     out = judged(version.apply(index, [cand(index, PLAN.format("v1")),
                                        cand(index, PLAN.format("v2"))], "present", q),
@@ -192,8 +193,9 @@ def test_log_newer_entry_that_answers_wins(index):
     judged(out, {(LOG, "2026-05-02"): 0.9, (LOG, "2026-05-09"): 0.8})
     kept = settled(out, "present", threshold=0.5)
     assert paths(out) == [(LOG, "2026-05-02"), (LOG, "2026-05-16"), (LOG, "2026-05-09")]
-    assert paths(kept) == [(LOG, "2026-05-16"), (LOG, "2026-05-09")]
-    assert out[0].dropped == "superseded by " + LOG + " @ 2026-05-09"
+    assert paths(kept) == paths(out)
+    assert out[0].superseded_by == LOG + " @ 2026-05-09"
+    assert out[0].why == version.WHY_ENTRY
     fresh = version.apply(index, [cand(index, LOG, "40k"), cand(index, LOG, "55k")],
                           "present", q)   # both found by search, no rerank
     assert paths(settled(fresh, "present")) == paths(kept)
@@ -216,7 +218,8 @@ def test_weak_mtime_date_never_beats_a_real_date(index):
                                   cand(flipped, SERVER_REAL)], "present", q)
     assert out[0].superseded_by == SERVER_REAL
     judged(out, {SERVER_REAL: 0.9, SERVER_WEAK: 0.9})
-    assert paths(settled(out, "present", threshold=0.5)) == [SERVER_REAL]
+    kept = settled(out, "present", threshold=0.5)
+    assert paths(kept) == [SERVER_WEAK, SERVER_REAL] and kept[0].superseded_by == SERVER_REAL
 
 
 # ----------------------------------------------------------------------- history
@@ -292,8 +295,8 @@ def test_sectioned_versions_compare_by_file_date_only_when_known():
     cands = [Candidate(c) for c in idx.chunks]
     assert len(settled(cands, "present")) == 2        # file dates unknown: keep
     kept = settled(cands, "present", index=idx)
-    assert [c.path for c in kept] == ["journal/log 2026-05.md"]
-    assert cands[0].dropped == "superseded by journal/log 2026-05.md"
+    assert len(kept) == 2
+    assert cands[0].superseded_by == "journal/log 2026-05.md"
 
 
 def test_effective_mode_present_without_versions_is_any(index):

@@ -1,26 +1,26 @@
-"""Fit the evidence stage's word settings on the tuning splits, by a stated rule.
+"""Fit the evidence ranker (passages.py) on the tuning splits: one logistic model of
+"this section holds a key fact" over passages.FEATURES.
 
 In:  the tuning splits of questions/splits.json (never a frozen one), the builtin backend.
-Out: one row per setting: answer correct, evidence recall (all key facts inside the
-     passages handed on), recall_all (every gold file of a change question handed on),
-     words per question. The baseline row is the evidence before this stage (the first
-     five whole passages the version rules keep); the "count" row is this stage without
-     a budget (evidence.KEEP whole passages); the others give a budget of BUDGET words,
-     with long passages cut at PASSAGE_WORDS (HISTORY_WORDS for a change question).
-Rules: the cut sizes: at the middle budget, the most key facts handed on (evidence
-     recall plus recall_all), then the fewest words. The default (evidence.BUDGET_WORDS):
-     among the count and the budgets with those cut sizes, the ones whose words per
-     question stay at or under the baseline's and whose answers are right at least as
-     often, the most key facts handed on, then the fewest words (None: the count).
+Rows: every section of the pool passages.sections builds for each answerable question
+     (the same pool the harness builds, captured while harness.ask runs), labelled 1 when
+     its heading or text holds a key fact and its note is a gold file (any note when the
+     question names none), or when a key fact is its note's date and it is the note's
+     first section (every reader is shown the date).
+Fit: verdict_fit.fit (standardised ridge logistic regression, Newton's method), turned
+     into raw-scale weights. Held out: for each tuning split, the model fitted on the
+     others, and the evidence recall it gives there at 300, 600 and 1,000 words beside
+     the in-sample model's.
 
-    python tools/fit_evidence.py [--grid small|full]
+    python tools/fit_evidence.py            # print the fit and the held-out figures
+    python tools/fit_evidence.py --write    # and write the weights into passages.py
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -29,91 +29,131 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 
-from verso import evaluate  # noqa: E402
-from verso import evidence  # noqa: E402
-from verso import harness  # noqa: E402
+import numpy as np  # noqa: E402
 
-BASELINE_KEEP = 5        # the evidence before the stage: the first five whole passages
-GRIDS = {"small": {"BUDGET_WORDS": (350, 400, 450), "PASSAGE_WORDS": (70, 150),
-                   "HISTORY_WORDS": (40, 70)},
-         "full": {"BUDGET_WORDS": (300, 350, 400, 450, 500), "PASSAGE_WORDS": (50, 70, 100, 150),
-                  "HISTORY_WORDS": (30, 40, 70, 100)}}
+from verso import evaluate  # noqa: E402
+from verso import harness  # noqa: E402
+from verso import passages  # noqa: E402
+from verso import verdict_fit  # noqa: E402
+
+BUDGETS = (300, 600, 1000)
+FENCE_RE = re.compile(r"(# ---- FITTED:[^\n]*\n)(.*?)(# ---- end FITTED)", re.S)
 
 
 def tuning_sets() -> list[tuple[str, Path, list]]:
     rows = json.loads((ROOT / "questions" / "splits.json").read_text())["splits"]
-    return [(name, ROOT / row["vault"], evaluate.load_questions(ROOT / "questions" / f"{name}.jsonl"))
+    return [(name, ROOT / row["vault"],
+             [q for q in evaluate.load_questions(ROOT / "questions" / f"{name}.jsonl")
+              if q["answerable"] and q["key_facts"]])
             for name, row in rows.items()
             if row.get("role") == "tuning" and row.get("kind") != "conversations"]
 
 
-def measure(sets, loaded, **ask_kw) -> dict:
-    """Counts over every question of the sets: correct, recall, recall_all, words."""
-    out = dict(correct=0, n=0, recall=0, n_recall=0, recall_all=0, n_all=0, words=0)
+def _label(q: dict, s, idx) -> bool:
+    chunk = idx.chunks[s.id]
+    if q["gold_files"] and s.path not in q["gold_files"]:
+        return False
+    text = f"{chunk.get('heading') or ''}\n{chunk.get('text') or ''}"
+    if s.at == 0:
+        text += f"\n{chunk.get('date') or ''}"
+    return any(evaluate.has_fact(text, f) for f in q["key_facts"])
+
+
+def collect(sets, loaded) -> list[dict]:
+    """One row per pool section: {"split", "q", "features", "right"}."""
+    rows, real = [], passages.sections
     for name, _, questions in sets:
         idx, be = loaded[name]
         for q in questions:
-            a = harness.ask(q["question"], index=idx, backend=be, **ask_kw).to_dict()
-            passages = [f"{s['heading']} {s['text']}" for s in a["sources"]]
-            out["n"] += 1
-            out["correct"] += evaluate.answer_correct(q, a)
-            out["words"] += sum(len(s["text"].split()) for s in a["sources"])
-            if q["answerable"] and q["key_facts"]:
-                out["n_recall"] += 1
-                text = " ".join(passages)
-                out["recall"] += all(evaluate.has_fact(text, f) for f in q["key_facts"])
-            if q["answerable"] and q["category"] == "change" and q["gold_files"]:
-                out["n_all"] += 1
-                out["recall_all"] += set(q["gold_files"]) <= {s["path"] for s in a["sources"]}
+            seen = []
+
+            def spy(*a, **kw):
+                pool, table = real(*a, **kw)
+                seen.append(pool)
+                return pool, table
+            passages.sections = spy
+            try:
+                harness.ask(q["question"], index=idx, backend=be, write=False,
+                            budget=BUDGETS[-1])
+            finally:
+                passages.sections = real
+            for s in (seen[0] if seen else []):
+                rows.append({"split": name, "q": q["id"], "features": dict(s.features),
+                             "right": _label(q, s, idx)})
+    return rows
+
+
+def raw(model: dict) -> tuple[float, dict]:
+    """(bias, {feature: weight}) on the features' own scale."""
+    w = model["weights"] / model["scale"]
+    bias = float(model["bias"] - (w * model["mean"]).sum())
+    return bias, {n: round(float(x), 4) for n, x in zip(model["names"], w)}
+
+
+def recall(sets, loaded, bias, weights) -> dict:
+    """{split: [k at each budget], "n": questions} with these weights."""
+    saved = passages.BIAS, dict(passages.WEIGHTS)
+    passages.BIAS, passages.WEIGHTS = bias, weights
+    out = {}
+    try:
+        for name, _, questions in sets:
+            idx, be = loaded[name]
+            got = []
+            for b in BUDGETS:
+                got.append(sum(evaluate.evidence_recall(q["key_facts"], harness.ask(
+                    q["question"], index=idx, backend=be, write=False,
+                    budget=b).sources) for q in questions))
+            out[name] = got
+    finally:
+        passages.BIAS, passages.WEIGHTS = saved
     return out
 
 
-def _row(label: str, m: dict) -> str:
-    return (f"{label:<42} correct {m['correct']:>3}/{m['n']:<4} evidence recall "
-            f"{m['recall']:>3}/{m['n_recall']:<4} recall_all {m['recall_all']:>2}/{m['n_all']:<3}"
-            f" words/q {m['words'] / m['n']:.0f}")
+def write(bias: float, weights: dict) -> None:
+    path = ROOT / "passages.py"
+    body = [f"BIAS = {round(bias, 4)}", "WEIGHTS = {"]
+    items = [f'"{k}": {v}' for k, v in weights.items()]
+    line = "    "
+    for item in items:
+        if len(line) + len(item) + 2 > 92:
+            body.append(line.rstrip())
+            line = "    "
+        line += item + ", "
+    body.append(line.rstrip().rstrip(",") + "}")
+    text = path.read_text(encoding="utf-8")
+    new = FENCE_RE.sub(lambda m: m.group(1) + "\n".join(body) + "\n" + m.group(3), text)
+    path.write_text(new, encoding="utf-8")
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="tools/fit_evidence.py", description=__doc__.split("\n")[0])
-    p.add_argument("--grid", choices=list(GRIDS), default="small")
+    p.add_argument("--write", action="store_true", help="write the weights into passages.py")
     args = p.parse_args(argv)
     sets, home = tuning_sets(), Path(tempfile.mkdtemp(prefix="fit-evidence-"))
     loaded = {name: harness.load(index=str(home / name), vault=vault, backend="builtin")
               for name, vault, _ in sets}
-    select = evidence.select
-    evidence.select = lambda question, cands, *a, **kw: cands[:BASELINE_KEEP]
-    try:
-        base = measure(sets, loaded)
-    finally:
-        evidence.select = select
-    print(_row(f"baseline: the first {BASELINE_KEEP} whole passages", base))
-    grid = GRIDS[args.grid]
-    saved = {k: getattr(evidence, k) for k in ("PASSAGE_WORDS", "HISTORY_WORDS")}
-    middle = grid["BUDGET_WORDS"][len(grid["BUDGET_WORDS"]) // 2]
-    try:
-        cuts = []
-        for pw, hw in itertools.product(grid["PASSAGE_WORDS"], grid["HISTORY_WORDS"]):
-            evidence.PASSAGE_WORDS, evidence.HISTORY_WORDS = pw, hw
-            m = measure(sets, loaded, budget=middle)
-            print(_row(f"budget={middle} passage={pw} history={hw}", m), flush=True)
-            cuts.append(((m["recall"] + m["recall_all"], -m["words"]), (pw, hw)))
-        pw, hw = max(cuts)[1]
-        evidence.PASSAGE_WORDS, evidence.HISTORY_WORDS = pw, hw
-        rows = [(None, measure(sets, loaded, budget=None))]
-        print(_row(f"count: the first {evidence.KEEP} whole passages", rows[0][1]), flush=True)
-        for budget in grid["BUDGET_WORDS"]:
-            rows.append((budget, measure(sets, loaded, budget=budget)))
-            print(_row(f"budget={budget} passage={pw} history={hw}", rows[-1][1]), flush=True)
-    finally:
-        for k, v in saved.items():
-            setattr(evidence, k, v)
-    ok = [(m["recall"] + m["recall_all"], -m["words"], budget is None, budget)
-          for budget, m in rows
-          if m["words"] <= base["words"] and m["correct"] >= base["correct"]]
-    print(f"picked: PASSAGE_WORDS = {pw}, HISTORY_WORDS = {hw}, BUDGET_WORDS = "
-          f"{max(ok)[3] if ok else None}" + ("" if ok else " (no setting kept the "
-                                             "baseline's words and answers: the count)"))
+    rows = collect(sets, loaded)
+    names = passages.FEATURES
+    print(f"{len(rows)} sections, {sum(r['right'] for r in rows)} holding a key fact, "
+          f"{sum(len(q) for _, _, q in sets)} questions")
+    bias, weights = raw(verdict_fit.fit(rows, names))
+    print(f"BIAS = {bias:.4f}\nWEIGHTS = {json.dumps(weights)}")
+    inside = recall(sets, loaded, bias, weights)
+    print(f"{'split':<8}{'n':>4}  " + "  ".join(f"{b:>5}in {b:>5}out" for b in BUDGETS))
+    total_in, total_out = np.zeros(len(BUDGETS)), np.zeros(len(BUDGETS))
+    for name, _, questions in sets:
+        fold = raw(verdict_fit.fit([r for r in rows if r["split"] != name], names))
+        out = recall([s for s in sets if s[0] == name], loaded, *fold)[name]
+        total_in += inside[name]
+        total_out += out
+        print(f"{name:<8}{len(questions):>4}  " + "  ".join(
+            f"{a:>7} {b:>8}" for a, b in zip(inside[name], out)), flush=True)
+    n = sum(len(q) for _, _, q in sets)
+    print(f"{'all':<8}{n:>4}  " + "  ".join(f"{int(a):>7} {int(b):>8}"
+                                              for a, b in zip(total_in, total_out)))
+    if args.write:
+        write(bias, weights)
+        print("written: passages.py between the FITTED marks")
     return 0
 
 

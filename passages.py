@@ -1,0 +1,355 @@
+"""passages: notes as the unit of evidence, filled to the reader's word budget.
+
+Stage: evidence (evidence.select calls it whenever a budget is given).
+In:  the question, the settled candidates (ranked by rerank, labelled by version.py),
+     the index and the query vector, a word budget, the time mode, a cap on notes, and
+     sections that must come first (a "last time" question's latest mention).
+Out: one Candidate per chosen note, the note's chosen sections in note order, each
+     after the first under its heading trail (a short note whole), labelled as its
+     newest included section is (superseded_by/why from version.py): a log passage
+     holding the log's newest entry is current.
+Not: retrieval, judging relevance (rerank.py), deciding versions (version.py), labels
+     from other notes (evidence.label_statements), the builtin reader's own default.
+
+How it chooses, by one model and one fill:
+- The pool: every section (chunk) of every note among the candidates. A note whose
+  candidates arrive changed by the time stage (as-of cut its lines) gives only those.
+- Each section gets P(it holds a key fact) from one logistic model over FEATURES: how
+  well the section, its heading trail and its note's title match the question (BM25,
+  dense, term shares), what rerank said of it and of its note, the note's rank, whether
+  it is current. The weights are fitted by tools/fit_evidence.py on the tuning splits
+  (never a frozen one) and written below between the FITTED marks.
+- A change question ("how did it change"): the best section of every version of the
+  leading document, and of every dated entry of a leading log, that names an asked
+  term goes in first, oldest first. Versions label and order; they never remove.
+- Then sections in order of P while the words fit (a section that does not fit is cut
+  to its lines naming the most asked terms, when at least CUT_MIN words are left); a
+  note not yet chosen comes in only while fewer than `notes` are.
+- Order: a change question's versions first, oldest first; then notes by their best
+  P; an older version of a document right after the newest chosen one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import PurePosixPath
+
+import numpy as np
+
+from verso import retrieve
+from verso import textkit
+from verso import version
+from verso.retrieve import Candidate
+
+MAX_NOTES = 20          # notes one evidence holds when no cap is given
+SHORT_NOTE = 100        # a note of at most this many words goes whole
+CUT_MIN = 25            # a section that does not fit is cut only with this many words left
+ELIDED = "…"            # stands where a cut section leaves lines out
+HEADING_MARK = "## "    # a later section's heading trail inside a note's passage
+
+FEATURES = ("bm25", "dense", "terms", "heading", "title", "candidate", "relevance",
+            "note_relevance", "note_rank", "note_bm25", "current", "first", "words")
+# ---- FITTED: tools/fit_evidence.py --write (raw-scale weights; do not edit by hand)
+BIAS = -4.7135
+WEIGHTS = {
+    "bm25": 2.4692, "dense": 4.5278, "terms": -0.8547, "heading": -0.7139, "title": 1.8595,
+    "candidate": 0.0457, "relevance": 2.9625, "note_relevance": -0.1185,
+    "note_rank": 1.6157, "note_bm25": -0.3856, "current": 0.0239, "first": 0.3273,
+    "words": -0.0143}
+# ---- end FITTED
+
+
+@dataclasses.dataclass
+class Section:
+    """One section of the pool: its chunk id, note, position in the note, features."""
+    id: int
+    path: str
+    at: int
+    words: int
+    features: dict
+    p: float = 0.0
+
+
+def _asked(question: str) -> set:
+    return set(textkit.terms(question))
+
+
+def _share(asked: set, text: str) -> float:
+    return len(asked & set(textkit.terms(text))) / len(asked) if asked else 0.0
+
+
+def _notes(cands: list[Candidate], index) -> dict:
+    """path -> (rank, {chunk id: candidate}, chunk ids of the note's pool) in order of
+    first appearance; a note whose candidates were changed by the time stage keeps
+    only those."""
+    ids_of = retrieve.chunk_ids_by_path(index)
+    notes: dict[str, tuple] = {}
+    for c in cands:
+        if c.dropped:
+            continue
+        rank, own, _ = notes.setdefault(c.path, (len(notes), {}, None))
+        own.setdefault(c.id, c)
+    out = {}
+    for path, (rank, own, _) in notes.items():
+        changed = any(c.chunk is not index.chunks[c.id] and c.chunk.get("text") !=
+                      index.chunks[c.id].get("text") for c in own.values())
+        ids = sorted(own) if changed else [int(i) for i in ids_of.get(path, ())] or sorted(own)
+        out[path] = (rank, own, ids)
+    return out
+
+
+def _bm25(index, question: str, ids: list[int]) -> np.ndarray:
+    """BM25 of the question on the chunks `ids` (the same scores retrieval ranked by)."""
+    found, scores = retrieve.bm25_scores(index, question)
+    pos = np.searchsorted(found, ids)
+    pos = np.minimum(pos, max(len(found) - 1, 0))
+    hit = (found[pos] == ids) if len(found) else np.zeros(len(ids), bool)
+    return np.where(hit, scores[pos] if len(found) else 0.0, 0.0)
+
+
+def sections(question: str, cands: list[Candidate], index, qvec) -> tuple[list, dict]:
+    """(every Section of the pool with its features and P, the notes table of _notes)."""
+    notes = _notes(cands, index)
+    asked = _asked(question)
+    ids = [i for _, _, note_ids in notes.values() for i in note_ids]
+    if not ids:
+        return [], notes
+    lexical = _bm25(index, question, ids)
+    top = lexical.max() if lexical.size and lexical.max() > 0 else 1.0
+    dense = np.asarray(index.vectors[np.asarray(ids)] @ qvec, dtype=np.float64) \
+        if qvec is not None else np.zeros(len(ids))
+    dense = dense - dense.max()
+    out, at = [], 0
+    for path, (rank, own, note_ids) in notes.items():
+        title = _share(asked, PurePosixPath(path).stem)
+        judged = [c.relevance for c in own.values() if c.relevance is not None]
+        rows = []
+        for j, cid in enumerate(note_ids):
+            chunk = own[cid].chunk if cid in own else index.chunks[cid]
+            text, heading = chunk.get("text") or "", chunk.get("heading") or ""
+            c = own.get(cid)
+            n = len(text.split()) + len(heading.split())   # a later section shows its trail
+            rows.append(Section(cid, path, j, n, {
+                "bm25": lexical[at] / top, "dense": float(dense[at]),
+                "terms": _share(asked, f"{heading} {text}"),
+                "heading": _share(asked, heading), "title": title,
+                "candidate": float(c is not None),
+                "relevance": float(c.relevance or 0.0) if c is not None else 0.0,
+                "note_relevance": max(judged, default=0.0),
+                "note_rank": 1.0 / (1.0 + rank),
+                "current": float(not _superseded(c, chunk)),
+                "first": float(j == 0), "words": math.log1p(n)}))
+            at += 1
+        best = max(r.features["bm25"] for r in rows)
+        for r in rows:
+            r.features["note_bm25"] = best
+        out += rows
+    for s in out:
+        s.p = probability(s.features)
+    return out, notes
+
+
+def probability(features: dict, weights=None, bias=None) -> float:
+    """The fitted model's P(a section holds a key fact)."""
+    weights = WEIGHTS if weights is None else weights
+    z = (BIAS if bias is None else bias) + sum(w * features.get(k, 0.0)
+                                              for k, w in weights.items())
+    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+
+def _superseded(c, chunk) -> bool:
+    if c is not None:
+        return bool(c.superseded_by) or not c.is_latest
+    return not chunk.get("is_latest", True) or chunk.get("entry_latest") is False
+
+
+def choose(question: str, cands: list[Candidate], index, qvec, budget: int,
+           history: bool = False, notes: int | None = None, first=()) -> list[Candidate]:
+    """The evidence: one passage per chosen note, filled to `budget` words (see the
+    module's rules); `notes` caps the notes (MAX_NOTES); `first`: candidates whose
+    sections go in before any other (a latest mention)."""
+    pool, table = sections(question, cands, index, qvec)
+    if not pool:
+        return []
+    cap = notes or MAX_NOTES
+    by_id = {s.id: s for s in pool}
+    chosen: dict[str, dict] = {}        # path -> {section id: text}
+    used = 0
+    asked = _asked(question)
+
+    def take(s: Section, forced: bool = False) -> None:
+        nonlocal used
+        if s.path not in chosen and len(chosen) >= cap:
+            return
+        got = chosen.setdefault(s.path, {})
+        if s.id in got:
+            return
+        members = [x for x in pool if x.path == s.path]
+        whole = sum(x.words for x in members)
+        adds = [x for x in members if x.id not in got] if whole <= SHORT_NOTE else [s]
+        cost = sum(x.words for x in adds)
+        if used + cost <= budget or (forced and not used):
+            for x in adds:
+                got[x.id] = _text(index, table, x)
+            used += cost
+        elif budget - used >= CUT_MIN:
+            text = _text(index, table, s)
+            trail = s.words - len(text.split())
+            got[s.id] = _cut(text, asked, budget - used - trail - 2)   # 2: the ELIDED marks
+            used += trail + len(got[s.id].split())
+        if not got:
+            del chosen[s.path]
+
+    for c in first:
+        if c.id in by_id:
+            take(by_id[c.id], forced=True)
+    for s in sorted(pool, key=lambda s: (-s.p, table[s.path][0], s.at)):
+        if used >= budget:
+            break
+        if not history:
+            newer = _newer(s, pool, index)
+            if newer is not None:
+                take(newer)
+        take(s)
+        if history and s.path in chosen:
+            for x in _versions(s, pool, index, asked):
+                take(x)
+    return _passages(chosen, table, index, history)
+
+
+def _newer(s: Section, pool: list, index) -> Section | None:
+    """The best section (by P) of what supersedes s: the latest version of its
+    document, or its log's newest entry; None when s is current."""
+    chunk = index.chunks[s.id]
+    if chunk.get("entry_latest") is False:
+        same = [x for x in pool if x.path == s.path and index.chunks[x.id].get("entry_latest")]
+    elif not chunk.get("is_latest", True):
+        paths = set(version.family_paths(index).get(chunk.get("family") or s.path, ()))
+        same = [x for x in pool if x.path in paths and index.chunks[x.id].get("is_latest")]
+    else:
+        return None
+    return max(same, key=lambda x: (x.p, -x.at), default=None)
+
+
+def _versions(s: Section, pool: list, index, asked: set) -> list:
+    """A change question: the other versions of s's document, and the other dated
+    entries of s's log, each by its best section (by P) naming an asked term, oldest
+    first."""
+    chunk = index.chunks[s.id]
+    paths = version.family_paths(index).get(chunk.get("family") or s.path, [])
+    dated = chunk.get("section_date")
+    if len(paths) < 2 and not dated:
+        return []
+    best: dict = {}
+    for x in pool:
+        c = index.chunks[x.id]
+        key = x.path if len(paths) > 1 and x.path in paths else (
+            c.get("section_date") if x.path == s.path and dated else None)
+        if key is None or x.id == s.id or not asked & set(
+                textkit.terms(f"{c.get('heading') or ''} {c.get('text') or ''}")):
+            continue
+        if key not in best or x.p > best[key].p:
+            best[key] = x
+    return sorted(best.values(), key=lambda x: _day(index, x))
+
+
+def _day(index, s: Section) -> tuple:
+    c = index.chunks[s.id]
+    weak = c.get("date_source") == version.WEAK_SOURCE
+    return (weak, c.get("section_date") or c.get("date") or "", s.path)
+
+
+def _text(index, table, s: Section) -> str:
+    own = table[s.path][1]
+    chunk = own[s.id].chunk if s.id in own else index.chunks[s.id]
+    return chunk.get("text") or ""
+
+
+def _cut(text: str, asked: set, words: int) -> str:
+    """text cut to `words`: its lines naming the most asked terms, in note order."""
+    lines = [x for x in text.splitlines() if x.strip()]
+    ranked = sorted(range(len(lines)), key=lambda i: (
+        -len(asked & set(textkit.terms(lines[i]))), i))
+    keep, n = set(), 0
+    for i in ranked:
+        w = len(lines[i].split())
+        if n + w > words:
+            continue
+        keep.add(i)
+        n += w
+    if not keep:
+        return " ".join(text.split()[:words]) + " " + ELIDED
+    out, last = [], -1
+    for i in sorted(keep):
+        if i != last + 1:
+            out.append(ELIDED)
+        out.append(lines[i])
+        last = i
+    if last != len(lines) - 1:
+        out.append(ELIDED)
+    return "\n".join(out)
+
+
+def _passages(chosen: dict, table: dict, index, history: bool) -> list:
+    """One Candidate per chosen note, in reading order (see the module's rules)."""
+    out = []
+    for path, got in chosen.items():
+        rank, own, note_ids = table[path]
+        ids = [i for i in note_ids if i in got]
+        parts = []
+        for j, cid in enumerate(ids):
+            chunk = own[cid].chunk if cid in own else index.chunks[cid]
+            head = chunk.get("heading") or ""
+            parts.append(got[cid] if j == 0 or not head else f"{HEADING_MARK}{head}\n{got[cid]}")
+        rep = _representative(ids, own, index)
+        text = "\n\n".join(parts)
+        relevance = [c.relevance for c in own.values() if c.relevance is not None]
+        out.append(dataclasses.replace(
+            rep, chunk={**rep.chunk, "heading": _heading(ids[0], own, index), "text": text,
+                        "id": rep.id},
+            relevance=max(relevance) if relevance else rep.relevance,
+            fused=max(c.fused for c in own.values())))
+    return _order(out, history)
+
+
+def _heading(cid: int, own: dict, index) -> str:
+    chunk = own[cid].chunk if cid in own else index.chunks[cid]
+    return chunk.get("heading") or ""
+
+
+def _representative(ids: list, own: dict, index) -> Candidate:
+    """The candidate whose labels the passage carries: its newest dated entry, else its
+    best-ranked candidate; a section never a candidate is marked by version.py."""
+    dated = [i for i in ids if index.chunks[i].get("section_date")]
+    if dated:
+        cid = max(dated, key=lambda i: index.chunks[i]["section_date"])
+    else:
+        cid = next((i for i in own if i in ids), ids[0])
+    if cid in own:
+        return own[cid]
+    c = Candidate(index.chunks[cid], added_by=next(iter(own.values())).added_by)
+    version.mark(index, [c])
+    return c
+
+
+def _order(passages: list, history: bool) -> list:
+    """The versions of one document together, at the place of the first chosen: a
+    change question's oldest first, else the current one first."""
+    out: list = []
+    for p in passages:
+        if p in out:
+            continue
+        family = p.chunk.get("family") or p.path
+        group = [q for q in passages if (q.chunk.get("family") or q.path) == family]
+        if history:
+            group.sort(key=lambda q: (q.date == retrieve.UNDATED, q.date, q.path))
+        else:
+            group.sort(key=lambda q: (not q.is_latest or bool(q.superseded_by),
+                                      q.date == retrieve.UNDATED, _neg(q.date)))
+        out += group
+    return out
+
+
+def _neg(day: str) -> tuple:
+    return tuple(-ord(ch) for ch in day)
