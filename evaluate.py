@@ -328,12 +328,16 @@ def evidence_recall(key_facts, sources) -> bool:
     return all(has_fact(joined, f) for f in key_facts)
 
 
-def evidence_stale(forbidden_facts, sources) -> bool:
+def evidence_stale(forbidden_facts, sources, key_facts=()) -> bool:
     """Some passage marked current (latest, and superseded_by None) holds a forbidden
-    fact; one labelled older or superseded may hold it."""
+    fact (an outdated value) and not every key fact (the current value: a passage that
+    states both, a note of what changed, is not stale); one labelled older or
+    superseded may hold it."""
     current = _passages(s for s in sources or [] if isinstance(s, dict)
                         and s.get("superseded_by") is None and s.get("is_latest", True))
-    return any(has_fact(t, f) for t in current for f in forbidden_facts)
+    return any(any(has_fact(t, f) for f in forbidden_facts)
+               and not (key_facts and all(has_fact(t, k) for k in key_facts))
+               for t in current)
 
 
 def evidence_recall_all(gold_files, sources) -> bool:
@@ -354,7 +358,7 @@ def _evidence(q: dict, a: dict) -> dict:
                    and bool(q["forbidden_facts"]))
     return {"evidence_recall": evidence_recall(q["key_facts"], src)
             if ok and q["key_facts"] else None,
-            "evidence_stale": evidence_stale(q["forbidden_facts"], src)
+            "evidence_stale": evidence_stale(q["forbidden_facts"], src, q["key_facts"])
             if one_version else None,
             "evidence_recall_all": evidence_recall_all(q["gold_files"], src)
             if ok and q["gold_files"] and q["category"] == "change" else None,
@@ -606,6 +610,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--html", metavar="DIR", help="index.html and a trace page per question")
     p.add_argument("--include-private", action="store_true", help="let the --html pages "
                    "hold text from private folders (left out by default)")
+    p.add_argument("--budgets", nargs="*", type=int, metavar="WORDS", default=None,
+                   help="instead of answering: the evidence at these word budgets "
+                   "(default 300 600 1000) for each --variant, beside the plain BM25 "
+                   "baseline (plain_bm25.py); recall by kind, stale evidence, found@5")
     p.add_argument("--evidence-only", action="store_true", help="stop at the evidence the "
                    "writer would get (no writer call): retrieval and evidence measures only, "
                    "quick with a model backend; the answer measures then mean nothing")
@@ -732,6 +740,28 @@ def _run(args, argv) -> int:
     return 0
 
 
+def _run_budgets(args) -> int:
+    """--budgets: the evidence at equal words beside the baseline (budget_eval.py)."""
+    from verso import budget_eval
+    from verso import plain_bm25
+    args.variant, args.evidence_only = args.variant or ["full"], True   # no writer
+    variants, _, index_dir = _setup(args)
+    ask, _ = _open_pipeline(Path(args.vault), index_dir, args)
+    budgets = args.budgets or list(budget_eval.BUDGETS)
+    if any(b < 1 for b in budgets):
+        raise EvalError(f"--budgets {budgets}: give numbers of words, such as 300 600 1000")
+    result = budget_eval.measure(
+        load_questions(args.questions), ask,
+        plain_bm25.Baseline(args.vault), budgets, variants,
+        {v: dict(zip(ASK_KEYS, VARIANTS[v])) for v in variants})
+    print(json.dumps(result, indent=1) if args.json else budget_eval.render(result))
+    if args.out:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        store.write_atomic(Path(args.out) / "budgets.json",
+                           json.dumps(result, indent=1).encode())
+    return 0
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
@@ -752,6 +782,8 @@ def main(argv=None) -> int:
             raise EvalError(f"question file {path} not found")
         if args.conversations and not args.check:
             return _run_conversations(args, argv)
+        if not args.check and args.budgets is not None:
+            return _run_budgets(args)
         if not args.check:
             return _run(args, argv)
         first = next((q for _, q, _ in _jsonl(args.check) if isinstance(q, dict)), {})

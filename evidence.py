@@ -57,8 +57,14 @@ from verso.textkit import INSTRUCTION_RE, evidence_terms
 
 WHY_STATEMENT = extract.STATEMENT_WHY + " ({})"   # Candidate.why of a statement label
 QUALIFIED = 3           # a line naming this many asked fields may lose one in a rewrite
-KEEP = 5                # no budget given: the first KEEP passages, whole (fit_evidence.py)
-BUDGET_WORDS = None     # the default budget: None, the count above (tools/fit_evidence.py)
+KEEP = 5                # the builtin reader's own evidence: the first KEEP passages, whole
+BUDGET_WORDS = None     # ask()'s default: the reader's own (reader_budget)
+MCP_WORDS = 1000        # a host's default: of 300, 600 and 1,000 words the one handing on
+                        # most key facts on the tuning splits (tools/fit_evidence.py), at
+                        # most 1,000 (hosts ask for more with budget)
+WORDS_PER_TOKEN = 0.75  # English prose: about three words to four tokens
+NOTES_SHARE = 0.5       # of a model's context left after its reply: half for the notes,
+                        # half for the instructions, labels and line numbers around them
 MAX_PASSAGES = 10       # with a budget, at most this many passages, however short
 PERIOD_KEEP = MAX_PASSAGES   # a question about a period: every note of it, to this many
 POOL = 15               # the ranked candidates the evidence is chosen from
@@ -82,6 +88,16 @@ def _lead(units: list):
     """The unit of one note that answers best, None when none answers."""
     answering = [u for u in units if u.answers]
     return max(answering, key=lambda u: (u.ev, -u.at)) if answering else None
+
+
+def reader_budget(writer) -> int | None:
+    """The words a reader gets by default: a model writer, NOTES_SHARE of its context
+    after its reply (at most MCP_WORDS); the builtin reader None (its own KEEP)."""
+    ctx = getattr(writer, "num_ctx", None)
+    if not isinstance(ctx, int):
+        return None
+    reply = getattr(writer, "reply_tokens", 0) or 0
+    return max(100, min(MCP_WORDS, int((ctx - reply) * NOTES_SHARE * WORDS_PER_TOKEN)))
 
 
 def select(question: str, cands: list[Candidate], budget: int | None = None,

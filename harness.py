@@ -251,10 +251,11 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
         keep=None, budget=evidence.BUDGET_WORDS, include_private=True, write=True,
         as_of=None, context=None) -> Answer:
     """Route, retrieve, filter by time, rerank and gate, choose the evidence, write,
-    verify; every stage timed. The evidence (evidence.select) is the first
-    evidence.KEEP passages, or with a `budget` as many (cut) passages as fit that many
-    words; `keep` caps the passages. Without version rules (use_version=False, the
-    baselines) it is the plain top `keep` (default 5).
+    verify; every stage timed. The evidence (evidence.select): with a `budget`, notes
+    ranked and filled to that many words, one passage a note (`keep` caps the notes);
+    without one, the reader's own (evidence.reader_budget: a model writer's from its
+    context; the builtin reader's first evidence.KEEP passages). Without version rules
+    (use_version=False, the baselines) it is the plain top `keep` (default 5).
     include_private=False searches shareable folders only; write=False stops at the
     evidence (sources and the version trace), before the writer (mcp_server).
     as_of ("YYYY-MM-DD", or "YYYY-MM") asks about the notes as they stood on that date.
@@ -303,6 +304,8 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
         cands, dropped = clock.run("version-filter", version.settle, cands,
                                    out.time_mode, threshold, index=idx)
     out.ranking = [c.path for c in cands]
+    if budget is None and write:        # the reader's own: a model's from its context
+        budget = evidence.reader_budget(be.writer)
     if use_version:
         kept = clock.run("evidence", _evidence, searched, cands, out.time_mode, budget,
                          keep, idx, qvec)

@@ -63,24 +63,25 @@ QUERY = {"type": "string", "minLength": 1, "maxLength": harness.MAX_QUESTION_CHA
 
 TOOLS = [
     {"name": "search_notes", "title": "Search notes (version-aware evidence)",
-     "description": "Passages from the user's shareable notes for a query, after Verso's "
-     "rerank and time rules (with a word budget, a long passage is cut to its answering "
-     "lines, '…' where lines are left out): path, heading trail, date ('undated' = file "
-     "time only), is_latest, superseded_by and why (a newer version, log entry or dated "
-     "statement in another note: answer from the newer one, cite the older only for what "
-     "only it says), relevance and text; in present mode also what was set aside because "
-     "a newer version restates it. time_mode: present = current values, history = how "
-     "something changed, any = no filter, as_of = the notes as they stood on the date "
-     "given in as_of (YYYY-MM-DD), auto = Verso decides from the query. k: at most this "
-     "many passages (default 5, whole); budget: instead as many as fit this many words, "
-     "long ones cut to their answering lines.",
+     "description": "Evidence from the user's shareable notes for a query: one passage "
+     "per note (the sections that answer, in note order, each later one under its '## "
+     "heading trail'; a short note whole; '…' where lines are left out), notes ranked by "
+     "Verso's fitted ranker, filled to about `budget` words (default "
+     f"{evidence.MCP_WORDS}; ask for more, up to 5000, when your context allows, or read "
+     "a whole note as the resource verso://note/PATH). Each passage: path, heading, date "
+     "('undated' = file time only), is_latest, superseded_by and why (a newer version, "
+     "log entry or dated statement in another note: answer from the newer one, cite the "
+     "older only for what only it says); older versions are labelled, never left out. "
+     "time_mode: present = current values, history = how something changed (every "
+     "version that names the asked terms, oldest first), any = no filter, as_of = the "
+     "notes as they stood on the date given in as_of (YYYY-MM-DD), auto = Verso decides "
+     "from the query. k: at most this many notes (default: as many as the budget holds).",
      "inputSchema": _obj({"query": QUERY, "time_mode": {
          "type": "string", "enum": ["auto", "present", "history", "any", "as_of"],
          "default": "auto"},
          "as_of": {"type": "string", "pattern": r"^\d{4}-\d{2}(-\d{2})?$"},
          "budget": {"type": "integer", "minimum": 50, "maximum": 5000},
-         "k": {"type": "integer", "minimum": 1, "maximum": 20,
-               "default": evidence.KEEP}},
+         "k": {"type": "integer", "minimum": 1, "maximum": 20}},
          additionalProperties=False) | {"required": ["query"]},
      "outputSchema": _obj({"time_mode": T["string"], "chosen_by": T["string"],
                            "as_of": OPT, "passages": _arr(PASSAGE),
@@ -212,7 +213,7 @@ def search_notes(srv, args: dict) -> dict:
             out["time_mode"] = route.route(args["query"])["time_mode"]
         return out
     a = harness.ask(args["query"], index=idx, backend=srv.be,
-                    keep=int(args.get("k", evidence.KEEP)), budget=args.get("budget"),
+                    keep=args.get("k"), budget=args.get("budget", evidence.MCP_WORDS),
                     mode=None if mode in ("auto", "as_of") else mode,
                     as_of=day, include_private=False,
                     write=False)

@@ -264,6 +264,7 @@ class OllamaWriter:
     so that the server's default context never cuts a prompt silently."""
 
     name = "ollama"
+    reply_tokens = WRITE_MAX_TOKENS   # kept free in num_ctx for the reply
 
     def __init__(self, model=None, host=None, timeout=None):
         self.model = model or os.environ.get("VERSO_WRITE_MODEL") or WRITE_MODEL

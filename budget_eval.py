@@ -1,0 +1,94 @@
+"""budget_eval: the evidence at equal words, Verso's beside the plain baseline's.
+
+In:  a question set, an ask function (harness.ask bound to an index, write=False), a
+     plain_bm25.Baseline of the same vault, word budgets, variants.
+Out: per variant and budget: evidence recall (every key fact of an answerable question
+     inside what is handed on: evaluate.evidence_recall), by kind of question (change:
+     category change; as-of: gold time mode as_of; current: gold time mode present),
+     stale evidence (evaluate.evidence_stale) and words per question; the baseline's
+     recall at each budget; found@5 (a gold note among the first five passages at the
+     largest budget). Rendered as one table.
+Not: answering (no writer is called) or scoring answers (evaluate.py).
+
+    python evaluate.py --vault vaults/ninth-vault --questions questions/ninth.jsonl --budgets
+"""
+
+from __future__ import annotations
+
+BUDGETS = (300, 600, 1000)
+KINDS = {"change": lambda q: q["category"] == "change",
+         "as-of": lambda q: q["time_mode"] == "as_of",
+         "current": lambda q: q["time_mode"] == "present"}
+
+
+def _rate(hits: list) -> dict:
+    return {"k": sum(hits), "n": len(hits)}
+
+
+def measure(questions, ask_fn, baseline, budgets=BUDGETS, variants=("full",),
+            variant_kwargs=None) -> dict:
+    """{"budgets", "baseline": {budget: rate, "by_kind": ...}, "variants": {variant:
+    {budget: {"recall", "by_kind", "stale", "words"}, "found_at5": rate}}, "missed":
+    {variant: [ids missed at the largest budget]}}"""
+    from verso import evaluate
+    qs = [q for q in questions if q["answerable"] and q["key_facts"]]
+    out = {"budgets": list(budgets), "n": len(qs), "variants": {}, "missed": {},
+           "baseline": {}}
+    for b in budgets:
+        hits = [evaluate.evidence_recall(q["key_facts"], baseline.evidence(q["question"], b))
+                for q in qs]
+        out["baseline"][b] = {"recall": _rate(hits), "by_kind": _by_kind(qs, hits)}
+    for v in variants:
+        kw = (variant_kwargs or {}).get(v, {})
+        row, found = {}, []
+        for b in budgets:
+            hits, stale, words = [], [], 0
+            for q in qs:
+                a = ask_fn(q["question"], budget=b, **kw)
+                src = (a if isinstance(a, dict) else a.to_dict())["sources"]
+                hits.append(evaluate.evidence_recall(q["key_facts"], src))
+                if q["forbidden_facts"] and q["time_mode"] in ("present", "as_of"):
+                    stale.append(evaluate.evidence_stale(q["forbidden_facts"], src,
+                                                         q["key_facts"]))
+                words += evaluate.evidence_words(src)
+                if b == budgets[-1] and q["gold_files"]:
+                    found.append(evaluate.source_found_at5(q["gold_files"], src))
+            row[b] = {"recall": _rate(hits), "by_kind": _by_kind(qs, hits),
+                      "stale": _rate(stale), "words": round(words / max(len(qs), 1))}
+            if b == budgets[-1]:
+                out["missed"][v] = [q["id"] for q, h in zip(qs, hits) if not h]
+        out["variants"][v] = {"budgets": row, "found_at5": _rate(found)}
+    return out
+
+
+def _by_kind(qs, hits) -> dict:
+    return {kind: _rate([h for q, h in zip(qs, hits) if test(q)])
+            for kind, test in KINDS.items()}
+
+
+def _cell(r: dict) -> str:
+    return f"{r['k']}/{r['n']}" if r["n"] else "-"
+
+
+def render(result: dict) -> str:
+    """One row per variant and the baseline: recall at each budget, then by kind."""
+    budgets = result["budgets"]
+    head = ["evidence", *[f"{b} words" for b in budgets],
+            *[f"{k} @{b}" for b in budgets for k in KINDS], "stale", "words", "found@5"]
+    rows = [head]
+    base = result["baseline"]
+    rows.append(["plain BM25", *[_cell(base[b]["recall"]) for b in budgets],
+                 *[_cell(base[b]["by_kind"][k]) for b in budgets for k in KINDS],
+                 "-", "-", "-"])
+    for v, got in result["variants"].items():
+        row = got["budgets"]
+        rows.append([f"verso {v}", *[_cell(row[b]["recall"]) for b in budgets],
+                     *[_cell(row[b]["by_kind"][k]) for b in budgets for k in KINDS],
+                     " ".join(_cell(row[b]["stale"]) for b in budgets),
+                     " ".join(str(row[b]["words"]) for b in budgets),
+                     _cell(got["found_at5"])])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    for v, ids in result["missed"].items():
+        lines.append(f"missed by verso {v} at {budgets[-1]} words: {' '.join(ids) or '-'}")
+    return "\n".join(lines)
