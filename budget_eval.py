@@ -25,12 +25,13 @@ def _rate(hits: list) -> dict:
     return {"k": sum(hits), "n": len(hits)}
 
 
-def measure(questions, ask_fn, baseline, budgets=BUDGETS, variants=("full",),
+def measure(questions, ask_fn, baseline, evaluate, budgets=BUDGETS, variants=("full",),
             variant_kwargs=None) -> dict:
     """{"budgets", "baseline": {budget: rate, "by_kind": ...}, "variants": {variant:
     {budget: {"recall", "by_kind", "stale", "words"}, "found_at5": rate}}, "missed":
-    {variant: [ids missed at the largest budget]}}"""
-    from verso import evaluate
+    {variant: [ids missed at the largest budget]}}. `evaluate`: the measures'
+    home (evaluate.py: evidence_recall, evidence_stale, evidence_words,
+    source_found_at5), handed in by it."""
     qs = [q for q in questions if q["answerable"] and q["key_facts"]]
     out = {"budgets": list(budgets), "n": len(qs), "variants": {}, "missed": {},
            "baseline": {}}

@@ -752,7 +752,7 @@ def _run_budgets(args) -> int:
         raise EvalError(f"--budgets {budgets}: give numbers of words, such as 300 600 1000")
     result = budget_eval.measure(
         load_questions(args.questions), ask,
-        plain_bm25.Baseline(args.vault), budgets, variants,
+        plain_bm25.Baseline(args.vault), sys.modules[__name__], budgets, variants,
         {v: dict(zip(ASK_KEYS, VARIANTS[v])) for v in variants})
     print(json.dumps(result, indent=1) if args.json else budget_eval.render(result))
     if args.out:

@@ -331,7 +331,7 @@ def _evidence(question, cands, mode, budget, keep, idx, qvec) -> list:
     statements a later note contradicts labelled."""
     kept = evidence.select(question, cands, budget, history=mode == "history", keep=keep,
                            index=idx, qvec=qvec, present=mode in ("present", "as_of"))
-    if mode in ("present", "as_of"):
+    if mode in ("present", "as_of") or budget is not None:   # labels, in every mode
         kept = evidence.label_statements(question, kept)
     return kept
 

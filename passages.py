@@ -49,14 +49,15 @@ ELIDED = "…"            # stands where a cut section leaves lines out
 HEADING_MARK = "## "    # a later section's heading trail inside a note's passage
 
 FEATURES = ("bm25", "dense", "terms", "heading", "title", "candidate", "relevance",
-            "note_relevance", "note_rank", "note_bm25", "current", "first", "words")
+            "note_relevance", "note_rank", "note_bm25", "current", "first", "words",
+            "later")
 # ---- FITTED: tools/fit_evidence.py --write (raw-scale weights; do not edit by hand)
-BIAS = -4.7135
+BIAS = -5.0208
 WEIGHTS = {
-    "bm25": 2.4692, "dense": 4.5278, "terms": -0.8547, "heading": -0.7139, "title": 1.8595,
-    "candidate": 0.0457, "relevance": 2.9625, "note_relevance": -0.1185,
-    "note_rank": 1.6157, "note_bm25": -0.3856, "current": 0.0239, "first": 0.3273,
-    "words": -0.0143}
+    "bm25": 2.6222, "dense": 4.7053, "terms": -0.4766, "heading": -1.159, "title": 1.8986,
+    "candidate": 0.1613, "relevance": 2.9296, "note_relevance": -0.2938,
+    "note_rank": 1.6385, "note_bm25": -0.6132, "current": 0.032, "first": 0.3746,
+    "words": 0.0185, "later": 0.2275}
 # ---- end FITTED
 
 
@@ -132,7 +133,7 @@ def sections(question: str, cands: list[Candidate], index, qvec) -> tuple[list, 
             n = len(text.split()) + len(heading.split())   # a later section shows its trail
             rows.append(Section(cid, path, j, n, {
                 "bm25": lexical[at] / top, "dense": float(dense[at]),
-                "terms": _share(asked, f"{heading} {text}"),
+                "terms": _share(asked, text),        # its own words, not its trail
                 "heading": _share(asked, heading), "title": title,
                 "candidate": float(c is not None),
                 "relevance": float(c.relevance or 0.0) if c is not None else 0.0,
@@ -142,8 +143,9 @@ def sections(question: str, cands: list[Candidate], index, qvec) -> tuple[list, 
                 "first": float(j == 0), "words": math.log1p(n)}))
             at += 1
         best = max(r.features["bm25"] for r in rows)
-        for r in rows:
-            r.features["note_bm25"] = best
+        order = sorted(rows, key=lambda r: (-r.features["bm25"], -r.features["dense"], r.at))
+        for k, r in enumerate(order):           # the note's k-th best section by search
+            r.features["note_bm25"], r.features["later"] = best, math.log1p(k)
         out += rows
     for s in out:
         s.p = probability(s.features)
@@ -204,7 +206,7 @@ def choose(question: str, cands: list[Candidate], index, qvec, budget: int,
     for c in first:
         if c.id in by_id:
             take(by_id[c.id], forced=True)
-    for s in sorted(pool, key=lambda s: (-s.p, table[s.path][0], s.at)):
+    for s in sorted(pool, key=lambda s: (-s.p / max(s.words, 1), table[s.path][0], s.at)):
         if used >= budget:
             break
         if not history:
@@ -215,7 +217,10 @@ def choose(question: str, cands: list[Candidate], index, qvec, budget: int,
         if history and s.path in chosen:
             for x in _versions(s, pool, index, asked):
                 take(x)
-    return _passages(chosen, table, index, history)
+    lead = {by_id[c.id].path for c in first if c.id in by_id}
+    best = {path: max(by_id[i].p for i in got) for path, got in chosen.items()}
+    order = sorted(chosen, key=lambda path: (path not in lead, -best[path]))
+    return _passages({path: chosen[path] for path in order}, table, index, history)
 
 
 def _newer(s: Section, pool: list, index) -> Section | None:
@@ -292,25 +297,35 @@ def _cut(text: str, asked: set, words: int) -> str:
 
 
 def _passages(chosen: dict, table: dict, index, history: bool) -> list:
-    """One Candidate per chosen note, in reading order (see the module's rules)."""
+    """One Candidate per chosen note, in reading order (see the module's rules); a log's
+    older dated entries, when chosen, are a passage of their own after the rest, labelled
+    as the older version they are."""
     out = []
     for path, got in chosen.items():
-        rank, own, note_ids = table[path]
+        own, note_ids = table[path][1], table[path][2]
         ids = [i for i in note_ids if i in got]
-        parts = []
-        for j, cid in enumerate(ids):
-            chunk = own[cid].chunk if cid in own else index.chunks[cid]
-            head = chunk.get("heading") or ""
-            parts.append(got[cid] if j == 0 or not head else f"{HEADING_MARK}{head}\n{got[cid]}")
-        rep = _representative(ids, own, index)
-        text = "\n\n".join(parts)
-        relevance = [c.relevance for c in own.values() if c.relevance is not None]
-        out.append(dataclasses.replace(
-            rep, chunk={**rep.chunk, "heading": _heading(ids[0], own, index), "text": text,
-                        "id": rep.id},
-            relevance=max(relevance) if relevance else rep.relevance,
-            fused=max(c.fused for c in own.values())))
+        older = [i for i in ids if index.chunks[i].get("section_date")
+                 and index.chunks[i].get("entry_latest") is False]
+        for part in ([i for i in ids if i not in older], older):
+            if part:
+                out.append(_passage(part, got, own, index))
     return _order(out, history)
+
+
+def _passage(ids: list, got: dict, own: dict, index) -> Candidate:
+    """The sections `ids` of one note as one Candidate: each after the first under its
+    heading trail, labelled as its representative is."""
+    parts = []
+    for j, cid in enumerate(ids):
+        head = _heading(cid, own, index)
+        parts.append(got[cid] if j == 0 or not head else f"{HEADING_MARK}{head}\n{got[cid]}")
+    rep = _representative(ids, own, index)
+    relevance = [c.relevance for c in own.values() if c.relevance is not None]
+    return dataclasses.replace(
+        rep, chunk={**rep.chunk, "heading": _heading(ids[0], own, index),
+                    "text": "\n\n".join(parts), "id": rep.id},
+        relevance=max(relevance) if relevance else rep.relevance,
+        fused=max(c.fused for c in own.values()))
 
 
 def _heading(cid: int, own: dict, index) -> str:

@@ -12,7 +12,7 @@ PACKAGE = "verso"           # the modules import each other as verso.x
 # Lowest first. A module may import its own layer or a lower one, never a higher one.
 LAYERS = [
     {"textkit", "cost_ledger", "embedder", "selective", "asof", "timewords",
-     "wordforms"},   # helpers
+     "wordforms", "plain_bm25"},   # helpers
     {"reader", "extract", "choose"},          # the builtin reader, writer; the chooser
     {"models"},                                                  # model clients, backends
     {"vault_walk", "dating", "families", "filecols", "chunking", "store", "store_load",
@@ -21,7 +21,7 @@ LAYERS = [
      "calibrate", "unsure", "registry", "evidence", "passages", "verdict_fit", "followup"},  # stages
     {"scorecard", "html_report"},                                # renderers of plain data
     {"harness"},                                                 # the pipeline
-    {"evaluate", "mcp_tools", "chat", "calibrate_model"},   # runs, the MCP tools
+    {"evaluate", "budget_eval", "mcp_tools", "chat", "calibrate_model"},   # runs, MCP tools
     {"mcp_server", "mcp_check"},                                 # the MCP face
     {"cli"},                                                     # the entry
 ]

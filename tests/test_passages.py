@@ -1,0 +1,168 @@
+"""Notes as the unit of evidence (passages.py), each kind of loss it exists for on notes
+written for it: the right note with the wrong section, one note taking every slot, a fact
+only an older version holds, a budget that does not scale, a change question's versions.
+Also the plain baseline (plain_bm25.py) against a hand-worked BM25, and the budget table."""
+
+import math
+
+import pytest
+
+from verso import budget_eval
+from verso import evaluate
+from verso import harness
+from verso import passages
+from verso import plain_bm25
+from vaults import write
+
+FILLER = " ".join(f"Line {i} of the minutes covered the usual round of updates." for i in range(14))
+
+
+def _ask(vault, tmp_path, question, **kw):
+    idx, be = harness.load(tmp_path / "idx", vault, "builtin")
+    return harness.ask(question, index=idx, backend=be, write=False, **kw)
+
+
+@pytest.fixture
+def boat(tmp_path):
+    """A long manual whose asked value sits under its own short heading, a meeting note
+    that reverses a plan, versions of a mooring note, and filler notes."""
+    v = tmp_path / "notes"
+    write(v, "boat/manual.md", "# Kestrel manual\n## Engine\n" + FILLER + "\n## Electrics\n"
+          + FILLER + "\n## Fuel filter\nPart number: FF-2291, change every 250 hours.\n"
+          "## Sails\n" + FILLER + "\n")
+    write(v, "boat/haul-out plan.md", "---\ndate: 2026-03-01\n---\n# Haul-out plan\n"
+          "## Where\nHaul out at Penrith Yard in October.\n## Budget\n" + FILLER + "\n"
+          "## Jobs\n" + FILLER + "\n## Crew\n" + FILLER + "\n")
+    write(v, "meetings/2026-05-02 club meeting.md", "---\ndate: 2026-05-02\n---\n"
+          "# Club meeting\nAgreed: the haul-out moves to Lowther Marina, not Penrith Yard, "
+          "because the yard's crane is out of action.\n")
+    write(v, "boat/mooring 2025-04.md", "---\ndate: 2025-04-01\n---\n# Mooring\n"
+          "Mooring fee: £900 a year.\nWinter berth: pontoon C, berth 14.\n")
+    write(v, "boat/mooring 2026-04.md", "---\ndate: 2026-04-01\n---\n# Mooring\n"
+          "Mooring fee: £980 a year, paid by standing order.\n")
+    for i in range(6):
+        write(v, f"misc/note {i}.md", f"# Note {i}\n" + FILLER + "\n")
+    return v
+
+
+def test_the_section_that_answers_is_handed_on_from_a_long_note(boat, tmp_path):
+    a = _ask(boat, tmp_path, "What is the fuel filter part number?", budget=150)
+    assert a.sources[0]["path"] == "boat/manual.md"
+    assert "FF-2291" in a.sources[0]["text"]
+
+
+def test_one_note_takes_one_passage_and_the_reversing_note_arrives(boat, tmp_path):
+    a = _ask(boat, tmp_path, "Where is the haul-out this year?", budget=400)
+    paths = [s["path"] for s in a.sources]
+    assert len(paths) == len(set(paths))
+    assert "meetings/2026-05-02 club meeting.md" in paths
+    plan = next(s for s in a.sources if s["path"] == "boat/haul-out plan.md")
+    assert plan["text"].count(passages.HEADING_MARK) <= 3     # its sections, one passage
+
+
+def test_a_fact_only_an_older_version_holds_is_handed_on_labelled(boat, tmp_path):
+    a = _ask(boat, tmp_path, "Which berth was the boat in over winter?", budget=300)
+    old = [s for s in a.sources if s["path"] == "boat/mooring 2025-04.md"]
+    assert old and "berth 14" in old[0]["text"]
+    assert old[0]["superseded_by"] == "boat/mooring 2026-04.md" and not old[0]["is_latest"]
+
+
+def test_the_current_version_comes_before_an_older_one(boat, tmp_path):
+    a = _ask(boat, tmp_path, "What is the mooring fee now?", budget=60)
+    assert a.sources[0]["path"] == "boat/mooring 2026-04.md" and a.sources[0]["is_latest"]
+
+
+def test_a_change_question_gets_every_version_oldest_first(boat, tmp_path):
+    a = _ask(boat, tmp_path, "How has the mooring fee changed over the years?", budget=300)
+    assert a.time_mode == "history"
+    got = [s["path"] for s in a.sources if s["path"].startswith("boat/mooring")]
+    assert got == ["boat/mooring 2025-04.md", "boat/mooring 2026-04.md"]
+    assert "£900" in a.sources[0]["text"] and "£980" in a.sources[1]["text"]
+
+
+def test_the_words_handed_on_follow_the_budget(boat, tmp_path):
+    words = {}
+    for b in (100, 400, 1000):
+        a = _ask(boat, tmp_path, "What did the club meeting agree about the haul-out?",
+                 budget=b)
+        words[b] = sum(len(s["text"].split()) for s in a.sources)
+        assert 0.8 * b <= words[b] <= b, (b, words[b])
+    assert words[100] < words[400] < words[1000]
+
+
+def test_k_caps_the_notes(boat, tmp_path):
+    a = _ask(boat, tmp_path, "Where is the haul-out this year?", budget=2000, keep=2)
+    assert len(a.sources) == 2
+
+
+def test_the_model_is_a_probability_rising_with_its_positive_features():
+    base = {f: 0.0 for f in passages.FEATURES}
+    p0 = passages.probability(base)
+    assert 0.0 < p0 < 1.0
+    assert math.isclose(p0, 1 / (1 + math.exp(-passages.BIAS)))
+    for name, w in passages.WEIGHTS.items():
+        p1 = passages.probability({**base, name: 1.0})
+        assert (p1 > p0) == (w > 0) or w == 0
+
+
+def test_the_reader_budgets():
+    class Model:
+        num_ctx, reply_tokens = 8192, 400
+
+    class Small(Model):
+        num_ctx = 2048
+
+    assert passages and evaluate  # imported for their use below
+    from verso import evidence
+    assert evidence.reader_budget(Model()) == evidence.MCP_WORDS
+    assert evidence.reader_budget(Small()) == int((2048 - 400) * evidence.NOTES_SHARE
+                                                  * evidence.WORDS_PER_TOKEN)
+    assert evidence.reader_budget(object()) is None       # the builtin reader's own
+
+
+def test_plain_bm25_against_a_hand_worked_example(tmp_path):
+    v = tmp_path / "v"
+    write(v, "a.md", "apple apple pear")
+    write(v, "b.md", "pear plum")
+    write(v, "c.md", "plum plum plum kiwi")
+    base = plain_bm25.Baseline(v)
+    docs = {p: t for p, t in base.chunks}
+    assert set(docs) == {"a.md", "b.md", "c.md"}
+    # the path's words count too: "md" in each, "b" and "c" ("a" is a stop word)
+    lengths = {"a.md": 4, "b.md": 4, "c.md": 6}
+    avg = sum(lengths.values()) / 3
+    n, df = 3, 1                                          # "apple" in one chunk
+    idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+    norm = 1.2 * (1 - 0.75 + 0.75 * lengths["a.md"] / avg)
+    want = idf * 2 * 2.2 / (2 + norm)
+    got = dict(zip([p for p, _ in base.chunks], base.scores("apple")))
+    assert math.isclose(got["a.md"], want) and got["b.md"] == got["c.md"] == 0
+    ev = base.evidence("plum", 5)
+    assert [s["path"] for s in ev] == ["c.md", "b.md"]
+    assert sum(len(s["text"].split()) for s in ev) == 5
+
+
+def test_the_budget_table_counts_both_sides(tmp_path):
+    v = tmp_path / "v"
+    write(v, "rent.md", "# Rent\nRent: 1240 a month.\n")
+    write(v, "other.md", "# Other\nNothing here.\n")
+    qs = [dict(id="q1", question="What is the rent?", category="current",
+               time_mode="present", key_facts=["1240"], forbidden_facts=["1150"],
+               gold_files=["rent.md"], answerable=True)]
+
+    def ask(question, budget, **kw):
+        return {"sources": [{"path": "other.md", "heading": "", "text": "no",
+                             "superseded_by": None, "is_latest": True}]}
+    out = budget_eval.measure(qs, ask, plain_bm25.Baseline(v), evaluate, budgets=(10, 20))
+    assert out["baseline"][10]["recall"] == {"k": 1, "n": 1}
+    assert out["variants"]["full"]["budgets"][20]["recall"] == {"k": 0, "n": 1}
+    assert out["variants"]["full"]["found_at5"] == {"k": 0, "n": 1}
+    assert out["missed"]["full"] == ["q1"]
+    assert "plain BM25" in budget_eval.render(out)
+
+
+def test_stale_evidence_spares_a_passage_stating_the_current_value_too():
+    src = [{"path": "a", "text": "Rent went from 1150 to 1240.", "superseded_by": None,
+            "is_latest": True}]
+    assert not evaluate.evidence_stale(["1150"], src, ["1240"])
+    assert evaluate.evidence_stale(["1150"], src, ["1300"])
