@@ -231,30 +231,31 @@ def _document(c: Candidate) -> str:
 
 
 def label_statements(question: str, kept: list[Candidate]) -> list[Candidate]:
-    """kept, where a current passage whose statement of the asked value a later-dated
-    passage of another document contradicts is a copy labelled superseded by it (the
-    newest such). A question asking no kind of value has no value to replace; a later
-    note that still states the value (a record of past values, a quote of the old one)
-    does not contradict it."""
+    """kept, where a current passage whose statement of an asked field a later-dated
+    passage of another document states with another value is a copy labelled superseded
+    by it (the newest such; why: WHY_STATEMENT). A value of any kind: of the kinds the
+    question asks (reader.analyse), else any number or name. Both lines must name the
+    same asked field (they share an asked term, in themselves or their headings, and
+    every one the older line names the newer names too, or its note's title does), so
+    a label never joins two lines sharing no asked term; a newer line that restates every old value beside a new one
+    (a record of past values) does not contradict it."""
     ask = reader.analyse(question)
-    if not ask.kinds & STATEMENT_KINDS or len(kept) < 2:
+    if len(kept) < 2 or not ask.terms:
         return kept
-    ask = dataclasses.replace(ask, kinds=ask.kinds & STATEMENT_KINDS)
-    stating, said = {}, {}
+    stating = {}
     for i, units in enumerate(_units_by_candidate(ask, kept, written=True)):
-        said[i] = set().union(*(extract.stated_values(u, ask.kinds) for u in units))
-        own = [u for u in units if u.answers and u.named    # a value of an asked field
-               and not INSTRUCTION_RE.search(u.text) and extract.stated_values(u, ask.kinds)]
+        own = [(u, f, v) for u in units if not INSTRUCTION_RE.search(u.text)
+               and (f := _fields(u, ask)) and (v := _values(u, ask, f))]
         if own:
             stating[i] = own
     out = list(kept)
     for i, x in enumerate(kept):
-        if x.superseded_by or i not in stating:
+        if x.superseded_by or not x.is_latest or i not in stating:
             continue
         newer = [j for j in stating if kept[j].date != extract.UNDATED
                  and (x.date == extract.UNDATED or kept[j].date > x.date)
                  and _document(kept[j]) != _document(x)
-                 and _contradicts(stating[j], stating[i], ask.kinds, said[j])]
+                 and _contradicts(stating[j], stating[i])]
         if newer:
             by = kept[max(newer, key=lambda j: (kept[j].date, -j))]
             out[i] = dataclasses.replace(x, superseded_by=by.path,
@@ -262,15 +263,17 @@ def label_statements(question: str, kept: list[Candidate]) -> list[Candidate]:
     return out
 
 
-def _contradicts(newer_units: list, older_units: list, kinds, newer_said: set) -> bool:
-    """A newer line names every asked term an older line names and states a value of the
-    asked kind the older line does not, while the newer note nowhere states the older
-    line's values."""
-    for o in older_units:
-        old = extract.stated_values(o, kinds)
-        if old & newer_said:
-            continue
-        if any(o.named <= n.named and not extract.stated_values(n, kinds) <= old
-               for n in newer_units):
-            return True
-    return False
+def _values(u, ask, fields) -> frozenset:
+    """The values a line states: of the asked kinds, else its numbers and names, less
+    the asked terms themselves."""
+    got = (extract.stated_values(u, ask.kinds) if ask.kinds else extract.values(u.text))
+    return frozenset(got) - fields - frozenset(ask.terms)
+
+
+def _contradicts(newer: list, older: list) -> bool:
+    """Some newer line names the field an older line names and states a value it does
+    not, without restating all of the older line's values."""
+    return any(f_old & f_new and f_old <= f_new | extract.label_terms(n.note)
+               and not v_new <= v_old
+               and not v_old <= v_new
+               for _, f_old, v_old in older for n, f_new, v_new in newer)
