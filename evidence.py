@@ -1,43 +1,34 @@
 """evidence: the passages handed on to every reader (the builtin reader, a model, MCP).
 
 Stage: evidence, after rerank and version.settle; every reader gets what select returns.
-In:  the question, the settled candidates (ranked, marked by version.py), the time mode,
-     a word budget (optional).
+In:  the question, the settled candidates (ranked, labelled by version.py), the time
+     mode, a word budget (optional), the index and the query vector.
 Out: the evidence: Candidate copies in reading order, each one passage of one note,
      labelled with its date, whether it is current, and when not, superseded_by and why
      (a newer version, a newer log entry, or a newer dated statement in another note).
-     restates(question) is the test version.settle sets an older version aside by.
-Not: ranking (rerank.py), deciding versions from dates (version.py), writing. Its tests
-     of what a line states are the builtin reader's (reader.py, extract.py), read only.
-     Tried and taken out (docs/results.md, "The evidence"): the answering section of a
-     leading note brought in, and one passage per note first for a question across
-     notes; neither changed a key fact handed on in the tuning splits, and they lost
-     three in the frozen ones.
+Not: ranking (rerank.py), deciding versions from dates (version.py), choosing sections
+     (passages.py), writing. Its tests of what a line states are the builtin reader's
+     (reader.py, extract.py), read only.
 
 Rules, decided by code:
-- Label, don't hide: an older version is set aside only when a newer version restates
-  the asked fact: one line of it answers with a value of the asked kind and names, in
-  itself, its heading or its note's title, every asked term the older version's
-  answering line names word for word (all but one when that line names QUALIFIED or
-  more: a rewrite drops a qualifier, "Lisbon rent budget" becomes "rent budget"). A
-  newer version that only mentions the field ("the deposit certificate is filed") does
-  not restate it. Otherwise the older one stays, labelled superseded, and can be cited
-  for what only it holds.
-- A newer dated statement in another note: a current passage whose answering line states
-  an amount, measure, duration, time, percent or date of an asked field is labelled
-  superseded (why: WHY_STATEMENT) when a passage of another document, dated later, has
-  an answering line naming the same asked terms and stating another value of that kind,
-  and nowhere states the old value (the builtin writer's rule for the newest statement).
-- A question about a period ("what did I note about the lodger in February"): up to
-  PERIOD_KEEP passages, not KEEP: it asks for every note of the period, and retrieval
-  already kept the evidence inside the period (retrieve.py), so more passages add
-  notes of the period, never ones from outside it.
+- A budget (MCP, a model writer, --budget): notes as the unit, filled to the budget by
+  the fitted ranker (passages.py); every version labelled, none left out. Defaults per
+  reader: MCP_WORDS for a host, a model writer's from its context (reader_budget).
+- No budget: the builtin reader's own, its first KEEP passages whole (PERIOD_KEEP for
+  a question about a period, whose notes retrieval already kept inside the period). In
+  present and as-of mode an older version is left out of these only when a newer one
+  among them restates the asked fact (restates): one line of it answers with a value of
+  the asked kind and names, in itself, its heading or its note's title, every asked term
+  the older version's answering line names word for word (all but one when that line
+  names QUALIFIED or more). The frozen reader takes the line naming the asked terms
+  best whatever its label, so a restated older version would mislead it; a model or a
+  host, given a budget, reads the labels.
+- A newer dated statement in another note (label_statements): a current passage whose
+  line states a value of an asked field that a later-dated passage of another document
+  states otherwise is labelled superseded (why: WHY_STATEMENT).
 - "When did I last ...", "the first time I ...": the latest (earliest) mention of what
-  is asked among the passages (the sentence naming most of its words) comes first, so
-  it is handed on whatever its rank (retrieval added the latest and earliest mentions
-  it found: retrieve._mentions).
-- A budget (optional): as many passages as fit, each over PASSAGE_WORDS cut to the lines
-  the builtin reader scores best; without one, the first KEEP passages whole.
+  is asked (the sentence naming most of its words) comes first, whatever its rank
+  (retrieval added the latest and earliest mentions it found: retrieve._mentions).
 """
 
 from __future__ import annotations
@@ -62,17 +53,14 @@ BUDGET_WORDS = None     # ask()'s default: the reader's own (reader_budget)
 MCP_WORDS = 1000        # a host's default: of 300, 600 and 1,000 words the one handing on
                         # most key facts on the tuning splits (tools/fit_evidence.py), at
                         # most 1,000 (hosts ask for more with budget)
+POOL_WORDS = 25         # a budget's candidates: one per this many words, at least
+                        # retrieve.DEFAULT_K (tuning, at 1,000 words: k 20, 40, 60 hand
+                        # on every key fact for 173, 175, 175 of 181 questions)
 WORDS_PER_TOKEN = 0.75  # English prose: about three words to four tokens
 NOTES_SHARE = 0.5       # of a model's context left after its reply: half for the notes,
                         # half for the instructions, labels and line numbers around them
-MAX_PASSAGES = 10       # with a budget, at most this many passages, however short
-PERIOD_KEEP = MAX_PASSAGES   # a question about a period: every note of it, to this many
-POOL = 15               # the ranked candidates the evidence is chosen from
-PASSAGE_WORDS = 70      # a longer passage is cut to its answering lines (in note order)
-HISTORY_WORDS = 70      # a change question: each version's answering lines
-ELIDED = "…"            # stands where a cut passage leaves lines out
-STATEMENT_KINDS = frozenset({"money", "measure", "duration", "clock", "percent", "date"})
-# values a later note corrects; a bare count or a name is too common in notes to say so
+PERIOD_KEEP = 10        # no budget, a question about a period: every note of it, to this
+MENTION_POOL = 15       # "the last time": the candidates its latest mention is found among
 
 
 def _note(c: Candidate, order: int, written: bool = False) -> dict:
@@ -90,6 +78,11 @@ def _lead(units: list):
     return max(answering, key=lambda u: (u.ev, -u.at)) if answering else None
 
 
+def candidates_for(budget: int) -> int:
+    """The candidates retrieval returns for a word budget (POOL_WORDS)."""
+    return budget // POOL_WORDS
+
+
 def reader_budget(writer) -> int | None:
     """The words a reader gets by default: a model writer, NOTES_SHARE of its context
     after its reply (at most MCP_WORDS); the builtin reader None (its own KEEP)."""
@@ -103,21 +96,22 @@ def reader_budget(writer) -> int | None:
 def select(question: str, cands: list[Candidate], budget: int | None = None,
            history: bool = False, keep: int | None = None, index=None,
            qvec=None, present: bool = False) -> list[Candidate]:
-    """The evidence from the ranked candidates: without a budget the first `keep` (KEEP)
-    candidates whole (the builtin reader's own); with one, notes as the unit
+    """The evidence from the ranked candidates: with a budget, notes as the unit
     (passages.choose: each chosen note one passage, filled to `budget` words, `keep`
-    notes at most). A question about a period keeps up to PERIOD_KEEP passages when
-    `keep` is not given; a "last time" question's latest mention comes first."""
+    notes at most); without one, the builtin reader's own first `keep` candidates
+    whole (KEEP; PERIOD_KEEP for a question about a period; in present mode less the
+    older versions a newer one restates: _first). A "last time" question's latest
+    mention comes first."""
+    period = asof.names_period(question)
     first = []
-    if keep is None and asof.names_period(question):
-        keep = PERIOD_KEEP
-    elif asof.ordinal(question):
+    if not period and asof.ordinal(question):
         cands = _mention_first(question, cands)
-        first = cands[:1] if cands else []
-    if budget is None:
-        return _first(question, cands, keep or KEEP) if present else cands[:keep or KEEP]
-    return passages.choose(question, cands, index, qvec, budget, history=history,
-                           notes=keep, first=first)
+        first = cands[:1]
+    if budget is not None:
+        return passages.choose(question, cands, index, qvec, budget, history=history,
+                               notes=keep, first=first)
+    keep = keep or (PERIOD_KEEP if period else KEEP)
+    return _first(question, cands, keep) if present else cands[:keep]
 
 
 def _first(question: str, cands: list[Candidate], keep: int) -> list[Candidate]:
@@ -155,7 +149,7 @@ def _mention_first(question: str, cands: list[Candidate]) -> list[Candidate]:
     judge's relevance is not asked: a when-question names no value, and the builtin
     judge rates every passage of such a question low.)"""
     rank = asof.mention_ranker(question, None)
-    keyed = [(key, -i) for i, c in enumerate(cands[:POOL])
+    keyed = [(key, -i) for i, c in enumerate(cands[:MENTION_POOL])
              if (key := rank(c.chunk.get("text", ""),
                              None if c.date == extract.UNDATED else c.date))]
     if not keyed:
@@ -173,32 +167,6 @@ def _units_by_candidate(ask, cands, written: bool = False) -> list[list]:
     for u in units:
         out[u.note["order"]].append(u)
     return out
-
-
-def _cut(c: Candidate, units: list, cap: int) -> str:
-    """The passage's text, or when longer than cap words its best lines (answering
-    first, then by evidence) up to cap words, in note order, ELIDED where lines are left
-    out."""
-    text = c.chunk.get("text", "")
-    if len(text.split()) <= cap or not units:
-        return text
-    ranked = sorted(units, key=lambda u: (not u.answers, -u.ev, u.at))
-    keep, words = set(), 0
-    for u in ranked:
-        n = len(u.text.split())
-        if keep and words + n > cap:
-            continue
-        keep.add(u.at)
-        words += n
-    lines, last = [], -1
-    for u in sorted((u for u in units if u.at in keep), key=lambda u: u.at):
-        if u.at != last + 1:
-            lines.append(ELIDED)
-        lines.append(u.text)
-        last = u.at
-    if last != len(units) - 1:
-        lines.append(ELIDED)
-    return "\n\n".join(lines)     # blank lines: no two lines read as one wrapped line
 
 
 def _fields(u, ask) -> frozenset:

@@ -280,6 +280,10 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
 
     searched = f"{question} {' '.join(str(context).split())[:MAX_QUESTION_CHARS]}" \
         if context else question
+    if budget is None and write:        # the reader's own: a model's from its context
+        budget = evidence.reader_budget(be.writer)
+    if budget is not None and use_version:     # more words read from more candidates
+        k = max(k, evidence.candidates_for(budget))
 
     def _retrieve():
         qvec = idx.embedder.embed_query(searched, ledger=ledger, stage="retrieve")
@@ -304,8 +308,6 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
         cands, dropped = clock.run("version-filter", version.settle, cands,
                                    out.time_mode, threshold, index=idx)
     out.ranking = [c.path for c in cands]
-    if budget is None and write:        # the reader's own: a model's from its context
-        budget = evidence.reader_budget(be.writer)
     if use_version:
         kept = clock.run("evidence", _evidence, searched, cands, out.time_mode, budget,
                          keep, idx, qvec)
@@ -331,8 +333,8 @@ def _evidence(question, cands, mode, budget, keep, idx, qvec) -> list:
     statements a later note contradicts labelled."""
     kept = evidence.select(question, cands, budget, history=mode == "history", keep=keep,
                            index=idx, qvec=qvec, present=mode in ("present", "as_of"))
-    if mode in ("present", "as_of") or budget is not None:   # labels, in every mode
-        kept = evidence.label_statements(question, kept)
+    if mode in ("present", "as_of") or (budget is not None and mode == "any"):
+        kept = evidence.label_statements(question, kept)     # not how it changed
     return kept
 
 

@@ -52,12 +52,12 @@ FEATURES = ("bm25", "dense", "terms", "heading", "title", "candidate", "relevanc
             "note_relevance", "note_rank", "note_bm25", "current", "first", "words",
             "later")
 # ---- FITTED: tools/fit_evidence.py --write (raw-scale weights; do not edit by hand)
-BIAS = -5.0208
+BIAS = -5.4062
 WEIGHTS = {
-    "bm25": 2.6222, "dense": 4.7053, "terms": -0.4766, "heading": -1.159, "title": 1.8986,
-    "candidate": 0.1613, "relevance": 2.9296, "note_relevance": -0.2938,
-    "note_rank": 1.6385, "note_bm25": -0.6132, "current": 0.032, "first": 0.3746,
-    "words": 0.0185, "later": 0.2275}
+    "bm25": 2.8589, "dense": 5.2445, "terms": -0.4153, "heading": -1.194, "title": 1.7988,
+    "candidate": 0.1063, "relevance": 2.9712, "note_relevance": -0.2931,
+    "note_rank": 1.7172, "note_bm25": -0.5314, "current": 0.0145, "first": 0.359,
+    "words": 0.0555, "later": 0.2932}
 # ---- end FITTED
 
 

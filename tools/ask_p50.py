@@ -2,7 +2,10 @@
 itself is not touched): builds a vault of N chunks and its index under a temporary
 folder, asks its questions and prints p50 / p95 of the whole harness.ask().
 
-    python tools/ask_p50.py [--chunks 10000] [--questions 60]
+    python tools/ask_p50.py [--chunks 10000] [--questions 60] [--budget WORDS --evidence]
+
+--budget asks for that many words of evidence (the MCP default is 1,000); --evidence stops
+at the evidence (write=False), as MCP search_notes does.
 """
 
 from __future__ import annotations
@@ -31,7 +34,11 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--chunks", type=int, default=10_000)
     p.add_argument("--questions", type=int, default=60)
+    p.add_argument("--budget", type=int, default=None)
+    p.add_argument("--evidence", action="store_true", help="stop at the evidence")
     args = p.parse_args(argv)
+    kw = {"budget": args.budget} if args.budget else {}
+    kw.update({"write": False} if args.evidence else {})
     with tempfile.TemporaryDirectory() as tmp:
         v = synth.make_vault(Path(tmp) / "vault", args.chunks, seed=0,
                              questions=args.questions)
@@ -39,14 +46,14 @@ def main(argv=None) -> int:
         idx, be = store_load.load_index(Path(tmp) / "idx"), models.load_backend("builtin")
         qs = [q["question"] for q in v.questions][:args.questions]
         for q in qs[:WARM]:
-            harness.ask(q, index=idx, backend=be)
+            harness.ask(q, index=idx, backend=be, **kw)
         ms = []
         for q in qs:
             started = time.perf_counter()
-            harness.ask(q, index=idx, backend=be)
+            harness.ask(q, index=idx, backend=be, **kw)
             ms.append((time.perf_counter() - started) * 1000)
     ms.sort()
-    print(f"chunks {len(idx.chunks)}  questions {len(ms)}  builtin ask() p50 "
+    print(f"chunks {len(idx.chunks)}  questions {len(ms)}  {kw or ''}  builtin ask() p50 "
           f"{statistics.median(ms):.1f} ms  p95 {ms[int(0.95 * (len(ms) - 1))]:.1f} ms")
     return 0
 

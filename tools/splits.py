@@ -8,6 +8,8 @@ questions/splits.json; this script, tests/test_question_sets.py and the docs rea
     python tools/splits.py diff runs/all-before runs/all-after   # exit 1 if any answer differs
     python tools/splits.py table runs/all-before                 # one row per split
     python tools/splits.py table runs/all-before --variant hybrid
+    python tools/splits.py budgets runs/budgets    # evidence at 300/600/1,000 words, beside
+                                                   # the plain BM25 baseline (plain_bm25.py)
 
 `diff` compares, per split, variant and question: the answer text, the verdict, the time
 mode and the kept sources. "Behaviour unchanged" means it prints nothing and exits 0.
@@ -130,6 +132,42 @@ def run_all(out: Path, extra: list[str]) -> int:
     return 0
 
 
+BUDGET_HEADER = ("split", "role", "verso 300", "600", "1000", "plain BM25 300", "600", "1000",
+                 "change @1000", "stale @1000", "found@5", "missed @1000")
+
+
+def budgets_all(out: Path, extra: list[str]) -> list[list[str]]:
+    """evaluate.py --budgets on every question split (not the conversations) into
+    out/SPLIT/budgets.json; one BUDGET_HEADER row each."""
+    rows = [list(BUDGET_HEADER)]
+    for split, row in splits().items():
+        if row.get("kind") == "conversations":
+            continue
+        cmd = [sys.executable, str(ROOT / "evaluate.py"), "--vault", str(ROOT / row["vault"]),
+               "--questions", str(ROOT / "questions" / f"{split}.jsonl"), "--budgets",
+               "--out", str(out / split), *extra]
+        print(f"{split}: {' '.join(cmd[1:])}", file=sys.stderr)
+        if subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode:
+            raise ValueError(f"{split}: evaluate.py --budgets failed")
+        got = json.loads((out / split / "budgets.json").read_text(encoding="utf-8"))
+        rows.append(budget_row(split, row["role"], got))
+    return rows
+
+
+def budget_row(split: str, role: str, got: dict) -> list[str]:
+    """One BUDGET_HEADER row of an evaluate.py --budgets result (its first variant)."""
+    def kn(r):
+        return f"{r['k']}/{r['n']}" if r["n"] else "-"
+    b = [str(x) for x in got["budgets"]]
+    variant = next(iter(got["variants"]))
+    v = got["variants"][variant]
+    last = v["budgets"][b[-1]]
+    return [split, role, *(kn(v["budgets"][x]["recall"]) for x in b),
+            *(kn(got["baseline"][x]["recall"]) for x in b),
+            kn(last["by_kind"]["change"]), kn(last["stale"]), kn(v["found_at5"]),
+            " ".join(got["missed"][variant]) or "-"]
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="tools/splits.py", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -141,7 +179,17 @@ def main(argv=None) -> int:
     t = sub.add_parser("table", help="one row per split of a run: answers and evidence")
     t.add_argument("run")
     t.add_argument("--variant", default="full", help="the variant to show (default full)")
+    g = sub.add_parser("budgets", help="evidence recall at 300/600/1000 words beside the "
+                       "plain BM25 baseline, every question split, into OUT/SPLIT")
+    g.add_argument("out")
     args, extra = p.parse_known_args(argv)
+    if args.cmd == "budgets":
+        try:
+            print(_columns(budgets_all(Path(args.out), extra)))
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        return 0
     if args.cmd == "run":
         return run_all(Path(args.out), extra)
     if args.cmd == "table":
