@@ -2,13 +2,16 @@
 a question by followup.py (rewritten when the rewrite is sound, else asked as written
 with the previous subject searched beside it).
 
-    python harness.py --chat [--save FILE] [--vault DIR] [--index DIR] [--backend ...]
+    python harness.py --chat [--save FILE] [--redact] [--vault DIR] [--index DIR]
 
 In:  the user's messages, one turn at a time.
 Out: per turn what was asked (shown as "→ ..." when it differs: the rewrite, or the
      follow-up as written with "(about <previous subject>)"), the answer as harness.ask
      gives it, and with --save one JSONL line per turn (question, rewrite, how, answer,
-     citations, verdict, time mode), which `evaluate.py --conversations` reads.
+     citations, verdict, time mode), which `evaluate.py --conversations` reads; a
+     transcript holding text from private notes starts with a banner line
+     ({"banner": ...}: not for sharing), and with --redact it holds none (the copy to
+     share, as /html's pages).
 Not: the rewrite rules (followup.py), memory beyond the process, or writing into the
 vault.
 
@@ -62,19 +65,36 @@ class Conversation:
         return turn
 
 
-def record(turn: dict, include_private: bool = False) -> dict:
-    """A turn as a transcript line (no trace); a sentence from a private folder's note is
-    left out (html_report.redact) unless include_private."""
+def record(turn: dict, redact: bool = False) -> dict:
+    """A turn as a transcript line (no trace); with redact a sentence from a private
+    folder's note is left out (html_report.redact)."""
     line = {k: turn[k] for k in ("question", "rewrite", "how", "answer", "citations",
                                  "verdict", "time_mode")}
-    if not include_private and turn.get("trace") is not None:
+    if redact and turn.get("trace") is not None:
         from verso import html_report
         line["answer"] = html_report.redact(turn["trace"].to_dict())["answer"]
     return line
 
 
+def save_turn(path, turn: dict, redact: bool = False) -> None:
+    """Append the turn's line to the transcript at path; the first line holding private
+    text puts the banner line at the top of the file (rewritten atomically)."""
+    from verso import html_report
+    path = Path(path)
+    line = json.dumps(record(turn, redact), ensure_ascii=False) + "\n"
+    banner = json.dumps({"banner": html_report.PRIVATE_BANNER}) + "\n"
+    private = (not redact and turn.get("trace") is not None
+               and html_report.holds_private(turn["trace"].to_dict()))
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    if private and not old.startswith(banner):
+        store.write_atomic(path, banner + old + line)
+        return
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(line)
+
+
 def _command(line: str, conv: Conversation, last: dict | None,
-             include_private: bool = False) -> bool:
+             redact: bool = False) -> bool:
     """Handle a /command; False to end the conversation loop."""
     cmd, _, arg = line.partition(" ")
     if cmd == "/quit":
@@ -92,7 +112,7 @@ def _command(line: str, conv: Conversation, last: dict | None,
     elif cmd == "/html" and arg:
         from verso import html_report
         a = last["trace"].to_dict()
-        html_report.save_trace(Path(arg), a if include_private else html_report.redact(a),
+        html_report.save_trace(Path(arg), html_report.redact(a) if redact else a,
                                Path(conv.index.manifest["vault"]))
         print(f"(trace written to {arg})")
     else:
@@ -100,7 +120,7 @@ def _command(line: str, conv: Conversation, last: dict | None,
     return True
 
 
-def loop(conv: Conversation, read=input, save=None, include_private=False) -> int:
+def loop(conv: Conversation, read=input, save=None, redact=False) -> int:
     last = None
     while True:
         try:
@@ -111,7 +131,7 @@ def loop(conv: Conversation, read=input, save=None, include_private=False) -> in
         if not line:
             continue
         if line.startswith("/"):
-            if not _command(line, conv, last, include_private):
+            if not _command(line, conv, last, redact):
                 return 0
             continue
         try:
@@ -123,16 +143,18 @@ def loop(conv: Conversation, read=input, save=None, include_private=False) -> in
             print(f"→ {last['rewrite']}")
         print(f"{last['shown'] or last['answer']}\n[{last['verdict']}]")
         if save:
-            with open(save, "a", encoding="utf-8") as f:
-                f.write(json.dumps(record(last, include_private), ensure_ascii=False) + "\n")
+            save_turn(save, last, redact)
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="harness.py --chat", description=__doc__.split("\n")[0])
     p.add_argument("--chat", action="store_true")
     p.add_argument("--save", metavar="FILE", help="append each turn to this JSONL transcript")
-    p.add_argument("--include-private", action="store_true", help="let --save and /html "
-                   "files hold text from private folders (left out by default)")
+    p.add_argument("--redact", action="store_true", help="write --save and /html files "
+                   "to share: text from private folders left out (kept by default, under "
+                   "a not-for-sharing banner)")
+    p.add_argument("--include-private", action="store_true", help=argparse.SUPPRESS)
+    # ^ the older flag: the text is kept by default now
     p.add_argument("--vault", default=None)
     p.add_argument("--index", default=None)
     p.add_argument("--backend", choices=("auto", "builtin", "ollama"), default="auto")
@@ -150,7 +172,7 @@ def main(argv=None) -> int:
         return 2
     print(f"verso chat over {idx.manifest['vault']} ({be.note}); /quit ends, /new starts "
           "over", file=sys.stderr)
-    return loop(Conversation(idx, be), save=args.save, include_private=args.include_private)
+    return loop(Conversation(idx, be), save=args.save, redact=args.redact)
 
 
 if __name__ == "__main__":

@@ -607,9 +607,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="run folder: records, summary, command, config")
     p.add_argument("--pairs", nargs="+", metavar="A:B", default=None)
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    p.add_argument("--html", metavar="DIR", help="index.html and a trace page per question")
-    p.add_argument("--include-private", action="store_true", help="let the --html pages "
-                   "hold text from private folders (left out by default)")
+    p.add_argument("--html", metavar="DIR", help="index.html and a trace page per question "
+                   "(the notes' text, private folders' too, under a not-for-sharing banner)")
+    p.add_argument("--redact", action="store_true", help="write the --html pages to share: "
+                   "text from private folders left out, their paths kept")
+    p.add_argument("--include-private", action="store_true", help=argparse.SUPPRESS)
+    # ^ the older flag: the text is kept by default now
     p.add_argument("--budgets", nargs="*", type=int, metavar="WORDS", default=None,
                    help="instead of answering: the evidence at these word budgets "
                    "(default 300 600 1000) for each --variant, beside the plain BM25 "
@@ -713,8 +716,7 @@ def _run(args, argv) -> int:
     setup, pages = _setup(args), None
     if args.html:
         from verso import html_report
-        pages = html_report.TracePages(Path(args.html), Path(args.vault),
-                                       args.include_private)
+        pages = html_report.TracePages(Path(args.html), Path(args.vault), args.redact)
     result, records, be = _evaluate(args, setup, pages, _progress)
     index_dir = setup[2]
     _progress("")

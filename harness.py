@@ -541,10 +541,13 @@ def main(argv=None) -> int:
                    "backend's writer: choose (the model picks lines, code writes and cites; "
                    "default, or $VERSO_WRITER) or generate (free text)")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    p.add_argument("--html", metavar="FILE", help="also write a trace page of every stage "
-                   "(text from private folders left out, unless --include-private)")
-    p.add_argument("--include-private", action="store_true", help="let the --html page "
-                   "hold text from private folders")
+    p.add_argument("--html", metavar="FILE", help="also write a trace page of every stage, "
+                   "for yourself: it holds the notes' text, private folders' too, under a "
+                   "not-for-sharing banner")
+    p.add_argument("--redact", action="store_true", help="write the --html page to share: "
+                   "text from private folders left out, their paths kept")
+    p.add_argument("--include-private", action="store_true", help=argparse.SUPPRESS)
+    # ^ the older flag: the text is kept by default now
     p.add_argument("--timeout", type=float, default=None, help="seconds one Ollama request may take (default 120, or $VERSO_OLLAMA_TIMEOUT)")
     args = p.parse_args(argv)
     if not args.question and not args.projects:
@@ -570,11 +573,14 @@ def main(argv=None) -> int:
     if args.html:
         from verso import html_report
         try:
-            shared = a.to_dict() if args.include_private else html_report.redact(a.to_dict())
-            html_report.save_trace(Path(args.html), shared, Path(idx.manifest["vault"]))
+            page = html_report.redact(a.to_dict()) if args.redact else a.to_dict()
+            html_report.save_trace(Path(args.html), page, Path(idx.manifest["vault"]))
         except (ValueError, OSError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
+        if html_report.holds_private(page):
+            print(f"note: {args.html} holds text from private notes, not for sharing "
+                  "(--redact writes a copy to share)", file=sys.stderr)
     return 0
 
 

@@ -5,6 +5,8 @@ In:  an Answer as a dict (harness.Answer.to_dict()), optionally the gold files o
 Out: HTML strings: trace_page / trace_fragment (every stage of one question),
      index_page (variants side by side, each question linked to its trace pages).
      save_trace and TracePages write them atomically (store.write_atomic).
+     A page holds the notes' text, private folders' too, under PRIVATE_BANNER (it is
+     the asker's own); redact(a) first makes the copy to share (`--redact`).
 Not: numbers of its own: every score, count and rate comes from the trace or from
      evaluate's summary, which the text reports (harness.render, scorecard.render) read
      too. It imports neither harness nor evaluate: it renders plain dicts. No JavaScript, no network fetch: inline CSS and SVG; every note text escaped.
@@ -339,6 +341,14 @@ def _provenance(a: dict) -> str:
     return out
 
 
+def _privacy(a: dict) -> str:
+    """The banner over a page that holds private text; a line over the copy to share."""
+    if holds_private(a):
+        return (f'<div class="banner" role="alert" style="background:{PRIVATE_COLOUR}">'
+                f'{_e(PRIVATE_BANNER)}</div>')
+    return f'<p class="muted">{_e(REDACTED_LINE)}</p>' if a.get("redacted") else ""
+
+
 def trace_fragment(a: dict, gold=(), back: str | None = None, facts=None) -> str:
     """Every stage of one answer as a <div class="verso"> (styles scoped to it);
     `facts` ({label: value}) is shown under the question (the evaluation's scoring)."""
@@ -354,8 +364,8 @@ def trace_fragment(a: dict, gold=(), back: str | None = None, facts=None) -> str
     body = [_answer(a, gold), _route(a), _retrieve(a, gold), _version(a, gold),
             _rerank(a, gold), _generate(a), _verify(a), _cost(a)]
     links = " \u00b7 ".join(f'<a href="#{s.lower()}">{s}</a>' for s in SECTIONS[1:])
-    return (f'<div class="verso"><style>{CSS}</style>{nav}{head}<p>{links}</p>{legend}'
-            f'{_h2("Answer")}{"".join(body)}</div>')
+    return (f'<div class="verso"><style>{CSS}</style>{_privacy(a)}{nav}{head}<p>{links}'
+            f'</p>{legend}{_h2("Answer")}{"".join(body)}</div>')
 
 
 def _page(title: str, body: str) -> str:
@@ -475,18 +485,33 @@ def _outside(path: Path, vault) -> None:
 
 
 PRIVATE_TEXT = "private: text not included"
+PRIVATE_BANNER = ("Not for sharing: this holds text from private notes. For a copy to "
+                  "share, write it again with --redact.")
+PRIVATE_COLOUR = "#8a1c1c"
+REDACTED_LINE = ("A copy to share (--redact): text from private folders is left out, "
+                 "their paths kept.")
 SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+")
 NOT_SHARED = "(not included: it holds text from private notes)"
 
 
-def redact(a: dict) -> dict:
-    """An answer's dict as a file meant to be shared may hold it: each passage from a
-    private folder is its path and PRIVATE_TEXT (heading and lines too), a sentence
-    citing one is replaced likewise, and the prompt, the reply and the models' line
-    choices, which quote the notes, are left out. Unchanged when nothing is private."""
-    private = {s["path"] for s in a.get("sources", []) if s.get("private")} | {
+def _private_paths(a: dict) -> set:
+    return {s["path"] for s in a.get("sources", []) if s.get("private")} | {
         c["path"] for cs in (a.get("candidates") or {}).values() for c in cs
         if c.get("private")}
+
+
+def holds_private(a: dict) -> bool:
+    """Whether an answer's dict holds text from a private folder's note (not redacted)."""
+    return not a.get("redacted") and bool(_private_paths(a))
+
+
+def redact(a: dict) -> dict:
+    """An answer's dict as a file meant to be shared may hold it (`--redact`): each
+    passage from a private folder is its path and PRIVATE_TEXT (heading and lines too),
+    a sentence citing one is replaced likewise, and the prompt, the reply and the
+    models' line choices, which quote the notes, are left out; "redacted" is set.
+    Unchanged when nothing is private."""
+    private = _private_paths(a)
     if not private:
         return a
     ids = {f"c{i}" for i, s in enumerate(a.get("sources", []), 1) if s.get("private")}
@@ -501,7 +526,7 @@ def redact(a: dict) -> dict:
         return " ".join(out)
 
     out = dict(a, answer=said(a.get("answer", "")), shown=said(a.get("shown", "")),
-               messages=[], reply=NOT_SHARED,
+               messages=[], reply=NOT_SHARED, redacted=True,
                calls=[{k: v for k, v in c.items() if k != "choose"} for c in a.get("calls", [])])
     out["sources"] = [dict(s, text=PRIVATE_TEXT, heading="") if s["path"] in private else s
                       for s in a.get("sources", [])]
@@ -539,15 +564,15 @@ def _page_name(qid: str) -> str:
 
 class TracePages:
     """evaluate.run_variant's on_answer: one trace page per question and variant under
-    FOLDER/<variant>/, then save_index writes FOLDER/index.html linking them."""
+    FOLDER/<variant>/, then save_index writes FOLDER/index.html linking them; with
+    redact=True the pages are the copy to share (redact)."""
 
-    def __init__(self, folder, vault=None, include_private=False):
-        self.folder, self.links = Path(folder), {}
-        self.include_private = include_private
+    def __init__(self, folder, vault=None, redact=False):
+        self.folder, self.links, self.redact = Path(folder), {}, redact
         _outside(self.folder, vault)
 
     def __call__(self, q: dict, a: dict, record: dict) -> None:
-        a = a if self.include_private else redact(a)
+        a = redact(a) if self.redact else a
         rel = f"{record['variant']}/{_page_name(q['id'])}"
         facts = {"question": f"{q['id']} ({q['category']})", "variant": record["variant"],
                  "reference answer": q["answer"],

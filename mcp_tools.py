@@ -184,13 +184,20 @@ def _open_with(idx, *folders: str) -> str:
 
 
 def _nothing_shareable(idx) -> str | None:
-    """Why every search comes back empty: no note of the index is shareable."""
+    """Why every search comes back empty: no note of the index is shareable. It names the
+    folders and the form that opens one, NAME a placeholder: never a ready line per
+    folder, which pasted whole would share the private ones too."""
     if any(x is False for x in filecols.column(idx.files, "private")):
         return None
     top = sorted({p.partition("/")[0] for p in filecols.column(idx.files, "path") if "/" in p})
-    return ("no folder is shareable, so nothing is searched: "
-            + _open_with(idx, *(top or ["NAME"])) + " for the folders to share "
-            "(list_folders shows them all)")
+    cfg = (idx.manifest.get("config")
+           or str(Path(idx.manifest["vault"]) / vault_walk.CONFIG_NAME))
+    folders = ", ".join(top) if top else "none: the notes sit at the vault's top level"
+    return (f"no folder is shareable, so nothing is searched (folders: {folders}). Every "
+            f"folder stays private until {cfg} opens it; to share one, add\n"
+            '[folders.NAME]\nprivacy = "shareable"\n'
+            "with NAME the one folder you choose, one such table per folder; open only "
+            "folders you want an app to read")
 
 
 # ------------------------------------------------------------------------------ tools

@@ -10,6 +10,7 @@ from verso import chat
 from verso import evaluate
 from verso import followup
 from verso import harness
+from verso import html_report
 
 RETAINER = {"question": "What is the Kittiwake retainer now?", "answer": "£3,350 [c1].",
             "citations": [{"id": "c1", "path": "a.md", "date": "2026-10-01"},
@@ -93,7 +94,8 @@ def test_a_conversation_carries_the_subject_and_saves_a_transcript(loaded, tmp_p
     assert "→ What was the Kittiwake retainer before that?" in out
     assert "[c1]" in out and "rerank" in out and "(a new conversation)" in out
     assert (tmp_path / "t.html").read_text().startswith("<!doctype html>")
-    rows = [json.loads(x) for x in save.read_text().splitlines()]
+    banner, *rows = [json.loads(x) for x in save.read_text().splitlines()]
+    assert banner == {"banner": html_report.PRIVATE_BANNER}   # private notes were searched
     assert [r["how"] for r in rows] == ["as asked", "before that"]
     assert set(rows[0]) == {"question", "rewrite", "how", "answer", "citations", "verdict",
                             "time_mode"}

@@ -125,12 +125,16 @@ def test_cli_writes_the_page_and_never_into_the_vault(hostile, tmp_path, capsys)
     out = tmp_path / "pages" / "trace.html"
     base = ["How much is the boiler service?", "--vault", str(vault), "--index",
             str(idx.dir), "--backend", "builtin"]
-    assert harness.main(base + ["--html", str(out)]) == 0       # a private vault: left out
-    assert "110" in capsys.readouterr().out and "110 pounds" not in out.read_text()
-    assert "private: text not included" in out.read_text()
-    assert harness.main(base + ["--html", str(out), "--include-private"]) == 0
-    assert "110 pounds" in out.read_text()
-    capsys.readouterr()
+    assert harness.main(base + ["--html", str(out)]) == 0       # the asker's own: the text
+    page = out.read_text()
+    assert "110 pounds" in page and html_report._e(html_report.PRIVATE_BANNER) in page
+    assert page.index("Not for sharing") < page.index("<h1>")   # at the top
+    assert "holds text from private notes" in capsys.readouterr().err
+    assert harness.main(base + ["--html", str(out), "--redact"]) == 0   # the copy to share
+    page = out.read_text()
+    assert "110 pounds" not in page and "private: text not included" in page
+    assert "Not for sharing" not in page and "A copy to share (--redact)" in page
+    assert "holds text" not in capsys.readouterr().err
     before = sorted(vault.rglob("*"))
     assert harness.main(base + ["--html", str(vault / "trace.html")]) == 2
     assert "inside the vault" in capsys.readouterr().err

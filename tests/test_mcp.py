@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -419,7 +420,9 @@ def test_the_guard_stops_a_private_path_at_the_last_step(cmd, vault, monkeypatch
     assert reply["result"]["isError"] and MARKER not in json.dumps(reply)
 
 
-def test_with_nothing_shareable_the_note_names_every_folder_and_the_mode(tmp_path):
+def test_with_nothing_shareable_the_note_names_the_folders_and_opens_none(tmp_path):
+    """The hint names each folder and the form that opens one (NAME a placeholder), never
+    a ready line per folder: pasted whole, that would share health/ too (issue 44)."""
     for folder in ("health", "money", "work"):
         (tmp_path / "v" / folder).mkdir(parents=True)
         (tmp_path / "v" / folder / "a.md").write_text(f"# {folder}\n\nHow it changed.\n")
@@ -427,9 +430,13 @@ def test_with_nothing_shareable_the_note_names_every_folder_and_the_mode(tmp_pat
     out = srv.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": "search_notes", "arguments": {"query": "How did my rent change?"}}}
     )["result"]["structuredContent"]
-    assert all(f'[folders.{f}] privacy = "shareable"' in out["note"]
-               for f in ("health", "money", "work"))
+    assert "folders: health, money, work" in out["note"]
+    assert '[folders.NAME]\nprivacy = "shareable"' in out["note"]
+    assert not any(f"[folders.{f}]" in out["note"] for f in ("health", "money", "work"))
     assert out["time_mode"] == "history" and out["chosen_by"] == "router"
+    form = out["note"].split("add\n")[1].split("\nwith")[0]     # the form, as TOML
+    assert tomllib.loads(form.replace("NAME", "work")) == {
+        "folders": {"work": {"privacy": "shareable"}}}
 
 
 def test_a_fresh_vault_returns_nothing_and_names_the_config_line(tmp_path):
@@ -441,7 +448,8 @@ def test_a_fresh_vault_returns_nothing_and_names_the_config_line(tmp_path):
         return srv.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                            "params": {"name": name, "arguments": args}})["result"]
     out = call("search_notes", {"query": "boiler code"})["structuredContent"]
-    assert out["passages"] == [] and '[folders.notes] privacy = "shareable"' in out["note"]
+    assert out["passages"] == [] and "(folders: notes)" in out["note"]
+    assert '[folders.NAME]\nprivacy = "shareable"' in out["note"]
     assert out["time_mode"] == "any"            # what the router chose, never "auto"
     assert call("ask", {"question": "What is the boiler code?"})["isError"]
     assert "4417" not in json.dumps(call("note_history", {"path": "notes/a.md"}))
