@@ -5,7 +5,7 @@ In:  the question, the settled candidates (ranked by rerank, labelled by version
      the index and the query vector, a word budget, the time mode, a cap on notes, and
      sections that must come first (a "last time" question's latest mention).
 Out: one Candidate per chosen note, the note's chosen sections in note order, each
-     after the first under its heading trail (a short note whole), labelled as its
+     after the first under its heading trail, labelled as its
      newest included section is (superseded_by/why from version.py): a log passage
      holding the log's newest entry is current.
 Not: retrieval, judging relevance (rerank.py), deciding versions (version.py), labels
@@ -17,16 +17,20 @@ How it chooses, by one model and one fill:
 - Each section gets P(it holds a key fact) from one logistic model over FEATURES: how
   well the section, its heading trail and its note's title match the question (BM25,
   dense, term shares), what rerank said of it and of its note, the note's rank, whether
-  it is current. The weights are fitted by tools/fit_evidence.py on the tuning splits
-  (never a frozen one) and written below between the FITTED marks.
-- A change question ("how did it change"): the best section of every version of the
-  leading document, and of every dated entry of a leading log, that names an asked
-  term goes in first, oldest first. Versions label and order; they never remove.
-- Then sections in order of P while the words fit (a section that does not fit is cut
-  to its lines naming the most asked terms, when at least CUT_MIN words are left); a
-  note not yet chosen comes in only while fewer than `notes` are.
-- Order: a change question's versions first, oldest first; then notes by their best
-  P; an older version of a document right after the newest chosen one.
+  it is current, its place in the note. The weights are fitted by tools/fit_evidence.py
+  on the tuning splits (never a frozen one) and written below between the FITTED marks.
+- The fill: sections in order of P per word (the expected key facts a word buys) while
+  the words fit (a short note is one section: chunking merges short sections); a
+  section that does not fit is cut to its lines naming the most asked terms when
+  CUT_MIN words are left (tools/fit_evidence.py --grid); a note not yet chosen comes in
+  only while fewer than `notes` are.
+- Versions label and order; they never remove. A change question: a section taken
+  brings the best section naming an asked term of every other version of its document
+  and of every other dated entry of its log. Any other question: an older version's
+  section comes after the best section of the version that supersedes it.
+- Order: notes by their best P ("last time" mention first); the versions of a document
+  together, oldest first for a change question, else the current one first; a log's
+  older entries a passage of their own after its current part.
 """
 
 from __future__ import annotations
@@ -43,8 +47,9 @@ from verso import version
 from verso.retrieve import Candidate
 
 MAX_NOTES = 20          # notes one evidence holds when no cap is given
-SHORT_NOTE = 100        # a note of at most this many words goes whole
-CUT_MIN = 25            # a section that does not fit is cut only with this many words left
+CUT_MIN = 10            # a section that does not fit is cut only with this many words left
+                        # (tools/fit_evidence.py --grid; a note given whole below some size,
+                        # 50, 100 or 200 words, handed on no more key facts: left out)
 ELIDED = "…"            # stands where a cut section leaves lines out
 HEADING_MARK = "## "    # a later section's heading trail inside a note's passage
 
@@ -187,14 +192,9 @@ def choose(question: str, cands: list[Candidate], index, qvec, budget: int,
         got = chosen.setdefault(s.path, {})
         if s.id in got:
             return
-        members = [x for x in pool if x.path == s.path]
-        whole = sum(x.words for x in members)
-        adds = [x for x in members if x.id not in got] if whole <= SHORT_NOTE else [s]
-        cost = sum(x.words for x in adds)
-        if used + cost <= budget or (forced and not used):
-            for x in adds:
-                got[x.id] = _text(index, table, x)
-            used += cost
+        if used + s.words <= budget or (forced and not used):
+            got[s.id] = _text(index, table, s)
+            used += s.words
         elif budget - used >= CUT_MIN:
             text = _text(index, table, s)
             trail = s.words - len(text.split())

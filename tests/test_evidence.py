@@ -228,3 +228,21 @@ def test_last_and_first_are_read_from_the_question():
     assert asof.mention(words, "Swam out on Friday [2026-05-01]. The sea was cold.",
                         "2026-05-03") == (1, "2026-05-01")
     assert asof.mention(words, "Swam in the sea.", "2026-05-03") == (2, "2026-05-03")
+
+
+def test_a_later_meeting_that_moves_a_venue_labels_the_plan(tmp_path):
+    """A plan naming a venue as a field ("**Venue:** Aldhelm Hall", no "at" or "in" to
+    mark it a place) and a later meeting note of another name that moves it: the plan is
+    labelled superseded by the meeting whatever the kind of value, and a note sharing
+    no asked term is not."""
+    v = tmp_path / "notes"
+    write(v, "choir/concert plan.md", "---\ndate: 2026-01-12\n---\n# Plans for March\n"
+          "- **Venue:** Aldhelm Hall\n- **Tickets:** £12 on the door\n")
+    write(v, "meetings/2026-02-10 committee.md", "---\ndate: 2026-02-10\n---\n# Committee\n"
+          "- The concert venue moved to the Corn Exchange: the hall roof is being fixed.\n")
+    write(v, "garden/seeds.md", "# Seeds\nSow the broad beans in November, Gareth says.\n")
+    a = _ask(v, tmp_path, "Where is the concert venue?", budget=300)
+    plan = next(s for s in a.sources if s["path"] == "choir/concert plan.md")
+    assert plan["superseded_by"] == "meetings/2026-02-10 committee.md"
+    assert plan["why"].startswith(evidence.WHY_STATEMENT.split(" (")[0])
+    assert all(s["superseded_by"] is None for s in a.sources if s["path"] != plan["path"])

@@ -14,6 +14,13 @@ Fit: verdict_fit.fit (standardised ridge logistic regression, Newton's method), 
 
     python tools/fit_evidence.py            # print the fit and the held-out figures
     python tools/fit_evidence.py --write    # and write the weights into passages.py
+    python tools/fit_evidence.py --grid     # the fill's cut size: CUT_MIN
+
+--grid: every pair of GRID's sizes with the shipped weights, the key facts handed on at
+the three budgets summed over the tuning splits; the rule: the most, ties to the smaller
+sizes (fewer words spent on whole notes and cut lines). Run at commit cc5634a it picked
+SHORT_NOTE 0 (no note given whole for being short: 0, 50 and 100 words tied), so that
+branch was taken out; CUT_MIN 10.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from verso import passages  # noqa: E402
 from verso import verdict_fit  # noqa: E402
 
 BUDGETS = (300, 600, 1000)
+GRID = {"CUT_MIN": (10, 25, 50)}
 FENCE_RE = re.compile(r"(# ---- FITTED:[^\n]*\n)(.*?)(# ---- end FITTED)", re.S)
 
 
@@ -109,6 +117,23 @@ def recall(sets, loaded, bias, weights) -> dict:
     return out
 
 
+def grid(sets, loaded) -> int:
+    """CUT_MIN by GRID's rule; prints a row per size."""
+    saved, rows = passages.CUT_MIN, []
+    try:
+        for cut in GRID["CUT_MIN"]:
+            passages.CUT_MIN = cut
+            got = recall(sets, loaded, passages.BIAS, passages.WEIGHTS)
+            sums = [sum(v[i] for v in got.values()) for i in range(len(BUDGETS))]
+            print(f"CUT_MIN {cut:>3}: " + "  ".join(
+                f"{b} words {k}" for b, k in zip(BUDGETS, sums)), flush=True)
+            rows.append((-sum(sums), cut))
+    finally:
+        passages.CUT_MIN = saved
+    print(f"picked: CUT_MIN = {min(rows)[1]}")
+    return min(rows)[1]
+
+
 def write(bias: float, weights: dict) -> None:
     path = ROOT / "passages.py"
     body = [f"BIAS = {round(bias, 4)}", "WEIGHTS = {"]
@@ -128,10 +153,14 @@ def write(bias: float, weights: dict) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="tools/fit_evidence.py", description=__doc__.split("\n")[0])
     p.add_argument("--write", action="store_true", help="write the weights into passages.py")
+    p.add_argument("--grid", action="store_true", help="the fill's sizes (GRID), then stop")
     args = p.parse_args(argv)
     sets, home = tuning_sets(), Path(tempfile.mkdtemp(prefix="fit-evidence-"))
     loaded = {name: harness.load(index=str(home / name), vault=vault, backend="builtin")
               for name, vault, _ in sets}
+    if args.grid:
+        grid(sets, loaded)
+        return 0
     rows = collect(sets, loaded)
     names = passages.FEATURES
     print(f"{len(rows)} sections, {sum(r['right'] for r in rows)} holding a key fact, "
