@@ -27,7 +27,7 @@ from verso import vault_walk
 from verso import version
 
 INDEX_URI, NOTE_URI = "verso://index", "verso://note/"
-OPEN_LINE = '[folders.{}] privacy = "shareable"'
+OPEN_LINE = '[folders.{}]\nprivacy = "shareable"'   # a TOML table: two lines
 T = {t: {"type": t} for t in ("string", "integer", "number", "boolean")}
 OPT = {"type": ["string", "null"]}
 
@@ -174,13 +174,13 @@ def guard(idx, payload) -> None:
                                     "reached the reply, so nothing was sent")
 
 
-def _open_with(idx, *folders: str) -> str:
-    """"add [folders.X] privacy = "shareable" to CONFIG", one line per folder."""
-    keys = [f if f and all(c.isalnum() or c in "_-" for c in f) else json.dumps(f)
-            for f in folders]
+def _open_with(idx, folder: str) -> str:
+    """"add to CONFIG:" and the table that opens this one folder (valid TOML)."""
+    key = (folder if folder and all(c.isalnum() or c in "_-" for c in folder)
+           else json.dumps(folder))
     cfg = (idx.manifest.get("config")
            or str(Path(idx.manifest["vault"]) / vault_walk.CONFIG_NAME))
-    return f"add {', '.join(OPEN_LINE.format(k) for k in keys)} to {cfg}"
+    return f"add to {cfg}:\n{OPEN_LINE.format(key)}"
 
 
 def _nothing_shareable(idx) -> str | None:

@@ -204,7 +204,8 @@ def test_list_folders_says_what_is_private_and_how_to_open_it(sdk):
     by = {f["folder"]: f for f in out["folders"]}
     assert by["work"]["privacy"] == "shareable" and by["work"]["open_with"] is None
     assert by["health"]["privacy"] == "private" and by["health"]["notes"] == 4
-    assert '[folders.health] privacy = "shareable"' in by["health"]["open_with"]
+    table = by["health"]["open_with"].split(":\n", 1)[1]
+    assert tomllib.loads(table) == {"folders": {"health": {"privacy": "shareable"}}}
     assert by["journal"]["versioned"] is False
     assert by["finance"]["privacy"] == "private"      # not in verso.toml: private
 
