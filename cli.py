@@ -58,15 +58,15 @@ def main(argv=None) -> int:
         return evaluate.main(rest)
     if command == "ingest":
         from verso import ingest
-        return ingest.main(rest)
+        return ingest.main(rest, prog="verso ingest")
     if command == "calibrate" or "--calibrate" in argv:
         from verso import calibrate_model
         return calibrate_model.main(rest if command == "calibrate" else
                                     [a for a in argv if a != "--calibrate"])
     from verso import harness
     if command == "projects":
-        return harness.main(["--projects", *rest])
-    return harness.main(["--help"] if command == "--help-question" else argv)
+        return harness.main(["--projects", *rest], prog="verso projects")
+    return harness.main(["--help"] if command == "--help-question" else argv, prog="verso")
 
 
 if __name__ == "__main__":

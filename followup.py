@@ -9,7 +9,9 @@ Not: asking (chat.Conversation does), or remembering turns.
 
 A follow-up's subject is the previous turn's first noun phrase, time words left out
 ("What is the current price of the sourdough loaf?" -> "the price of the sourdough
-loaf"). The builtin rewrite fills pronouns (a name of the previous turn, or its
+loaf"), with the phrase that holds each name the question gives after it ("What
+annealing temperature do I use for the Taq PCR now?" -> "the annealing temperature for
+the Taq PCR"). The builtin rewrite fills pronouns (a name of the previous turn, or its
 subject), asks a time-only follow-up ("and before that?", "is that still true?", "and in
 June?") of the previous subject, and a "what about X?" of a name or a value (price,
 deposit, number ...) in the previous one's place. It, or a model's rewrite, is kept only
@@ -101,8 +103,43 @@ def subject(question: str) -> str:
         while np_ and low[i + len(np_) - 1] in PREPOSITIONS | DETERMINERS:
             np_ = np_[:-1]                # "... about" left by a clause word after it
         if any(t not in OWN_SKIP and not textkit.month_term(t) for t in textkit.terms(" ".join(np_))):
-            return ("the " if after_wh else "") + " ".join(np_)
+            return " ".join([*(["the"] if after_wh else []), *np_,
+                             *_name_phrases(words, i + len(np_), question)])
     return ""
+
+
+def _name_phrases(words: list[str], start: int, question: str) -> list[str]:
+    """The words of each phrase after words[start] that holds a name of the question,
+    from the preposition in front of it ("for the Taq PCR", "in Lisbon"): a name is the
+    rarest word a question has, and a subject without it asks about something else
+    ("the annealing temperature" of which method?). A name with no preposition in front
+    (the one who did it: "did Maren sign") is left to the pronoun rules."""
+    low = [w.lower() for w in words]
+    out = []
+    for name in _names(question):
+        part = name.split()
+        at = next((m for m in range(start, len(words) - len(part) + 1)
+                   if [w.removesuffix("'s") for w in words[m:m + len(part)]] == part), None)
+        if at is None:
+            continue                  # in the noun phrase already, or before it
+        k = at - 1                    # "for the new Taq PCR": back to the preposition
+        while k >= start and at - k <= 3 and low[k] not in PREPOSITIONS | CLAUSE:
+            k -= 1
+        if k >= start and low[k] in PREPOSITIONS:
+            end = at + len(part)      # on to the phrase's end: "for Western blots",
+            while end < len(words) and (low[end] not in PREPOSITIONS | CLAUSE or (
+                    low[end] in ("and", "or") and _named_next(words, end + 1))):
+                end += 1              # "... and the Lowry assay"
+            out += words[k:end]
+            start = end
+    return out
+
+
+def _named_next(words: list[str], k: int) -> bool:
+    """Whether words[k:] opens with a name, a determiner or two before it allowed."""
+    while k < len(words) and words[k].lower() in DETERMINERS:
+        k += 1
+    return k < len(words) and words[k][:1].isupper() and words[k].lower() not in NOT_NAMES
 
 
 def _names(text: str) -> list[str]:

@@ -515,17 +515,78 @@ def render(a: Answer) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="harness.py", description=__doc__.split("\n")[0],
-                                epilog=WHERE_FROM)
-    p.add_argument("question", nargs="*")
-    p.add_argument("--projects", action="store_true", help="print the project registry "
-                   "([registry] folders in verso.toml) and stop")
+def _config_kept(config, index=None, vault=None) -> None:
+    """--config on a question or `verso projects`: an index answers with the config it
+    was built with, and only an ingest changes it (a config given here once became the
+    index's config unsaid, and changed later answers' privacy). The file the index reads
+    already changes nothing (the refresh keeps its own); another is a ValueError naming
+    the ingest that makes it the index's config."""
+    if config is None:
+        return
+    d, folder, _ = resolve(index, vault)
+    given = Path(config).expanduser().resolve()
+    reads = None
+    if folder is not None:
+        folder = Path(folder).expanduser().resolve()
+        try:
+            reads = ingest.kept_config(Path(d).expanduser().resolve(), folder)
+        except ValueError:             # the kept file is gone: the ingest names another
+            reads = ""
+        reads = folder / vault_walk.CONFIG_NAME if reads is None else reads
+    if reads and given == Path(reads).resolve():
+        return
+    where = f" --index {index}" if index is not None else ""
+    raise ValueError(f"--config {config}: an index keeps the config it was built with "
+                     f"({reads or 'none'}), and only an ingest changes it: run `verso "
+                     f"ingest {folder or 'NOTES'} --config {config}{where}`")
+
+
+PROJECTS_ABOUT = ("The project registry: one row per project note in the folders "
+                  "verso.toml's [registry] names (folders = [\"projects\"]), as ingest read it.")
+
+
+def _projects_main(argv: list, prog: str) -> int:
+    """`verso projects` (`python harness.py --projects`): the registry table."""
+    p = argparse.ArgumentParser(prog=prog, description=PROJECTS_ABOUT, epilog=WHERE_FROM)
     p.add_argument("--vault", default=None,
                    help="notes folder (default: the vault the index was built from)")
     p.add_argument("--index", default=None, help="index dir (default: the one ingested last)")
-    p.add_argument("--config", metavar="FILE", default=None, help="vault config for the "
-                   "refresh before the question (default: the one the index keeps)")
+    p.add_argument("--config", metavar="FILE", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--backend", choices=("auto", "builtin", "ollama"), default="auto")
+    p.add_argument("--json", action="store_true", help="the rows as JSON")
+    p.add_argument("--timeout", type=float, default=None, help="seconds one Ollama "
+                   "request may take (default 120, or $VERSO_OLLAMA_TIMEOUT)")
+    args = p.parse_args(argv)
+    try:
+        _config_kept(args.config, args.index, args.vault)
+        models.use_timeout(args.timeout)
+        idx, _ = load(args.index, args.vault, args.backend)
+        ingest.keep_until_exit(idx)
+    except (ValueError, OSError, store.IndexProblem, store.IndexBusy,
+            models.BackendError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    rows = _projects(idx)
+    print(json.dumps(rows, indent=1) if args.json else registry.table(rows))
+    return 0
+
+
+def main(argv=None, prog="harness.py") -> int:
+    """A question on the command line (`verso "..."`), or the registry (--projects);
+    prog: the command named in --help and errors."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "--projects" in argv:
+        return _projects_main([a for a in argv if a != "--projects"],
+                              prog if prog != "harness.py" else "harness.py --projects")
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0],
+                                epilog=WHERE_FROM)
+    p.add_argument("question", nargs="*")
+    p.add_argument("--vault", default=None,
+                   help="notes folder (default: the vault the index was built from)")
+    p.add_argument("--index", default=None, help="index dir (default: the one ingested last)")
+    p.add_argument("--config", metavar="FILE", default=None, help="the config the index "
+                   "answers with, if you name it (only `verso ingest NOTES --config FILE` "
+                   "changes it)")
     p.add_argument("--no-rerank", action="store_true", help="fused order, top 5, no gate")
     p.add_argument("--budget", type=int, default=evidence.BUDGET_WORDS, metavar="WORDS",
                    help="hand the writer as many passages as fit this many words, long "
@@ -550,17 +611,13 @@ def main(argv=None) -> int:
     # ^ the older flag: the text is kept by default now
     p.add_argument("--timeout", type=float, default=None, help="seconds one Ollama request may take (default 120, or $VERSO_OLLAMA_TIMEOUT)")
     args = p.parse_args(argv)
-    if not args.question and not args.projects:
+    if not args.question:
         p.error("ask a question (or pass --projects)")
     try:
+        _config_kept(args.config, args.index, args.vault)
         models.use_timeout(args.timeout)
-        idx, be = load(args.index, args.vault, args.backend, args.judge, writer=args.writer,
-                       config=args.config)
+        idx, be = load(args.index, args.vault, args.backend, args.judge, writer=args.writer)
         ingest.keep_until_exit(idx)
-        if args.projects:
-            rows = _projects(idx)
-            print(json.dumps(rows, indent=1) if args.json else registry.table(rows))
-            return 0
         if args.budget is not None and args.budget < 1:
             raise ValueError(f"--budget {args.budget}: give a number of words, such as 400")
         a = ask(" ".join(args.question), index=idx, backend=be, budget=args.budget,

@@ -482,6 +482,8 @@ def _build_now(vault, index_dir, config, rebuild, backend, progress, current=Non
     if not rebuild and (current is None or current.dir != index_dir):
         ahead = store_load.Ahead(index_dir)
     paths, passed_over = vault_walk.scan(vault, cfg, stats)
+    if not paths:                      # an index of nothing would only fail the question
+        raise ValueError(_no_notes(vault, cfg, passed_over))
     stamp = _stamp(vault, stats, passed_over, cfg_path, backend)
     with store.lock(index_dir):
         recovered = store.recover(index_dir)
@@ -499,6 +501,8 @@ def _build_now(vault, index_dir, config, rebuild, backend, progress, current=Non
         known = {"old": _near_pairs(prev) if same_key else {}, "new": {}}
         recs, skipped, chunks, counts, ch = _files_and_chunks(vault, paths, cfg, progress,
                                                               stats, prev, key, known)
+        if ch is None and not recs:    # every note skipped (empty, binary, unreadable)
+            raise ValueError(_no_notes(vault, cfg, passed_over + skipped, len(paths)))
         if keep is not None:           # freed by the process's end, not one by one here
             keep += [prev, recs]
         emb, prev, note, name = _embedder_for(backend, builtin, prev, note,
@@ -525,6 +529,20 @@ def _build_now(vault, index_dir, config, rebuild, backend, progress, current=Non
                      manifest.pop("_idf"), known["new"])
     summary["seconds"] = round(time.perf_counter() - started, 3)
     return summary, None
+
+
+def _no_notes(vault: Path, cfg: dict, passed_over: list, found: int = 0) -> str:
+    """The one line for a vault with no note to index: which files Verso reads, and
+    what it passed over (the first few, with their reasons)."""
+    over = "; ".join(f"{x['path']}: {x['reason']}" for x in passed_over[:3])
+    over += f" and {len(passed_over) - 3} more" if len(passed_over) > 3 else ""
+    if found:
+        return f"none of the {found} notes in {vault} could be read ({over})"
+    return (f"no notes in {vault}: Verso reads {' and '.join(vault_walk.TEXT_EXTS)} files "
+            f"(not in hidden folders or {', '.join(d + '/' for d in vault_walk.SKIP_DIRS)}"
+            + (", nor what verso.toml's ignore names" if cfg.get("ignore") else "") + ")"
+            + (f"; passed over {over}" if over else "")
+            + ": pass the folder that holds your notes")
 
 
 def _config_fields(cfg_path, config) -> dict:
@@ -729,8 +747,9 @@ class _Meter:
             print("\r" + " " * 72 + "\r", end="", file=self.out, flush=True)
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="ingest.py", description="Index a folder of notes.")
+def main(argv=None, prog="ingest.py") -> int:
+    """`verso ingest` (prog names the command in --help and errors)."""
+    p = argparse.ArgumentParser(prog=prog, description="Index a folder of notes.")
     p.add_argument("vault", help="folder of .md/.txt notes")
     p.add_argument("--index", help="index dir (default: the index in Verso's home, "
                    "$VERSO_HOME or ~/.local/share/verso); the last one ingested is the "

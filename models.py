@@ -743,7 +743,9 @@ def _ollama_unready(host, needs: list, timeout) -> str | None:
 
 
 JUDGES = ("builtin", "ollama", "cascade", "jev")   # the --judge choices
-# Why auto pairs an Ollama writer with the builtin judge (README "Measured with real models")
+DEFAULT_JUDGE = "builtin"     # whatever way the backend is named (auto, ollama): the model
+                              # judges only when asked (--judge ollama or cascade)
+# Why a model writer is paired with the builtin judge (README "Measured with real models")
 AUTO_JUDGE_WHY = ("on dev a 1.5B local judge gave no more right answers and took 24 s a "
                   "question more: --judge cascade or ollama to use one")
 
@@ -757,7 +759,8 @@ def load_backend(name: str = "auto", judge: str | None = None, idf=None, embed_m
     """The embed/judge/write trio for a backend name; `idf` restores a builtin index and
     `index` (a store_load.Index) brings the embedder its vectors were made with.
     auto: Ollama when it answers and has the models, else builtin (the note says why).
-    A backend or judge named explicitly never falls back: BackendError instead."""
+    A backend or judge named explicitly never falls back: BackendError instead. The
+    judge is DEFAULT_JUDGE unless `judge` names another, however the backend is named."""
     if name not in ("auto", "builtin", "ollama"):
         raise BackendError(f"unknown backend {name!r}: use auto, builtin or ollama")
     if judge not in (None,) + JUDGES:
@@ -767,38 +770,36 @@ def load_backend(name: str = "auto", judge: str | None = None, idf=None, embed_m
         raise BackendError(f"unknown writer {writer!r}: use {' or '.join(WRITERS)}")
     em = embed_model or os.environ.get("VERSO_EMBED_MODEL") or EMBED_MODEL
     wm = write_model or os.environ.get("VERSO_WRITE_MODEL") or WRITE_MODEL
-    emb, note, auto_judge = getattr(index, "embedder", None), "", False
+    emb, note, default_judge = getattr(index, "embedder", None), "", False
     if name != "builtin":
         needs = [(wm, "completion")] + ([] if emb else [(em, "embedding")])
         if (why := _ollama_unready(host, needs, probe_timeout)) and name == "ollama":
             raise BackendError(why)
-        auto_judge = name == "auto" and judge is None and not why
+        default_judge = judge is None and not why     # auto or named: the one default
         name = "builtin" if why else "ollama"
-        note = (f"auto chose builtin: {why}" if why else f"ollama: {wm} writes"
-                + ("" if auto_judge or judge else " and judges") + ", "
+        note = (f"auto chose builtin: {why}" if why else f"ollama: {wm} writes, "
                 + (f"vectors from the index ({emb.id})" if emb else f"{em} embeds"))
-        judge = "builtin" if auto_judge else judge
+        judge = DEFAULT_JUDGE if default_judge else judge
+    w = None
     if name == "builtin":
         b = Backend("builtin", emb or embedder.BuiltinEmbedder(idf), reader.BuiltinJudge(), extract.BuiltinWriter(),
                     note or "builtin backend (offline)")
     else:
         w = OllamaWriter(wm, host, timeout)
-        b = Backend("ollama", emb or OllamaEmbedder(em, host, timeout), OllamaJudge(w),
+        b = Backend("ollama", emb or OllamaEmbedder(em, host, timeout), reader.BuiltinJudge(),
                     choose.ChoosingWriter(w) if writer == "choose" else w,
                     note + ("; the model chooses lines, code writes them" if writer == "choose"
                             else "; the model writes free text"))
-    if judge == "builtin":
-        b.judge = reader.BuiltinJudge()
-    elif judge in ("ollama", "cascade"):
-        if not isinstance(b.judge, OllamaJudge):
+    if judge in ("ollama", "cascade"):       # the model judges: only when asked
+        if w is None:
             if why := _ollama_unready(host, [(wm, "completion")], probe_timeout):
                 raise BackendError(why)
-            b.judge = OllamaJudge(OllamaWriter(wm, host, timeout))
-        b.judge = CascadeJudge(b.judge) if judge == "cascade" else b.judge
+            w = OllamaWriter(wm, host, timeout)
+        b.judge = CascadeJudge(OllamaJudge(w)) if judge == "cascade" else OllamaJudge(w)
     elif judge == "jev":
         b.judge = JevJudge(local=b.judge)
     if judge:
         b.note += f"; judge: {judge}" + (f" (private text judged locally by "
                                          f"{b.judge.local.name})" if judge == "jev" else "")
-        b.note += f" ({AUTO_JUDGE_WHY})" if auto_judge else ""
+        b.note += f" ({AUTO_JUDGE_WHY})" if default_judge else ""
     return b

@@ -64,6 +64,9 @@ STOP_RE = re.compile(r"^(?:#|\||[-*+]\s+\[.\])")     # no why under: heading, ta
 WHY_SPLIT_RE = re.compile(r"\s[-\u2013\u2014]+\s|[\u2013\u2014]|\s*[:;(]\s*|[.,]\s+|"
                           r"\s(?=because\b)", re.I)
 WHY_MAX = 200
+NO_PROJECTS = ("no projects in the registry: name the folders that hold your project "
+               "notes in verso.toml at the vault root, a line `[registry]` and under it "
+               "`folders = [\"projects\"]` (read by the next command)")
 
 
 def _status(value: str) -> str:
@@ -323,4 +326,4 @@ def table(projects: list[dict]) -> str:
     head = ["project", "status", "updated", "why", "key result", "note"]
     body = [[p["name"], p["status"], p["date"] or "undated", p["why"][:50],
              p["result"][:40], p["path"]] for p in projects]
-    return "\n".join(textkit.columns(head, body)) if body else "no projects in the registry"
+    return "\n".join(textkit.columns(head, body)) if body else NO_PROJECTS

@@ -204,7 +204,7 @@ def test_before_that_asks_the_notes_as_they_stood_before_the_version_just_answer
 @pytest.mark.parametrize("prev,msg,full,how", [
     (WHO, "what's her number?", "what's Priya Nandakumar's number?", "pronoun"),
     ({"question": "Which flat did I end up taking in Lisbon?", "answer": "x", "citations": []},
-     "what about the deposit?", "What is the deposit of the flat?", "what about"),
+     "what about the deposit?", "What is the deposit of the flat in Lisbon?", "what about"),
     (RETAINER, "and what were they paying in May?", "what were Kittiwake paying in May?",
      "pronoun"),
 ])

@@ -320,8 +320,8 @@ def test_bad_config_is_one_line_error(vault, tmp_path, capsys, toml, key):
 def test_config_flag_and_missing_vault(vault, tmp_path, capsys):
     cfg = write(tmp_path, "other.toml", 'ignore = ["*.md"]\n')
     write(vault, "a.md", "x")
-    summary, _ = build(vault, tmp_path, config=cfg)
-    assert summary["files_seen"] == 0
+    with pytest.raises(ValueError, match="no notes in .*nor what verso.toml's ignore names"):
+        build(vault, tmp_path, config=cfg)          # an index of nothing: issue 44
     with pytest.raises(ValueError, match="not found"):
         build(vault, tmp_path, config=tmp_path / "nope.toml")
     assert ingest.main([str(tmp_path / "missing"), "--index", str(tmp_path / "i")]) == 2

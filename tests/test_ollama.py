@@ -288,8 +288,23 @@ def test_auto_uses_ollama_when_it_has_the_models(fake):
     assert b.note == ("ollama: verso-writer writes, nomic-embed-text embeds; the model "
                       "writes free text; judge: builtin")
     assert isinstance(b.writer, models.OllamaWriter)
-    b = models.load_backend("ollama", host=fake.url, timeout=T)   # named: every role
-    assert isinstance(b.judge, models.OllamaJudge) and "writes and judges" in b.note
+
+
+def test_one_default_judge_whatever_way_the_backend_is_named(fake, monkeypatch):
+    # issue 44: `--backend ollama` put the model in the judge's seat (44 s judging on the
+    # rig, the rates card dropped) where `auto` paired it with the builtin judge
+    auto = models.load_backend("auto", host=fake.url, timeout=T)
+    named = models.load_backend("ollama", host=fake.url, timeout=T)
+    for b in (auto, named):
+        assert b.name == "ollama" and isinstance(b.judge, reader.BuiltinJudge)
+        assert b.note.endswith(f"; judge: builtin ({models.AUTO_JUDGE_WHY})")
+    assert auto.note == named.note and "judges," not in named.note
+    asked = models.load_backend("ollama", judge="ollama", host=fake.url, timeout=T)
+    assert isinstance(asked.judge, models.OllamaJudge) and asked.judge.writer is asked.writer.inner
+    monkeypatch.setenv("TYPESAFE_API_KEY", "sk-env")          # a hosted judge: private
+    jev = models.load_backend("ollama", judge="jev", host=fake.url, timeout=T)  # text stays
+    assert isinstance(jev.judge.local, reader.BuiltinJudge)   # with the default judge
+    assert not fake.bodies("/api/chat")                       # no model judged anything
 
 
 def test_auto_falls_back_to_builtin_and_says_why():

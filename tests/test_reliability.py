@@ -601,7 +601,7 @@ def ask_ollama(fake, idx, judge="builtin", timeout=T, writer=None):
 @pytest.mark.parametrize("path, fault, times, judge", [
     ("/api/chat", "slow", None, "builtin"),
     ("/api/chat", "500", 1, "builtin"),
-    ("/api/chat", "500", 1, None),
+    ("/api/chat", "500", 1, "ollama"),            # the model judge, asked for
 ])
 def test_backend_faults_that_recover(small, ollama, path, fault, times, judge):
     ollama.fault(path, fault, times)
@@ -611,7 +611,7 @@ def test_backend_faults_that_recover(small, ollama, path, fault, times, judge):
 
 @pytest.mark.parametrize("fault, judge, words", [
     ("hang", "builtin", "sent no chat reply from verso-writer within 0.5 s"),
-    ("hang", None, "sent no judge reply from verso-writer within 0.5 s"),
+    ("hang", "ollama", "sent no judge reply from verso-writer within 0.5 s"),
     ("500", "builtin", "chat with verso-writer failed (500"),
     ("truncated", "builtin", "malformed chat reply from verso-writer"),
     ("empty", "builtin", "verso-writer sent an empty reply"),
