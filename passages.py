@@ -74,7 +74,13 @@ class Section:
     at: int
     words: int
     features: dict
+    chunk: dict
     p: float = 0.0
+
+    @property
+    def names_asked(self) -> bool:
+        """It names an asked term, in its text or its heading trail."""
+        return self.features["terms"] > 0 or self.features["heading"] > 0
 
 
 def _asked(question: str) -> set:
@@ -126,26 +132,29 @@ def sections(question: str, cands: list[Candidate], index, qvec) -> tuple[list, 
     dense = np.asarray(index.vectors[np.asarray(ids)] @ qvec, dtype=np.float64) \
         if qvec is not None else np.zeros(len(ids))
     dense = dense - dense.max()
-    out, at = [], 0
+    out, at, heads = [], 0, {}
     for path, (rank, own, note_ids) in notes.items():
         title = _share(asked, PurePosixPath(path).stem)
         judged = [c.relevance for c in own.values() if c.relevance is not None]
         rows = []
         for j, cid in enumerate(note_ids):
-            chunk = own[cid].chunk if cid in own else index.chunks[cid]
-            text, heading = chunk.get("text") or "", chunk.get("heading") or ""
             c = own.get(cid)
+            chunk = c.chunk if c is not None else index.chunks[cid]
+            text, heading = chunk.get("text") or "", chunk.get("heading") or ""
             n = len(text.split()) + len(heading.split())   # a later section shows its trail
+            lexical_hit = lexical[at] > 0        # else no asked term in it: nothing to count
+            if lexical_hit and heading not in heads:
+                heads[heading] = _share(asked, heading)
             rows.append(Section(cid, path, j, n, {
                 "bm25": lexical[at] / top, "dense": float(dense[at]),
-                "terms": _share(asked, text),        # its own words, not its trail
-                "heading": _share(asked, heading), "title": title,
+                "terms": _share(asked, text) if lexical_hit else 0.0,   # its own words
+                "heading": heads[heading] if lexical_hit else 0.0, "title": title,
                 "candidate": float(c is not None),
                 "relevance": float(c.relevance or 0.0) if c is not None else 0.0,
                 "note_relevance": max(judged, default=0.0),
                 "note_rank": 1.0 / (1.0 + rank),
                 "current": float(not _superseded(c, chunk)),
-                "first": float(j == 0), "words": math.log1p(n)}))
+                "first": float(j == 0), "words": math.log1p(n)}, chunk))
             at += 1
         best = max(r.features["bm25"] for r in rows)
         order = sorted(rows, key=lambda r: (-r.features["bm25"], -r.features["dense"], r.at))
@@ -181,6 +190,7 @@ def choose(question: str, cands: list[Candidate], index, qvec, budget: int,
         return []
     cap = notes or MAX_NOTES
     by_id = {s.id: s for s in pool}
+    groups = _groups(pool, index)
     chosen: dict[str, dict] = {}        # path -> {section id: text}
     used = 0
     asked = _asked(question)
@@ -193,10 +203,10 @@ def choose(question: str, cands: list[Candidate], index, qvec, budget: int,
         if s.id in got:
             return
         if used + s.words <= budget or (forced and not used):
-            got[s.id] = _text(index, table, s)
+            got[s.id] = s.chunk.get("text") or ""
             used += s.words
         elif budget - used >= CUT_MIN:
-            text = _text(index, table, s)
+            text = s.chunk.get("text") or ""
             trail = s.words - len(text.split())
             got[s.id] = _cut(text, asked, budget - used - trail - 2)   # 2: the ELIDED marks
             used += trail + len(got[s.id].split())
@@ -210,65 +220,72 @@ def choose(question: str, cands: list[Candidate], index, qvec, budget: int,
         if used >= budget:
             break
         if not history:
-            newer = _newer(s, pool, index)
+            newer = _newer(s, groups)
             if newer is not None:
                 take(newer)
         take(s)
         if history and s.path in chosen:
-            for x in _versions(s, pool, index, asked):
+            for x in _versions(s, groups):
                 take(x)
     lead = {by_id[c.id].path for c in first if c.id in by_id}
     best = {path: max(by_id[i].p for i in got) for path, got in chosen.items()}
     order = sorted(chosen, key=lambda path: (path not in lead, -best[path]))
-    return _passages({path: chosen[path] for path in order}, table, index, history)
+    return _passages({path: chosen[path] for path in order}, table, by_id, index, history)
 
 
-def _newer(s: Section, pool: list, index) -> Section | None:
-    """The best section (by P) of what supersedes s: the latest version of its
-    document, or its log's newest entry; None when s is current."""
-    chunk = index.chunks[s.id]
-    if chunk.get("entry_latest") is False:
-        same = [x for x in pool if x.path == s.path and index.chunks[x.id].get("entry_latest")]
-    elif not chunk.get("is_latest", True):
-        paths = set(version.family_paths(index).get(chunk.get("family") or s.path, ()))
-        same = [x for x in pool if x.path in paths and index.chunks[x.id].get("is_latest")]
-    else:
-        return None
-    return max(same, key=lambda x: (x.p, -x.at), default=None)
+def _groups(pool: list, index) -> dict:
+    """The pool by what supersedes what: ("family", family) -> its versions' sections,
+    ("log", path) -> a log's dated sections; ("latest", key) -> the current version's
+    (newest entry's) best section by P."""
+    families, out = version.family_paths(index), {}
+    for x in pool:
+        family = x.chunk.get("family") or x.path
+        if len(families.get(family, ())) > 1:
+            out.setdefault(("family", family), []).append(x)
+            if x.chunk.get("is_latest", True):
+                _keep_best(out, ("latest", ("family", family)), x)
+        if x.chunk.get("section_date"):
+            out.setdefault(("log", x.path), []).append(x)
+            if x.chunk.get("entry_latest"):
+                _keep_best(out, ("latest", ("log", x.path)), x)
+    return out
 
 
-def _versions(s: Section, pool: list, index, asked: set) -> list:
+def _keep_best(out: dict, key, x: Section) -> None:
+    if key not in out or (x.p, -x.at) > (out[key].p, -out[key].at):
+        out[key] = x
+
+
+def _newer(s: Section, groups: dict) -> Section | None:
+    """The best section (by P) of what supersedes s: its log's newest entry, or the
+    latest version of its document; None when s is current."""
+    if s.chunk.get("entry_latest") is False:
+        return groups.get(("latest", ("log", s.path)))
+    if not s.chunk.get("is_latest", True):
+        return groups.get(("latest", ("family", s.chunk.get("family") or s.path)))
+    return None
+
+
+def _versions(s: Section, groups: dict) -> list:
     """A change question: the other versions of s's document, and the other dated
     entries of s's log, each by its best section (by P) naming an asked term, oldest
     first."""
-    chunk = index.chunks[s.id]
-    paths = version.family_paths(index).get(chunk.get("family") or s.path, [])
-    dated = chunk.get("section_date")
-    if len(paths) < 2 and not dated:
-        return []
     best: dict = {}
-    for x in pool:
-        c = index.chunks[x.id]
-        key = x.path if len(paths) > 1 and x.path in paths else (
-            c.get("section_date") if x.path == s.path and dated else None)
-        if key is None or x.id == s.id or not asked & set(
-                textkit.terms(f"{c.get('heading') or ''} {c.get('text') or ''}")):
-            continue
-        if key not in best or x.p > best[key].p:
-            best[key] = x
-    return sorted(best.values(), key=lambda x: _day(index, x))
+    family = groups.get(("family", s.chunk.get("family") or s.path), [])
+    entries = groups.get(("log", s.path), []) if s.chunk.get("section_date") else []
+    for key_of, group in ((lambda x: x.path, family),
+                          (lambda x: x.chunk.get("section_date"), entries)):
+        for x in group:
+            if x.id != s.id and x.names_asked:
+                key = key_of(x)
+                if key not in best or x.p > best[key].p:
+                    best[key] = x
+    return sorted(best.values(), key=_day)
 
 
-def _day(index, s: Section) -> tuple:
-    c = index.chunks[s.id]
-    weak = c.get("date_source") == version.WEAK_SOURCE
-    return (weak, c.get("section_date") or c.get("date") or "", s.path)
-
-
-def _text(index, table, s: Section) -> str:
-    own = table[s.path][1]
-    chunk = own[s.id].chunk if s.id in own else index.chunks[s.id]
-    return chunk.get("text") or ""
+def _day(s: Section) -> tuple:
+    weak = s.chunk.get("date_source") == version.WEAK_SOURCE
+    return (weak, s.chunk.get("section_date") or s.chunk.get("date") or "", s.path)
 
 
 def _cut(text: str, asked: set, words: int) -> str:
@@ -296,7 +313,7 @@ def _cut(text: str, asked: set, words: int) -> str:
     return "\n".join(out)
 
 
-def _passages(chosen: dict, table: dict, index, history: bool) -> list:
+def _passages(chosen: dict, table: dict, by_id: dict, index, history: bool) -> list:
     """One Candidate per chosen note, in reading order (see the module's rules); a log's
     older dated entries, when chosen, are a passage of their own after the rest, labelled
     as the older version they are."""
@@ -304,46 +321,41 @@ def _passages(chosen: dict, table: dict, index, history: bool) -> list:
     for path, got in chosen.items():
         own, note_ids = table[path][1], table[path][2]
         ids = [i for i in note_ids if i in got]
-        older = [i for i in ids if index.chunks[i].get("section_date")
-                 and index.chunks[i].get("entry_latest") is False]
+        older = [i for i in ids if by_id[i].chunk.get("section_date")
+                 and by_id[i].chunk.get("entry_latest") is False]
         for part in ([i for i in ids if i not in older], older):
             if part:
-                out.append(_passage(part, got, own, index))
+                out.append(_passage([by_id[i] for i in part], got, own, index))
     return _order(out, history)
 
 
-def _passage(ids: list, got: dict, own: dict, index) -> Candidate:
-    """The sections `ids` of one note as one Candidate: each after the first under its
+def _passage(parts: list, got: dict, own: dict, index) -> Candidate:
+    """The sections `parts` of one note as one Candidate: each after the first under its
     heading trail, labelled as its representative is."""
-    parts = []
-    for j, cid in enumerate(ids):
-        head = _heading(cid, own, index)
-        parts.append(got[cid] if j == 0 or not head else f"{HEADING_MARK}{head}\n{got[cid]}")
-    rep = _representative(ids, own, index)
+    texts = []
+    for j, s in enumerate(parts):
+        head = s.chunk.get("heading") or ""
+        texts.append(got[s.id] if j == 0 or not head else f"{HEADING_MARK}{head}\n{got[s.id]}")
+    rep = _representative(parts, own, index)
     relevance = [c.relevance for c in own.values() if c.relevance is not None]
     return dataclasses.replace(
-        rep, chunk={**rep.chunk, "heading": _heading(ids[0], own, index),
-                    "text": "\n\n".join(parts), "id": rep.id},
+        rep, chunk={**rep.chunk, "heading": parts[0].chunk.get("heading") or "",
+                    "text": "\n\n".join(texts), "id": rep.id},
         relevance=max(relevance) if relevance else rep.relevance,
         fused=max(c.fused for c in own.values()))
 
 
-def _heading(cid: int, own: dict, index) -> str:
-    chunk = own[cid].chunk if cid in own else index.chunks[cid]
-    return chunk.get("heading") or ""
-
-
-def _representative(ids: list, own: dict, index) -> Candidate:
+def _representative(parts: list, own: dict, index) -> Candidate:
     """The candidate whose labels the passage carries: its newest dated entry, else its
     best-ranked candidate; a section never a candidate is marked by version.py."""
-    dated = [i for i in ids if index.chunks[i].get("section_date")]
+    dated = [s for s in parts if s.chunk.get("section_date")]
     if dated:
-        cid = max(dated, key=lambda i: index.chunks[i]["section_date"])
+        rep = max(dated, key=lambda s: s.chunk["section_date"])
     else:
-        cid = next((i for i in own if i in ids), ids[0])
-    if cid in own:
-        return own[cid]
-    c = Candidate(index.chunks[cid], added_by=next(iter(own.values())).added_by)
+        rep = next((s for s in parts if s.id in own), parts[0])
+    if rep.id in own:
+        return own[rep.id]
+    c = Candidate(rep.chunk, added_by=next(iter(own.values())).added_by)
     version.mark(index, [c])
     return c
 
