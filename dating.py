@@ -1,4 +1,5 @@
-"""Dating notes: the day a note is of, from its name, frontmatter, a header line or mtime.
+"""Dating notes: the day a note is of, from its name, frontmatter, a header line, its
+first lines or mtime.
 
 In:  a note's file name, frontmatter and body and mtime; a heading; verso.toml's
      date_order.
@@ -10,12 +11,22 @@ Not: reading notes or the config (vault_walk.py), families and duplicates (famil
 Rules, decided by code:
 - First hit wins: filename; frontmatter `updated:` > `date:` > `created:`; a header
   line in the first HEADER_LINES body lines (`Updated: 2 July 2026`, `Last edited
-  2026-07-02`, `Date: ...`, `# Title - October 10, 2026`); else mtime (date_source
-  "mtime", weak). A month, ISO week (2026-W40) or quarter (Q3 2026) alone means its
-  first day, unless the note's frontmatter or header gives a day inside it. 03.10.2026
-  and 3/10/2026 are read only as verso.toml's date_order ("dmy"/"mdy") says; the default
-  "ymd" reads only unambiguous dates. Impossible dates are not dates. Names are compared
-  NFKC-folded, case-folded, with every Unicode dash as "-".
+  2026-07-02`, `Date: ...`, `# Title - October 10, 2026`); a day written in the note's
+  first lines (date_source "text", below); else mtime (date_source "mtime", weak). A
+  month, ISO week (2026-W40) or quarter (Q3 2026) alone means its first day, unless the
+  note's frontmatter, header or first lines give a day inside it ("filename+text").
+  03.10.2026 and 3/10/2026 are read only as verso.toml's date_order ("dmy"/"mdy") says;
+  the default "ymd" reads only unambiguous dates. Impossible dates are not dates. Names
+  are compared NFKC-folded, case-folded, with every Unicode dash as "-".
+- First lines ("text"): the title line (the first non-empty line) and the LEAD_LINES
+  non-empty lines after it, up to the first heading below the title. A day counts when
+  it opens one of them ("28 Aug 2026 — rough first pass", "Fri 2 Oct 2026", "Oct 8,
+  2026", "**2026-10-08**"; after `>` or emphasis and a weekday, not after a list bullet
+  or a table bar) or stands alone at the end of the title line, set off by a dash, colon,
+  bar or parenthesis ("Flat budget — 19 Sept 2026"). Only a whole day counts (a month
+  alone does not). A date inside a sentence ("the meeting in Ghent, 17–20 Nov 2026")
+  does not date the note; nor do first lines that open with two different days (a log
+  of dated lines: its first entry is not the note's day).
 """
 
 from __future__ import annotations
@@ -29,6 +40,8 @@ from verso import textkit
 
 HEADER_LINES = 15                  # body lines searched for an "Updated: ..." line
 WEAK_SOURCE = "mtime"              # date_source of a note dated by its file's mtime alone
+TEXT_SOURCE = "text"               # date_source of a note dated by a day in its first lines
+LEAD_LINES = 3                     # non-empty lines after the title a day may open
 
 MONTHS = textkit.MONTHS            # one month table for dating notes and for the reader
 _MON = textkit.MONTH_PATTERN + r"\.?"
@@ -50,6 +63,14 @@ DATE_ORDERS = ("ymd", "dmy", "mdy")   # config date_order; "ymd" reads no d/m/y 
 HEADER_RE = re.compile(r"^[\s>*_#-]*(?:last[\s_-]+)?(?:updated|edited|modified|revised|"
                        r"date|dated|created|written)\b", re.I)
 FRONT_KEYS = ("updated", "date", "created")    # frontmatter date keys, in preference order
+DAY_PATTERNS = DATE_PATTERNS[:4]   # the forms that name a whole day
+LEAD_MARK_RE = re.compile(r"[\s>]*(?:[*_]{1,2}(?=\S))?(?:(?:mon|tues?|wed(?:nes)?|"
+                          r"thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:day)?\.?,?\s+)?", re.I)
+                                   # what may stand before a day that opens a line
+SET_OFF_RE = re.compile(r"(?<![\d\s])\s*(?:\s[-\u2013\u2014|]|[:(])\s*")
+                                   # what sets a day off at the end of the title line
+TITLE_END = " \t)]*_."             # what may follow a day that ends the title line
+HEADING_RE = re.compile(r"(#{1,6})\s")   # a markdown heading (a "#tag" is none)
 
 
 def fold(name: str) -> str:
@@ -143,8 +164,61 @@ def frontmatter(text: str) -> tuple[dict, str]:
     return meta, "\n".join(lines[end + 1:])
 
 
+def _opening_day(text: str, date_order: str) -> tuple[date, int] | None:
+    """(day, where it ends in text) of a whole day that opens text, after `>`,
+    emphasis and a weekday ("**Fri 2 Oct 2026**"); None when text opens otherwise."""
+    at = LEAD_MARK_RE.match(text).end()
+    for rx, order in DAY_PATTERNS:
+        m = rx.match(text[at:])
+        found = _span(m.groups(), order, date_order) if m else None
+        if found and found[0] == found[1]:
+            return found[0], at + m.end()
+    return None
+
+
+def _title_day(line: str, date_order: str) -> date | None:
+    """The day of a title line: one that opens it, or ends it set off by a dash, colon,
+    bar or parenthesis ("Flat budget — 19 Sept 2026"); never one inside a sentence."""
+    line = line.lstrip("#").strip()
+    found = _opening_day(line, date_order)
+    if found:
+        return found[0]
+    for m in SET_OFF_RE.finditer(line):
+        found = _opening_day(line[m.end():], date_order)
+        if found and not line[m.end() + found[1]:].strip(TITLE_END):
+            return found[0]
+    return None
+
+
+def _lead_lines(body: str) -> tuple[str, list[str]]:
+    """(the title line, the LEAD_LINES non-empty lines after it up to a heading). A
+    heading of level 2 or more opens a section, whose dates are its own: it is no title."""
+    lines = [x.strip() for x in body.split("\n", HEADER_LINES + 1)[:HEADER_LINES]]
+    lines = [x for x in lines if x]
+    first = HEADING_RE.match(lines[0]) if lines else None
+    if not lines or (first and len(first.group(1)) > 1):
+        return "", []
+    after = []
+    for line in lines[1:1 + LEAD_LINES]:
+        if HEADING_RE.match(line):
+            break
+        after.append(line)
+    return lines[0], after
+
+
+def _text_day(body: str, date_order: str) -> date | None:
+    """The day the note's first lines give (see the module's rules), else None: the
+    title line's day, or one opening a line after it; two different days, none."""
+    title, after = _lead_lines(body)
+    days = {_title_day(title, date_order)} if title else set()
+    days |= {(_opening_day(x, date_order) or (None,))[0] for x in after}
+    days.discard(None)
+    return days.pop() if len(days) == 1 else None
+
+
 def _inner_date(meta: dict, body: str, date_order: str):
-    """(span, source) of the note's own date: frontmatter, else a header line; or None."""
+    """(span, source) of the note's own date: frontmatter, else a header line, else a
+    day in its first lines; or None."""
     for key in FRONT_KEYS:
         value = meta.get(key)
         found = _find_span(value, date_order=date_order) if isinstance(value, str) else None
@@ -155,14 +229,16 @@ def _inner_date(meta: dict, body: str, date_order: str):
             found = _find_span(line, date_order=date_order)
             if found:
                 return found, "header"
-    return None
+    day = _text_day(body, date_order)
+    return ((day, day), TEXT_SOURCE) if day else None
 
 
 def date_of(stem: str, meta: dict, body: str, mtime: float,
             date_order: str = "ymd") -> tuple[str, str]:
     """(ISO date, date_source). The file name wins; when it names only a period (a
     month, week or quarter) and the note itself gives a day inside it, that day
-    ("filename+header" / "filename+frontmatter"); a day outside it does not count."""
+    ("filename+header" / "filename+frontmatter" / "filename+text"); a day outside it
+    does not count."""
     named = _find_span(fold(stem), date_order=date_order)
     inner = _inner_date(meta, body, date_order)
     if named:

@@ -14,7 +14,15 @@ Rules, decided by code:
   The copy kept: the one without a copy marker, else the shorter path.
 - Family: folder + name without dates, v1/v2/final/draft, (1)/copy/copy 2/backup/bak/old
   and separators. A name left empty ("2026-04-03.md") and files in `versioned = false`
-  folders are their own family. Newest real date is latest; mtime never beats a real date.
+  folders are their own family.
+- Exactly one member of a family is latest (latest_of). Newest real date wins; mtime
+  never beats a real date. When the newest real dates tie, the version marker of the
+  name decides (version_rank: old < draft < v1 = no marker < v2 < ... < final, any case);
+  when every member is dated by mtime alone (files cloned or synced carry one), the
+  marker decides first and mtime only between equal markers. A copy marker ((1), copy,
+  backup, bak) is no version: between members still tied, the one without it, else the
+  path that sorts last, numbers compared as numbers (a name's numbers count up:
+  "insurance 2026-27" after "insurance 2025-26"). `ingest --files` shows what decided.
 """
 
 from __future__ import annotations
@@ -36,6 +44,8 @@ COPY_RE = re.compile(r"\(\d+\)|(?<![a-z])(copy|backup|bak|old)(?![a-z])", re.I)
 COPY_N_RE = re.compile(r"\(\d+\)|(?<![a-z])copy[\s_-]+\d+(?!\d)")  # (1), macOS "copy 2"
 VERSION_RE = re.compile(r"(?<![a-z0-9])v\d+(?:\.\d+)*(?![a-z0-9])")
 MARKER_WORDS = {"final", "draft", "copy", "backup", "bak", "old"}
+RANK_WORD_RE = re.compile(r"(?<![a-z])(final|draft|old)(?![a-z])")   # on a folded name
+DIGITS_RE = re.compile(r"(\d+)")
 SEPARATORS_RE = re.compile(r"[\s_\-.,()\[\]]+")   # after dating.fold: every dash is "-"
 WIKILINK_RE = re.compile(r"\[\[([^\]|#\n]*)(?:#[^\]|\n]*)?(?:\|[^\]\n]*)?\]\]")
 
@@ -49,12 +59,81 @@ def _family_name(stem: str) -> str:
     return " ".join(w for w in SEPARATORS_RE.sub(" ", s).split() if w not in MARKER_WORDS)
 
 
-def _keeper_key(rec: dict):
-    stem = rec["path"].rsplit("/", 1)[-1].rsplit(".", 1)[0]    # Path(path).stem, faster
+def version_marker(stem: str) -> str:
+    """The version words of a name, as written in it, folded: "Budget v2 - FINAL" ->
+    "v2 final", "budget (1)" -> "copy", "budget" -> ""."""
+    s = dating.fold(stem)
+    for rx, _ in dating.DATE_PATTERNS:          # "2026-10" is no v-number, "Oct" no word
+        s = rx.sub(" ", s)
+    words = [m.group(0) for m in VERSION_RE.finditer(s)] + RANK_WORD_RE.findall(s)
+    return " ".join(words + (["copy"] if _a_copy(stem) else []))
+
+
+def version_rank(stem: str) -> tuple:
+    """What a name's version marker says of its order, higher newer: old < draft < v1
+    = no marker < v2 < v2.1 < ... < final (a "v2 draft" under v2, a "v3 final" over
+    a "final"). Copy markers do not count."""
+    words = version_marker(stem).split()
+    numbers = [tuple(int(n) for n in w[1:].split(".")) for w in words if w[0] == "v"]
+    return ("old" not in words, "final" in words, max(numbers, default=(1,)),
+            "draft" not in words)
+
+
+def latest_of(members: list[dict]) -> tuple[dict, str]:
+    """(the family's one latest member, what decided: "date", "marker", "file time",
+    "not a copy" or "path"). members: live records of one family {path, date,
+    date_source}, one or more, no two with one path."""
+    pool = [m for m in members if m["date_source"] != dating.WEAK_SOURCE]
+    steps = ([("date", _date_of), ("marker", _rank_of)] if pool else
+             [("marker", _rank_of), ("file time", _date_of)])
+    pool = pool or members
+    for reason, key in steps + [("not a copy", _not_copy), ("path", _path_order)]:
+        keys = [key(m) for m in pool]
+        top = max(keys)
+        tied = [m for m, k in zip(pool, keys) if k == top]
+        if len(tied) == 1:
+            return tied[0], reason
+        pool = tied
+    raise AssertionError(f"two members with one path: {pool[0]['path']}")
+
+
+def _date_of(rec: dict) -> str:
+    return rec["date"] or ""
+
+
+def _rank_of(rec: dict) -> tuple:
+    return version_rank(_stem(rec["path"]))
+
+
+def _not_copy(rec: dict) -> bool:
+    return not _a_copy(_stem(rec["path"]))
+
+
+def _path_order(rec: dict) -> tuple:
+    """A path in natural order, numbers as numbers: "insurance 2026-27" after
+    "insurance 2025-26", "plan (10)" after "plan (9)"; the path itself last."""
+    parts = DIGITS_RE.split(rec["path"].casefold())
+    return tuple(int(x) if i % 2 else x for i, x in enumerate(parts)), rec["path"]
+
+
+def _stem(path: str) -> str:
+    return path.rsplit("/", 1)[-1].rsplit(".", 1)[0]    # Path(path).stem, faster
+
+
+def _copy_marked(stem: str) -> bool:
     low = stem.lower()         # COPY_RE needs one of these (every character it matches
-    marked = ("(" in low or "copy" in low or "bak" in low or "old" in low  # ignoring
-              or "backup" in low) and bool(COPY_RE.search(stem))      # case lowers to it)
-    return (marked, len(rec["path"]), rec["path"])
+    return (("(" in low or "copy" in low or "bak" in low or "old" in low  # ignoring
+             or "backup" in low) and bool(COPY_RE.search(stem)))     # case lowers to it)
+
+
+def _a_copy(stem: str) -> bool:
+    """A copy marker in a name: (1), copy, backup, bak ("old" is a version word)."""
+    return _copy_marked(stem) and any(m.group(0).lower() != "old"
+                                      for m in COPY_RE.finditer(stem))
+
+
+def _keeper_key(rec: dict):
+    return (_copy_marked(_stem(rec["path"])), len(rec["path"]), rec["path"])
 
 
 def shingles(words: list[str]) -> set:
@@ -229,10 +308,9 @@ def mark_families(recs: list[dict], old=None) -> None:
         if len(members) == 1:           # most families: one file, the latest of itself
             members[0]["is_latest"] = True
             continue
-        pool = [m for m in members if m["date_source"] != "mtime"] or members
-        top = max(m["date"] for m in pool)
-        for m in pool:
-            m["is_latest"] = m["date"] == top
+        latest = latest_of(members)[0]
+        for m in members:
+            m["is_latest"] = m is latest
 
 
 def touched_families(recs: list[dict], old: dict) -> set:

@@ -74,7 +74,7 @@ DELTA_SHARE = 0.1                  # file records differing from the base above 
 EMBED_BATCH = 256
 SCRATCH = ("_body", "_norm", "_date_order", "_reused", "_chunks", "_family", "_reread")
                                    # record keys of one run, never written
-REUSE_RULES = 4                    # bump when reading/dating/chunking rules change: an
+REUSE_RULES = 5                    # bump when reading/dating/chunking rules change: an
                                    # index made under other rules is not reused per file
 
 
@@ -709,20 +709,42 @@ FILE_FIELDS = ("path", "date", "date_source", "family", "duplicate_of", "private
 
 
 def file_listing(files: list[dict]) -> list[dict]:
-    """One row per note of the index, as ingest saw it: FILE_FIELDS, sorted by path."""
-    return sorted(({k: f.get(k) for k in FILE_FIELDS} for f in files),
+    """One row per note of the index, as ingest saw it: FILE_FIELDS, sorted by path, and
+    its version marker ("version": "v2", "final", "copy", ...); the latest of a family of
+    several also what made it latest ("latest_by": families.latest_of's reason)."""
+    rows = sorted(({k: f.get(k) for k in FILE_FIELDS} for f in files),
                   key=lambda r: r["path"])
+    fams = {}
+    for r in rows:
+        r["version"] = families.version_marker(Path(r["path"]).stem)
+        r["latest_by"] = None
+        if not r["duplicate_of"]:
+            fams.setdefault(r["family"], []).append(r)
+    for members in fams.values():
+        if len(members) > 1:
+            latest, why = families.latest_of(members)
+            latest["latest_by"] = f"marker {latest['version']}".strip() if why == "marker" \
+                else why
+    return rows
 
 
 def _files_table(rows: list[dict]) -> str:
-    """--files: the listing as aligned columns (copy of: the note it duplicates)."""
+    """--files: the listing as aligned columns (latest: "yes", in a family of several
+    with what decided, "yes: date" / "yes: marker final"; copy of: the note it
+    duplicates)."""
     head = ["path", "date", "dated by", "family", "latest", "copy of", "private"]
     size = Counter(r["family"] for r in rows if not r["duplicate_of"])
     body = [[r["path"], r["date"] or "", r["date_source"] or "",
              r["family"] if size[r["family"]] > 1 or r["duplicate_of"] else "",
-             "yes" if r["is_latest"] else "", r["duplicate_of"] or "",
+             _latest_cell(r), r["duplicate_of"] or "",
              "yes" if r["private"] else ""] for r in rows]
     return "\n".join(textkit.columns(head, body))
+
+
+def _latest_cell(row: dict) -> str:
+    if not row["is_latest"]:
+        return ""
+    return f"yes: {row['latest_by']}" if row.get("latest_by") else "yes"
 
 
 class _Meter:
