@@ -5,7 +5,9 @@ In:  a question set, an ask function (harness.ask bound to an index, write=False
 Out: per variant and budget: evidence recall (every key fact of an answerable question
      inside what is handed on: evaluate.evidence_recall), by kind of question (change:
      category change; as-of: gold time mode as_of; current: gold time mode present),
-     stale evidence (evaluate.evidence_stale) and words per question; the baseline's
+     stale evidence (evaluate.evidence_stale), words per question, and the labels a
+     later note of another name put on a passage (why: a newer dated statement) with
+     how many join two passages sharing no asked term (false labels); the baseline's
      recall at each budget; found@5 (a gold note among the first five passages at the
      largest budget). Rendered as one table.
 Not: answering (no writer is called) or scoring answers (evaluate.py).
@@ -16,6 +18,7 @@ Not: answering (no writer is called) or scoring answers (evaluate.py).
 from __future__ import annotations
 
 BUDGETS = (300, 600, 1000)
+STATEMENT = "a newer dated statement"   # the start of evidence.WHY_STATEMENT
 KINDS = {"change": lambda q: q["category"] == "change",
          "as-of": lambda q: q["time_mode"] == "as_of",
          "current": lambda q: q["time_mode"] == "present"}
@@ -43,7 +46,7 @@ def measure(questions, ask_fn, baseline, evaluate, budgets=BUDGETS, variants=("f
         kw = (variant_kwargs or {}).get(v, {})
         row, found = {}, []
         for b in budgets:
-            hits, stale, words = [], [], 0
+            hits, stale, words, labels = [], [], 0, []
             for q in qs:
                 a = ask_fn(q["question"], budget=b, **kw)
                 src = (a if isinstance(a, dict) else a.to_dict())["sources"]
@@ -52,13 +55,31 @@ def measure(questions, ask_fn, baseline, evaluate, budgets=BUDGETS, variants=("f
                     stale.append(evaluate.evidence_stale(q["forbidden_facts"], src,
                                                          q["key_facts"]))
                 words += evaluate.evidence_words(src)
+                labels += statement_labels(q["question"], src)
                 if b == budgets[-1] and q["gold_files"]:
                     found.append(evaluate.source_found_at5(q["gold_files"], src))
             row[b] = {"recall": _rate(hits), "by_kind": _by_kind(qs, hits),
-                      "stale": _rate(stale), "words": round(words / max(len(qs), 1))}
+                      "stale": _rate(stale), "words": round(words / max(len(qs), 1)),
+                      "labels": {"n": len(labels), "false": labels.count(False)}}
             if b == budgets[-1]:
                 out["missed"][v] = [q["id"] for q, h in zip(qs, hits) if not h]
         out["variants"][v] = {"budgets": row, "found_at5": _rate(found)}
+    return out
+
+
+def statement_labels(question: str, sources: list[dict]) -> list[bool]:
+    """For each passage labelled superseded by a dated statement in another note: True
+    when it and the note that supersedes it (among the sources) share an asked term."""
+    from verso import textkit
+    asked = textkit.evidence_terms(question)      # terms, numbers canonical, months named
+
+    def words(x) -> set:
+        return asked & textkit.evidence_terms(f"{x.get('heading') or ''} {x.get('text') or ''}")
+    out = []
+    for s in sources:
+        by = [x for x in sources if x["path"] == s.get("superseded_by")]
+        if by and (s.get("why") or "").startswith(STATEMENT):   # a log may be two passages
+            out.append(any(words(s) & words(x) for x in by))
     return out
 
 
@@ -75,19 +96,22 @@ def render(result: dict) -> str:
     """One row per variant and the baseline: recall at each budget, then by kind."""
     budgets = result["budgets"]
     head = ["evidence", *[f"{b} words" for b in budgets],
-            *[f"{k} @{b}" for b in budgets for k in KINDS], "stale", "words", "found@5"]
+            *[f"{k} @{b}" for b in budgets for k in KINDS], "stale", "words", "found@5",
+            "labels (false)"]
     rows = [head]
     base = result["baseline"]
     rows.append(["plain BM25", *[_cell(base[b]["recall"]) for b in budgets],
                  *[_cell(base[b]["by_kind"][k]) for b in budgets for k in KINDS],
-                 "-", "-", "-"])
+                 "-", "-", "-", "-"])
     for v, got in result["variants"].items():
         row = got["budgets"]
         rows.append([f"verso {v}", *[_cell(row[b]["recall"]) for b in budgets],
                      *[_cell(row[b]["by_kind"][k]) for b in budgets for k in KINDS],
                      " ".join(_cell(row[b]["stale"]) for b in budgets),
                      " ".join(str(row[b]["words"]) for b in budgets),
-                     _cell(got["found_at5"])])
+                     _cell(got["found_at5"]),
+                     " ".join(f"{row[b]['labels']['n']} ({row[b]['labels']['false']})"
+                              for b in budgets)])
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     for v, ids in result["missed"].items():

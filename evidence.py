@@ -201,15 +201,16 @@ def _document(c: Candidate) -> str:
 def label_statements(question: str, kept: list[Candidate]) -> list[Candidate]:
     """kept, where a current passage whose statement of an asked field a later-dated
     passage of another document states with another value is a copy labelled superseded
-    by it (the newest such; why: WHY_STATEMENT). A value of any kind: of the kinds the
-    question asks (reader.analyse), else any number or name. Both lines must name the
+    by it (the newest such; why: WHY_STATEMENT). A value of any kind the question asks
+    (reader.analyse: an amount, a count, a date, a name, a place...); a question asking
+    no kind of value ("why did ...") has no value to replace. Both lines must name the
     same asked field (they share an asked term, in themselves or their headings, and
     every one the older line names the newer names too, or its note's title does), so
     a label never joins two lines sharing no asked term; a newer line that restates every old value beside a new one
     (a record of past values) does not contradict it."""
     ask = reader.analyse(question)
-    if len(kept) < 2 or not ask.terms:
-        return kept
+    if len(kept) < 2 or not ask.terms or not ask.kinds:
+        return kept                      # no kind of value asked: no value to replace
     stating = {}
     for i, units in enumerate(_units_by_candidate(ask, kept, written=True)):
         own = [(u, f, v) for u in units if not INSTRUCTION_RE.search(u.text)
@@ -232,10 +233,8 @@ def label_statements(question: str, kept: list[Candidate]) -> list[Candidate]:
 
 
 def _values(u, ask, fields) -> frozenset:
-    """The values a line states: of the asked kinds, else its numbers and names, less
-    the asked terms themselves."""
-    got = (extract.stated_values(u, ask.kinds) if ask.kinds else extract.values(u.text))
-    return frozenset(got) - fields - frozenset(ask.terms)
+    """The values of the asked kinds a line states, less the asked terms themselves."""
+    return frozenset(extract.stated_values(u, ask.kinds)) - fields - frozenset(ask.terms)
 
 
 def _contradicts(newer: list, older: list) -> bool:

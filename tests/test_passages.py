@@ -166,3 +166,14 @@ def test_stale_evidence_spares_a_passage_stating_the_current_value_too():
             "is_latest": True}]
     assert not evaluate.evidence_stale(["1150"], src, ["1240"])
     assert evaluate.evidence_stale(["1150"], src, ["1300"])
+
+
+def test_a_statement_label_is_false_when_the_two_passages_share_no_asked_term():
+    why = "a newer dated statement in another note (2026-06-03)"
+    src = [{"path": "a.md", "heading": "", "text": "Lender: Northgate", "why": why,
+            "superseded_by": "b.md"},
+           {"path": "b.md", "heading": "", "text": "The lender is now Harlow Mutual",
+            "why": None, "superseded_by": None},
+           {"path": "c.md", "heading": "", "text": "Sow beans in November", "why": why,
+            "superseded_by": "b.md"}]
+    assert budget_eval.statement_labels("Which lender are we with?", src) == [True, False]
