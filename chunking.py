@@ -12,7 +12,9 @@ Rules, decided by code:
 - Time words inside a chunk ("yesterday", "next Tuesday") are followed by the day they
   mean, against its entry's date, else its note's (timewords.py); not in an undated note.
 - Chunks follow headings (trail "Plan > Week 3"); short sections merge forward within one
-  entry, long ones become line-aligned windows; table rows become "Header: value; ...".
+  entry, long ones become line-aligned windows; table rows become "Header: value; ...",
+  a header of symbols only ("£") left to the value that carries it, and a total row
+  "Total: £1,920", its first header ("Item") left out.
   A "word" longer than MAX_WORD_CHARS (base64, minified code) is cut into pieces first.
 """
 
@@ -30,24 +32,55 @@ MIN_CHUNK_WORDS = 30               # shorter sections merge into the next (same 
 HEADING_RE = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 FENCE_RE = re.compile(r"^\s*(```|~~~)")
 TABLE_SEP_RE = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
+SYMBOLS_RE = re.compile(r"^[^\w\s]+$")   # a table header of symbols only: "£", "%", "#"
+SUFFIX_SYMBOLS = ("%", "°", "‰")        # written after the number they go with
+NUMBER_RE = re.compile(r"^[-+~]?\d[\d,.]*$")
+TOTAL_RE = re.compile(r"^(?:sub-?|grand )?totals?\b", re.I)   # a total row's first cell
+EMPHASIS_RE = re.compile(r"[*_]{1,3}")
 
 
 def _cells(line: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
+def _pair(h: str, v: str) -> str:
+    """One cell as "Header: value"; under a header of symbols only ("£", "%", "#") the
+    value alone when it carries the symbol ("£1,920"), a number joined to it ("20%",
+    "#3")."""
+    if not h:
+        return v
+    if SYMBOLS_RE.match(h):
+        if any(ch in v for ch in h):
+            return v
+        if NUMBER_RE.match(bare := EMPHASIS_RE.sub("", v)):
+            return bare + h if h in SUFFIX_SYMBOLS else h + bare
+    return f"{h}: {v}"
+
+
+def _row(head: list[str], cells: list[str]) -> str:
+    """A table row -> "Header: value; ..."; a total row, its first header ("Item") left
+    out: "Total: £1,920" under a header "£", "Total budget: £7,282; Total spent:
+    £3,621" under words."""
+    pairs = list(zip(head, cells))
+    label = EMPHASIS_RE.sub("", pairs[0][1]).strip() if pairs else ""
+    rest = [(h, EMPHASIS_RE.sub("", v)) for h, v in pairs[1:] if v]
+    if TOTAL_RE.match(label) and rest:       # its bold said "total": the words say it now
+        return "; ".join(f"{label} {h}: {v}" if h and not SYMBOLS_RE.match(h) else
+                         f"{label}: {_pair(h, v)}" for h, v in rest)
+    return "; ".join(_pair(h, v) for h, v in pairs if v)
+
+
 def _tables(text: str) -> str:
-    """Markdown table rows -> "Header: value; Header: value." lines."""
+    """Markdown table rows -> "Header: value; Header: value." lines (_row)."""
     lines, out, i = text.split("\n"), [], 0
     while i < len(lines):
         nxt = lines[i + 1] if i + 1 < len(lines) else ""
         if "|" in lines[i] and "|" in nxt and TABLE_SEP_RE.match(nxt):
             head, i = _cells(lines[i]), i + 2
             while i < len(lines) and "|" in lines[i]:
-                pairs = [f"{h}: {v}" if h else v
-                         for h, v in zip(head, _cells(lines[i])) if v]
-                if pairs:
-                    out.append("; ".join(pairs).rstrip(".") + ".")
+                row = _row(head, _cells(lines[i]))
+                if row:
+                    out.append(row.rstrip(".") + ".")
                 i += 1
         else:
             out.append(lines[i])
