@@ -52,6 +52,7 @@ CUT_MIN = 10            # a section that does not fit is cut only with this many
                         # 50, 100 or 200 words, handed on no more key facts: left out)
 ELIDED = "…"            # stands where a cut section leaves lines out
 HEADING_MARK = "## "    # a later section's heading trail inside a note's passage
+LOG_HEADER = "log_header"   # chunk key of a log's undated top as a passage of its own
 
 FEATURES = ("bm25", "dense", "terms", "heading", "title", "candidate", "relevance",
             "note_relevance", "note_rank", "note_bm25", "current", "first", "words",
@@ -314,18 +315,26 @@ def _cut(text: str, asked: set, words: int) -> str:
 
 
 def _passages(chosen: dict, table: dict, by_id: dict, index, history: bool) -> list:
-    """One Candidate per chosen note, in reading order (see the module's rules); a log's
-    older dated entries, when chosen, are a passage of their own after the rest, labelled
-    as the older version they are."""
+    """One Candidate per chosen note, in reading order (see the module's rules). A log
+    is up to three: its undated top (a header people keep "Meetings: fortnightly"),
+    dated as its first entry so that a later entry stating otherwise can label it; its
+    newest entry; its older entries, labelled as the older versions they are."""
     out = []
     for path, got in chosen.items():
         own, note_ids = table[path][1], table[path][2]
         ids = [i for i in note_ids if i in got]
+        days = [by_id[i].chunk["section_date"] for i in note_ids
+                if i in by_id and by_id[i].chunk.get("section_date")]
         older = [i for i in ids if by_id[i].chunk.get("section_date")
                  and by_id[i].chunk.get("entry_latest") is False]
-        for part in ([i for i in ids if i not in older], older):
+        top = [i for i in ids if days and not by_id[i].chunk.get("section_date")]
+        for part in (top, [i for i in ids if i not in older and i not in top], older):
             if part:
-                out.append(_passage([by_id[i] for i in part], got, own, index))
+                c = _passage([by_id[i] for i in part], got, own, index)
+                if part is top:
+                    c = dataclasses.replace(c, chunk={**c.chunk, LOG_HEADER: True,
+                                                      "date": min(days)})
+                out.append(c)
     return _order(out, history)
 
 

@@ -177,3 +177,22 @@ def test_a_statement_label_is_false_when_the_two_passages_share_no_asked_term():
            {"path": "c.md", "heading": "", "text": "Sow beans in November", "why": why,
             "superseded_by": "b.md"}]
     assert budget_eval.statement_labels("Which lender are we with?", src) == [True, False]
+
+
+def test_a_logs_later_entry_labels_its_own_header(tmp_path):
+    """A log whose undated top keeps a standing value ("Rent: £900 a month") and whose
+    later dated entry states another: the top is handed on labelled superseded by that
+    entry, the entry current."""
+    v = tmp_path / "notes"
+    write(v, "home/flat log.md", "# Flat log\nRent: £900 a month, paid to Graham by standing "
+          "order on the first. Landlord's number is in contacts; the boiler is serviced "
+          "every autumn by the same firm.\n\n## 2026-03-01\nBoiler fixed, new pump.\n\n"
+          "## 2026-05-01\nThe rent goes up to £950 a month from June, Graham says.\n")
+    write(v, "garden/seeds.md", "# Seeds\nSow the broad beans in November.\n")
+    a = _ask(v, tmp_path, "How much is the rent a month?", budget=300)
+    log = [s for s in a.sources if s["path"] == "home/flat log.md"]
+    top = next(s for s in log if "£900" in s["text"])
+    new = next(s for s in log if "£950" in s["text"])
+    assert top is not new and new["superseded_by"] is None and new["is_latest"]
+    assert top["superseded_by"] == "home/flat log.md @ 2026-05-01"
+    assert top["why"] == "a newer entry of this log"
