@@ -58,12 +58,12 @@ FEATURES = ("bm25", "dense", "terms", "heading", "title", "candidate", "relevanc
             "note_relevance", "note_rank", "note_bm25", "current", "first", "words",
             "later")
 # ---- FITTED: tools/fit_evidence.py --write (raw-scale weights; do not edit by hand)
-BIAS = -5.4062
+BIAS = -6.5942
 WEIGHTS = {
-    "bm25": 2.8589, "dense": 5.2445, "terms": -0.4153, "heading": -1.194, "title": 1.7988,
-    "candidate": 0.1063, "relevance": 2.9712, "note_relevance": -0.2931,
-    "note_rank": 1.7172, "note_bm25": -0.5314, "current": 0.0145, "first": 0.359,
-    "words": 0.0555, "later": 0.2932}
+    "bm25": 2.9724, "dense": 5.2051, "terms": -0.4003, "heading": -1.1571, "title": 1.8083,
+    "candidate": 1.3441, "relevance": 3.0488, "note_relevance": -0.3754,
+    "note_rank": 1.7211, "note_bm25": -0.6781, "current": 0.0615, "first": 0.3575,
+    "words": 0.0409, "later": 0.2742}
 # ---- end FITTED
 
 
@@ -122,7 +122,10 @@ def _bm25(index, question: str, ids: list[int]) -> np.ndarray:
 
 
 def sections(question: str, cands: list[Candidate], index, qvec) -> tuple[list, dict]:
-    """(every Section of the pool with its features and P, the notes table of _notes)."""
+    """(every Section of the pool with its features and P, the notes table of _notes
+    with each note's sections in the pool). A section naming no asked word that was
+    never a candidate is left out, unless it opens its note: a long log's hundred
+    entries are not read for a question that names none of their words."""
     notes = _notes(cands, index)
     asked = _asked(question)
     ids = [i for _, _, note_ids in notes.values() for i in note_ids]
@@ -134,20 +137,24 @@ def sections(question: str, cands: list[Candidate], index, qvec) -> tuple[list, 
         if qvec is not None else np.zeros(len(ids))
     dense = dense - dense.max()
     out, at, heads = [], 0, {}
-    for path, (rank, own, note_ids) in notes.items():
+    for path, (rank, own, note_ids) in list(notes.items()):
         title = _share(asked, PurePosixPath(path).stem)
         judged = [c.relevance for c in own.values() if c.relevance is not None]
-        rows = []
+        rows, kept = [], []
         for j, cid in enumerate(note_ids):
+            at += 1
+            if not (lexical[at - 1] > 0 or cid in own or j == 0):
+                continue       # no asked word, never a candidate: not read (a long log)
+            kept.append(cid)
             c = own.get(cid)
             chunk = c.chunk if c is not None else index.chunks[cid]
             text, heading = chunk.get("text") or "", chunk.get("heading") or ""
             n = len(text.split()) + len(heading.split())   # a later section shows its trail
-            lexical_hit = lexical[at] > 0        # else no asked term in it: nothing to count
+            lexical_hit = lexical[at - 1] > 0    # else no asked term in it: nothing to count
             if lexical_hit and heading not in heads:
                 heads[heading] = _share(asked, heading)
             rows.append(Section(cid, path, j, n, {
-                "bm25": lexical[at] / top, "dense": float(dense[at]),
+                "bm25": lexical[at - 1] / top, "dense": float(dense[at - 1]),
                 "terms": _share(asked, text) if lexical_hit else 0.0,   # its own words
                 "heading": heads[heading] if lexical_hit else 0.0, "title": title,
                 "candidate": float(c is not None),
@@ -156,7 +163,7 @@ def sections(question: str, cands: list[Candidate], index, qvec) -> tuple[list, 
                 "note_rank": 1.0 / (1.0 + rank),
                 "current": float(not _superseded(c, chunk)),
                 "first": float(j == 0), "words": math.log1p(n)}, chunk))
-            at += 1
+        notes[path] = (rank, own, kept)
         best = max(r.features["bm25"] for r in rows)
         order = sorted(rows, key=lambda r: (-r.features["bm25"], -r.features["dense"], r.at))
         for k, r in enumerate(order):           # the note's k-th best section by search
