@@ -284,40 +284,19 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
         budget = evidence.reader_budget(be.writer)
     if budget is not None and use_version:     # more words read from more candidates
         k = max(k, evidence.candidates_for(budget))
-
-    def _retrieve():
-        qvec = idx.embedder.embed_query(searched, ledger=ledger, stage="retrieve")
-        return qvec, retrieve.search(idx, searched, qvec, k=k, method=method,
-                                     expand_links=expand_links,
-                                     include_private=include_private,
-                                     today=out.as_of if out.time_mode == "as_of" else None)
-    qvec, cands = clock.run("retrieve", _retrieve)
-    out.candidates["retrieve"] = _trace(cands)
+    qvec, cands = clock.run("retrieve", _retrieve, out, idx, searched, k, method,
+                            expand_links, include_private, ledger)
     if use_version:
         cands = clock.run("version-filter", version.apply, idx, cands, out.time_mode, qvec,
                           out.as_of)
     out.retrieved = [c.path for c in cands]
     if rerank:
-        idf = (rerank_stage.corpus_idf(idx)
-               if isinstance(be.judge, (reader.BuiltinJudge, models.CascadeJudge)) else None)
-        cands = clock.run("rerank", rerank_stage.rerank, searched, cands, be.judge,
-                          keep=rerank_stage.KEEP, ledger=ledger, idf=idf)
+        cands = clock.run("rerank", _rerank, searched, cands, be.judge, idx, ledger)
         out.candidates["rerank"] = _trace(cands)
-    if use_version:
-        threshold = rerank_stage.RELEVANCE_THRESHOLD if rerank else None
-        cands, dropped = clock.run("version-filter", version.settle, cands,
-                                   out.time_mode, threshold, index=idx)
+    threshold = rerank_stage.RELEVANCE_THRESHOLD if rerank else None
     out.ranking = [c.path for c in cands]
-    if use_version:
-        kept = clock.run("evidence", _evidence, searched, cands, out.time_mode, budget,
-                         keep, idx, qvec)
-        out.candidates["version"] = _trace(cands + dropped)    # with what evidence set aside
-    else:
-        kept = cands[:keep or rerank_stage.KEEP]
-    by_default = out.route.get("time_confidence", 1.0) <= route_stage.DEFAULT
-    if use_version and not mode and (by_default or out.time_mode == "as_of"):
-        # the router's default or a point in time: "any" when no versions answer
-        out.time_mode = version.effective_mode(idx, kept, out.time_mode, threshold)
+    kept = (clock.run("evidence", _evidence, out, searched, cands, budget, keep, idx, qvec,
+                      threshold, mode) if use_version else cands[:keep or rerank_stage.KEEP])
     out.sources = _sources(kept)
     reason = rerank_stage.gate(kept) if rerank else (None if kept else "nothing retrieved")
     if reason:
@@ -328,13 +307,41 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     return out
 
 
-def _evidence(question, cands, mode, budget, keep, idx, qvec) -> list:
-    """The passages handed on (evidence.select), and in present and as-of mode the
-    statements a later note contradicts labelled."""
+def _retrieve(out: Answer, idx, searched, k, method, expand_links, include_private, ledger):
+    """(the query vector, the candidates): search, with a period counted from the as-of
+    day when one was asked."""
+    qvec = idx.embedder.embed_query(searched, ledger=ledger, stage="retrieve")
+    cands = retrieve.search(idx, searched, qvec, k=k, method=method,
+                            expand_links=expand_links, include_private=include_private,
+                            today=out.as_of if out.time_mode == "as_of" else None)
+    out.candidates["retrieve"] = _trace(cands)
+    return qvec, cands
+
+
+def _rerank(searched, cands, judge, idx, ledger):
+    """rerank.rerank, with the corpus IDF for the judges that read it (the builtin)."""
+    idf = (rerank_stage.corpus_idf(idx)
+           if isinstance(judge, (reader.BuiltinJudge, models.CascadeJudge)) else None)
+    return rerank_stage.rerank(searched, cands, judge, keep=rerank_stage.KEEP,
+                               ledger=ledger, idf=idf)
+
+
+def _evidence(out: Answer, question, cands, budget, keep, idx, qvec, threshold,
+              mode_given) -> list:
+    """The evidence stage: the versions labelled (version.settle), the passages handed on
+    (evidence.select), statements a later note contradicts labelled, and the mode the
+    answer is written in: the router's present (or a point in time) is "any" when no
+    versions answer (version.effective_mode); a mode the caller gave stays."""
+    mode = out.time_mode
+    cands, dropped = version.settle(cands, mode, threshold, index=idx)
     kept = evidence.select(question, cands, budget, history=mode == "history", keep=keep,
                            index=idx, qvec=qvec, present=mode in ("present", "as_of"))
     if mode in ("present", "as_of") or (budget is not None and mode == "any"):
         kept = evidence.label_statements(question, kept)     # not how it changed
+    out.candidates["version"] = _trace(cands + dropped)    # with what evidence set aside
+    by_default = out.route.get("time_confidence", 1.0) <= route_stage.DEFAULT
+    if not mode_given and (by_default or mode == "as_of"):
+        out.time_mode = version.effective_mode(idx, kept, mode, threshold)
     return kept
 
 
