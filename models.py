@@ -504,23 +504,6 @@ class OllamaJudge:
                                  stage, ledger)
         return self._nouls(_s1_support(claims), single, stage, ledger)
 
-    def choose(self, text, options, stage="route", ledger=None):
-        q = {"choice": {"type": "choice", "instructions": S1_CHOICE, "criteria": options}}
-        if (answers := self._s1(text, q, stage, ledger)) is not None:
-            return _s1_choice(answers.get("choice"), "Ollama System One")
-        started, keys = time.perf_counter(), list(options)
-        letters = [chr(65 + i) for i in range(len(keys))]
-        top, said, inp, out = self._top(CHOICE_PROMPT.format(text=text, options="\n".join(
-            f"{c}) {k}: {options[k] or k}" for c, k in zip(letters, keys))),
-            min(20, max(JUDGE_TOP_LOGPROBS, len(keys))))
-        if (p := _label_probs(top, letters, lambda t: t.strip(" ).:").upper())) is None:
-            raise BackendError(f"Ollama model {self.writer.model} answered {said!r}, not an "
-                               "option letter")
-        cost_ledger.record(ledger, stage, "ollama", self.writer.model, started, inp, out)
-        probs = {k: p[c] for c, k in zip(letters, keys)}
-        best = max(keys, key=probs.get)
-        return best, probs[best], probs
-
 
 CASCADE_TOP = 5   # the passages the writer would read (rerank.KEEP), judged by the model
 
@@ -689,12 +672,6 @@ class JevJudge:
     def support(self, claims, stage="verify", ledger=None) -> dict:
         return self._judge(claims, stage, ledger, _s1_support,
                            lambda s: self.local.support(s, stage, ledger))
-
-    def choose(self, text, options, stage="route", ledger=None, private=False):
-        if private:
-            return self.local.choose(text, options, stage, ledger)
-        q = {"choice": {"type": "choice", "instructions": S1_CHOICE, "criteria": options}}
-        return _s1_choice(self._post(text, q, stage, ledger).get("choice"), "Jev")
 
 
 # --------------------------------------------------------------------- selection

@@ -504,19 +504,3 @@ class BuiltinJudge:
             out[key] = cov if share == 1.0 else cov * share / 2
         cost_ledger.record(ledger, stage, "builtin", JUDGE_MODEL, started, size)
         return out
-
-    def choose(self, text, options, stage="route", ledger=None):
-        """The option whose description shares most (IDF-weighted) words with text."""
-        started = time.perf_counter()
-        feats = _choice_features(text)
-        opt = {name: _choice_features(desc) for name, desc in options.items()}
-        scores = {name: sum(float(np.log(1 + len(opt) / sum(f in o for o in opt.values())))
-                            for f in feats & of) for name, of in opt.items()}
-        z = np.array(list(scores.values()))
-        p = np.exp(z - z.max())
-        p /= p.sum()
-        probs = {name: float(v) for name, v in zip(scores, p)}
-        choice = max(probs, key=lambda k: probs[k])  # first of equals: option order
-        cost_ledger.record(ledger, stage, "builtin", JUDGE_MODEL, started,
-                count_tokens(text + "".join(options.values())))
-        return choice, probs[choice], probs

@@ -1,12 +1,12 @@
-"""route: one message -> intent and time mode, by rules (default) or by a judge.
+"""route: one message -> intent and time mode, by rules.
 
-In:  the user's message; optionally a judge (reader.py or models.py) with .choose().
+In:  the user's message.
 Out: {"intent": "notes"|"small_talk"|"live_data",
       "time_mode": "present"|"history"|"any"|"as_of", "as_of": asof.phrase's spec or None,
       "confidence": float (of the intent), "time_confidence": float,
-      "why": the time rule and the cue it matched (or "the judge's choice"),
+      "why": the time rule and the cue it matched,
       "needs_retrieval": bool}.
-Not: retrieval or answering; the harness acts on the decision.
+Not: retrieval or answering (the harness acts on the decision); no model is asked.
 
 Time mode rules, first match wins:
   1. change words (changed, over time, used to, originally, history, from 500 to 550,
@@ -85,23 +85,6 @@ TIME_RULES = ((HISTORY_STRONG_RE, "history", STRONG, "change words"),   # first 
               (PAST_OR_EVENT_RE, "any", WEAK, "a date, past tense or event"),
               (PRESENT_QUESTION_RE, "present", DEFAULT, "a plain question (default)"))
 AS_OF_AFTER = 2          # the as-of rule comes after change words and present words
-INTENT_OPTIONS = {
-    "notes": "a question the personal notes could answer: facts, people, projects, plans, "
-             "rates, prices, dates, decisions, what is, who, where, how much, when",
-    "small_talk": "a greeting, thanks or chit-chat that needs no information: hi, hello, "
-                  "thanks, thank you, how are you, bye",
-    "live_data": "needs real-time data from the web, not the notes: weather, forecast, "
-                 "stock price, share price, exchange rate today, news headlines, sports "
-                 "score, traffic",
-}
-TIME_OPTIONS = {
-    "present": "the current, latest value now: current, currently, now, latest, still, "
-               "these days, today, as of, at the moment, anymore, what is",
-    "history": "how something changed over time: changed, change, used to, before, "
-               "originally, history, evolve, progression, from to, each version, timeline",
-    "any": "a plain lookup of an event, a past date, or a fact that does not change: "
-           "what did, when was, happened, decided, last week, on, in",
-}
 
 
 def _norm(message: str) -> str:
@@ -133,16 +116,13 @@ def _time_mode(msg: str) -> tuple[str, float, str, dict | None]:
     return "any", LOW, "no time cue", None
 
 
-def route(message: str, judge=None, ledger=None) -> dict:
-    """Intent and time mode; retrieval unless the intent is confidently not notes."""
+def route(message: str, ledger=None) -> dict:
+    """Intent and time mode; retrieval when the intent is notes (the rules name another
+    intent only on a strong cue). Rules call no model: `ledger` records nothing (it
+    stays while harness.ask passes it)."""
     msg = _norm(message)
-    if judge is not None:
-        intent, conf, _ = judge.choose(message, INTENT_OPTIONS, stage="route", ledger=ledger)
-        mode, tconf, _ = judge.choose(message, TIME_OPTIONS, stage="route", ledger=ledger)
-        why, spec = "the judge's choice", None
-    else:
-        intent, conf = _intent(msg)
-        mode, tconf, why, spec = _time_mode(LEADING_SMALL_TALK_RE.sub("", msg))
+    intent, conf = _intent(msg)
+    mode, tconf, why, spec = _time_mode(LEADING_SMALL_TALK_RE.sub("", msg))
     return {"intent": intent, "time_mode": mode, "as_of": spec, "confidence": float(conf),
             "time_confidence": float(tconf), "why": why,
-            "needs_retrieval": intent == "notes" or conf < 0.5}
+            "needs_retrieval": intent == "notes"}

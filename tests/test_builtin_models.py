@@ -206,14 +206,6 @@ def test_support_terms_and_every_number():
     assert s["c"] == 0.0
 
 
-def test_choose_softmax_over_overlap():
-    options = {"greet": "hello hi greeting", "ask": "what is the rate price"}
-    choice, conf, probs = reader.BuiltinJudge().choose("hello, how are you?", options)
-    assert choice == "greet" and conf > 0.5 and sum(probs.values()) == pytest.approx(1.0)
-    choice, conf, probs = reader.BuiltinJudge().choose("zzz", options)
-    assert choice == "greet" and conf == pytest.approx(0.5)  # a tie: option order
-
-
 # ---------------------------------------------------------------- the writer
 
 PRICES = cand(1, "farm/egg round.md", "Eggs: £3.20 a dozen.\nRound on Fridays.",

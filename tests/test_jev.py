@@ -31,9 +31,6 @@ class LocalJudge:
         self.seen += list(claims)
         return {k: 0.8 for k in claims}
 
-    def choose(self, text, options, stage, ledger):
-        return next(iter(options)), 1.0, {k: 1.0 for k in options}
-
 
 @pytest.fixture
 def jev():
@@ -146,7 +143,7 @@ def test_auth_and_validation_errors_fail_at_once(jev, kind, text):
 def test_wrong_key_is_a_401(jev):
     j = models.JevJudge(LocalJudge(), api_key="wrong", url=jev.url, timeout=0.5)
     with pytest.raises(models.BackendError, match="TYPESAFE_API_KEY"):
-        j.choose("hello", {"notes": "about the notes", "small_talk": None})
+        j.relevance("q", passages())
 
 
 def test_hang_and_down_are_retried_then_fail(jev):
@@ -163,16 +160,6 @@ def test_malformed_reply(jev):
     jev.fault("/v1/systemone", "truncated")
     with pytest.raises(models.BackendError, match="Jev sent a malformed reply"):
         make(jev).relevance("q", passages())
-
-
-def test_choose(jev):
-    choice, conf, probs = make(jev).choose(
-        "How did my day rate change over the year?",
-        {"present": "the value now", "history": "how it changed over the year", "any": None},
-        stage="route")
-    assert choice == "history" and conf == probs["history"]
-    q = jev.bodies()[0]["questions"]["choice"]
-    assert q["type"] == "choice" and list(q["criteria"]) == ["present", "history", "any"]
 
 
 def test_key_from_env_or_a_private_file(tmp_path, monkeypatch):

@@ -212,7 +212,7 @@ def test_yes_probability_is_the_softmax_of_the_two_logprobs():
     assert p["yes"] == pytest.approx(0.7 / 0.9)
 
 
-def test_support_and_choose_by_logprobs(fake):
+def test_support_by_logprobs(fake):
     j = judge(fake, systemone=False)
     claims = {"s1": {"sentence": "The boiler is serviced in May.",
                      "sources": ["The boiler is serviced every May."], "private": False},
@@ -220,13 +220,6 @@ def test_support_and_choose_by_logprobs(fake):
                      "private": False}}
     p = j.support(claims, stage="verify")
     assert p["s1"] > 0.5 > p["s2"]
-    choice, conf, probs = j.choose("How did the day rate change over the year?",
-                                   {"present": "the value now",
-                                    "history": "how it changed over the year",
-                                    "any": None})
-    assert choice == "history" and conf == probs["history"] == max(probs.values())
-    assert sum(probs.values()) == pytest.approx(1.0)
-    assert "B) history: how it changed" in fake.bodies("/api/chat")[-1]["messages"][-1]["content"]
 
 
 def test_concurrency_is_bounded(fake):
@@ -247,9 +240,6 @@ def test_systemone_when_the_server_has_it():
         assert {q["type"] for q in body["questions"].values()} == {"noul"}
         assert not f.bodies("/api/chat")
         assert ledger.rows[0]["input_tokens"] > 0
-        choice, conf, probs = j.choose("How did the rate change over time?",
-                                       {"present": "now", "history": "change over time"})
-        assert choice == "history" and set(probs) == {"present", "history"}
 
 
 def test_decision_model_not_pulled_falls_back_to_logprobs():

@@ -1,10 +1,8 @@
-"""route: rules on a list of phrasings, and the judge path."""
+"""route: rules on a list of phrasings."""
 
 import pytest
 
-from verso import reader
-from verso import cost_ledger
-from verso.route import INTENT_OPTIONS, TIME_OPTIONS, route
+from verso.route import route
 
 CASES = [  # message, intent, time mode
     ("What is Maren's current day rate?", "notes", "present"),
@@ -69,36 +67,3 @@ def test_why_names_the_rule_and_the_cue_it_matched():
     assert route("Has the rate changed?")["why"] == "change words 'has the rate changed'"
     assert route("What is Maren's day rate?")["why"] == "a plain question (default) 'what'"
     assert route("Summarise the kit list")["why"] == "no time cue"
-
-
-class FakeJudge:
-    def __init__(self, answers):
-        self.answers, self.calls = answers, []
-
-    def choose(self, text, options, stage="route", ledger=None):
-        self.calls.append((text, sorted(options), stage))
-        return self.answers[len(self.calls) - 1]
-
-
-def test_judge_path_uses_choose_for_intent_and_time():
-    judge = FakeJudge([("small_talk", 0.9, {}), ("any", 0.8, {})])
-    r = route("What is Maren's day rate?", judge=judge)
-    assert r == {"intent": "small_talk", "time_mode": "any", "as_of": None, "confidence": 0.9,
-                 "time_confidence": 0.8, "why": "the judge's choice",
-                 "needs_retrieval": False}
-    assert [c[1] for c in judge.calls] == [sorted(INTENT_OPTIONS), sorted(TIME_OPTIONS)]
-    assert all(c[2] == "route" for c in judge.calls)
-
-
-def test_judge_low_confidence_still_retrieves():
-    judge = FakeJudge([("live_data", 0.4, {}), ("present", 0.9, {})])
-    assert route("rate?", judge=judge)["needs_retrieval"] is True
-
-
-def test_builtin_judge_routes_and_records_two_rows():
-    ledger = cost_ledger.Ledger()
-    r = route("thanks, how are you", judge=reader.BuiltinJudge(), ledger=ledger)
-    assert r["intent"] == "small_talk"
-    assert route("how has the rate changed over time", judge=reader.BuiltinJudge()
-                 )["time_mode"] == "history"
-    assert [row["stage"] for row in ledger.rows] == ["route", "route"]
