@@ -67,7 +67,6 @@ RELEVANCE_PROMPT = ("Query: {query}\n\nPassage ({path}, {date}) {heading}:\n{tex
                     "Answer yes or no.")
 SUPPORT_PROMPT = ("Sources:\n{sources}\n\nSentence: {sentence}\n\nDo the sources state "
                   "every fact in the sentence (numbers, names, dates)? Answer yes or no.")
-CHOICE_PROMPT = "{text}\n\nOptions:\n{options}\n\nAnswer with the letter of the best option."
 # The batched judge: one request per stage, the query first (a prefix the server can
 # reuse), every item numbered, a 0-10 score per item forced by a JSON schema (`format`).
 JUDGE_BATCH = False           # or $VERSO_JUDGE_BATCH=1; default from the README's figures
@@ -83,7 +82,6 @@ BATCH_SUPPORT = ("Rate how fully the sources of each numbered sentence below sta
 S1_RELEVANCE = 'The passage under key "{key}" in passages helps answer the query.'
 S1_SUPPORT = ('The sources of the claim under key "{key}" state every fact in its '
               "sentence (numbers, names, dates).")
-S1_CHOICE = "Which option fits the state best?"
 
 
 def _first_line(e) -> str:
@@ -355,14 +353,6 @@ def _s1_nouls(answers, names, who) -> dict:
         return {k: float(answers[n]["noul"]) for n, k in names.items()}
     except (KeyError, TypeError, ValueError) as e:
         raise BackendError(f"{who} sent a malformed answer set ({_first_line(e)})") from None
-
-
-def _s1_choice(a, who):
-    try:
-        return a["choice"], float(a["confidence"]), {k: float(v) for k, v in
-                                                     a["probabilities"].items()}
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
-        raise BackendError(f"{who} sent a malformed choice ({_first_line(e)})") from None
 
 
 def _label_probs(top, labels, norm):

@@ -2,7 +2,7 @@
 
 In:  a question; passages or note units (sentences, table rows) to read.
 Out: an Ask (terms, kinds of value asked, focus), per-unit features and scores, and the
-     builtin judge's probabilities (relevance, support, choice) recorded in a ledger.
+     builtin judge's probabilities (relevance, support) recorded in a ledger.
 Not: composing answers (extract.py), model clients (models.py), or any file access.
 The builtin reader is frozen as the offline floor: its weights are refitted only by
 `python tools/fit_reader.py`, and no rules are added to it.
@@ -446,13 +446,8 @@ def sigmoid(z: float) -> float:
     return float(1.0 / (1.0 + np.exp(-z)))
 
 
-def _choice_features(text: str) -> set[str]:
-    toks = [stem(t) for t in tokenize(text)]
-    return set(toks) | {f"{a}_{b}" for a, b in zip(toks, toks[1:])}
-
-
 class BuiltinJudge:
-    """Relevance (the reader's best unit), support and choice, without a model."""
+    """Relevance (the reader's best unit) and support, without a model."""
 
     name = "builtin"
     model = JUDGE_MODEL
