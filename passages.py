@@ -210,13 +210,14 @@ def choose(question: str, cands: list[Candidate], index, qvec, budget: int,
         got = chosen.setdefault(s.path, {})
         if s.id in got:
             return
+        text = s.chunk.get("text") or ""
+        trail = s.words - len(text.split())          # its heading trail's words
+        room = budget - used - trail - 2             # 2: the ELIDED marks of a cut
         if used + s.words <= budget or (forced and not used):
-            got[s.id] = s.chunk.get("text") or ""
+            got[s.id] = text
             used += s.words
-        elif budget - used >= CUT_MIN:
-            text = s.chunk.get("text") or ""
-            trail = s.words - len(text.split())
-            got[s.id] = _cut(text, asked, budget - used - trail - 2)   # 2: the ELIDED marks
+        elif room >= CUT_MIN:
+            got[s.id] = _cut(text, asked, room)
             used += trail + len(got[s.id].split())
         if not got:
             del chosen[s.path]
