@@ -56,14 +56,14 @@ LOG_HEADER = "log_header"   # chunk key of a log's undated top as a passage of i
 
 FEATURES = ("bm25", "dense", "terms", "heading", "title", "candidate", "relevance",
             "note_relevance", "note_rank", "note_bm25", "current", "first", "words",
-            "later")
+            "later", "bm25_rank", "dense_rank")
 # ---- FITTED: tools/fit_evidence.py --write (raw-scale weights; do not edit by hand)
-BIAS = -6.5942
+BIAS = -7.079
 WEIGHTS = {
-    "bm25": 2.9724, "dense": 5.2051, "terms": -0.4003, "heading": -1.1571, "title": 1.8083,
-    "candidate": 1.3441, "relevance": 3.0488, "note_relevance": -0.3754,
-    "note_rank": 1.7211, "note_bm25": -0.6781, "current": 0.0615, "first": 0.3575,
-    "words": 0.0409, "later": 0.2742}
+    "bm25": 2.6024, "dense": 4.5489, "terms": -0.5458, "heading": -1.0499, "title": 1.6458,
+    "candidate": 1.4202, "relevance": 3.0174, "note_relevance": -0.221,
+    "note_rank": 1.6168, "note_bm25": -0.8157, "current": 0.0244, "first": 0.336,
+    "words": 0.1251, "later": 0.3371, "bm25_rank": 0.6825, "dense_rank": 0.2989}
 # ---- end FITTED
 
 
@@ -169,6 +169,9 @@ def sections(question: str, cands: list[Candidate], index, qvec) -> tuple[list, 
         for k, r in enumerate(order):           # the note's k-th best section by search
             r.features["note_bm25"], r.features["later"] = best, math.log1p(k)
         out += rows
+    for key in ("bm25", "dense"):               # its rank in the whole pool, scale-free
+        for r, x in enumerate(sorted(out, key=lambda x: -x.features[key])):
+            x.features[f"{key}_rank"] = 1.0 / (1.0 + r)
     for s in out:
         s.p = probability(s.features)
     return out, notes
