@@ -196,3 +196,23 @@ def test_a_logs_later_entry_labels_its_own_header(tmp_path):
     assert top is not new and new["superseded_by"] is None and new["is_latest"]
     assert top["superseded_by"] == "home/flat log.md @ 2026-05-01"
     assert top["why"] == "a newer entry of this log"
+
+
+@pytest.mark.slow
+def test_the_shipped_evidence_weights_are_what_the_fit_gives(tmp_path):
+    """passages.py's FITTED block is what tools/fit_evidence.py fits on the tuning
+    splits today: refit (--write) whenever the pipeline before the evidence changes."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    import fit_evidence
+    from verso import verdict_fit
+    sets = fit_evidence.tuning_sets()
+    assert sorted(name for name, _, _ in sets) == ["dev", "dev2", "dev3", "dev4", "dev5",
+                                                    "dev6"]
+    loaded = {name: harness.load(index=str(tmp_path / name), vault=vault, backend="builtin")
+              for name, vault, _ in sets}
+    bias, weights = fit_evidence.raw(verdict_fit.fit(fit_evidence.collect(sets, loaded),
+                                                     passages.FEATURES))
+    assert bias == pytest.approx(passages.BIAS, abs=2e-3)
+    assert weights == pytest.approx(passages.WEIGHTS, abs=2e-3)
