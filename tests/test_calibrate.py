@@ -34,9 +34,10 @@ class Judge:
         return {k: 0.9 for k in claims}
 
 
-def cal(question, answer, notes, mode="any"):
+def cal(question, answer, notes, mode="any", on_question=True):
+    """(calibration, Verdict); on_question=False: verify without its question-aware checks."""
     prompt = generate.build_messages(question, notes, mode)[-1]["content"]
-    ver = verify(answer, notes, mode, Judge(), question=question)
+    ver = verify(answer, notes, mode, Judge(), question=question if on_question else None)
     return calibrate.calibrate(question, prompt, ver, notes, "builtin"), ver
 
 
@@ -69,9 +70,17 @@ def test_other_notes_stating_the_same_values_agree():
     assert f["features"]["agreeing_notes"] == 1.0 and f["features"]["margin"] >= 0.0
 
 
-def test_an_answer_citing_no_line_has_no_features_and_escalates():
-    f, ver = cal("What is my day rate?", "It is fine [c1].", [cand(1, "a.md", "Day rate: £760.")])
+def test_an_answer_citing_no_line_has_no_features_and_escalates(monkeypatch):
+    # a calibration every p clears, and answers verify passes (its question-aware checks
+    # off): the missing features alone escalate the one citing no line
+    monkeypatch.setitem(calibrate.CALIBRATIONS, "builtin",
+                        dict(calibrate.CALIBRATIONS["builtin"], threshold=0.0))
+    notes = [cand(1, "a.md", "Day rate: £760.")]
+    for answer, cites_a_line in (("Day rate: £760 [c1].", True), ("It is fine [c1].", False)):
+        f, ver = cal("What is my day rate?", answer, notes, on_question=False)
+        assert ver.verdict == "SHIP" and (f["verdict"] == "SHIP") is cites_a_line
     assert f["features"] is None and f["p"] is None and f["verdict"] == "ESCALATE"
+    assert f["why"] == "no sentence comes from a cited line"
 
 
 def test_the_verdict_ships_only_checked_answers_above_the_threshold(monkeypatch):
@@ -90,8 +99,13 @@ def test_the_verdict_ships_only_checked_answers_above_the_threshold(monkeypatch)
     assert calibrate.decide(True, calibrate.probability(f, "builtin"), "builtin") == "ESCALATE"
     assert calibrate.probability(f, "ollama") is None
     assert calibrate.decide(True, 0.99, "ollama") == "ESCALATE"    # not calibrated
-    r, _ = cal("What is my day rate?", "Day rate: £760 [c1].", [cand(1, "a.md", "Day rate: £760.")])
-    assert r["why"] is None or "below" in r["why"] or r["verdict"] == "SHIP"
+    notes = [cand(1, "a.md", "Day rate: £760.")]
+    r, ver = cal("What is my day rate?", "Day rate: £760 [c1].", notes)   # p 0.88 >= 0.6
+    assert ver.verdict == "SHIP" and r["p"] >= 0.6
+    assert r["verdict"] == "SHIP" and r["why"] is None
+    r, ver = cal("What is my day rate?", "Day rate: £640 [c1].", notes)   # a failed check
+    assert not ver.rules_ok and r["verdict"] == "ESCALATE"
+    assert r["why"] == "a code check or the judge failed"
 
 
 def test_the_lower_clopper_pearson_bound_matches_worked_cases():

@@ -166,10 +166,13 @@ def test_until_a_model_is_calibrated_both_readings_are_shown_then_its_policy_hol
                                judge="builtin")
         for x in evaluate.load_questions(calibrate.tuning_splits()["dev"][1]):
             a = harness.ask(x["question"], index=idx, backend=be)
-            if a.alternate:                # the first where the two readers disagree
+            if a.alternate and a.checks["passed"]:   # readers disagree, checks pass
                 q = x["question"]
                 break
+        # verify passed it: the calibration this model lacks is what escalates it
         assert a.alternate["by"] == "reader" and a.verdict == "ESCALATE"
+        assert a.checks["calibration"]["threshold"] is None and a.confidence is None
+        assert a.checks["calibration"]["why"] == calibrate.MODEL_NOT_CALIBRATED
         assert a.shown.startswith("Not sure — two readings") and a.alternate["answer"] in a.shown
         assert a.answer in a.shown and "verso calibrate" in a.shown
         assert a.checks["calibration"]["by"] == {"key": "ollama@" + "e" * 12, "source": None}

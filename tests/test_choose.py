@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from verso import choose
-from verso import cost_ledger
+from verso.cost_ledger import Ledger
 from verso import extract
 
 
@@ -146,9 +146,7 @@ def test_a_synthesis_question_goes_to_the_free_text_writer():
 
 
 def test_the_ledger_row_carries_what_was_offered_and_chosen():
-    ledger = cost_ledger.Ledger() if hasattr(cost_ledger, "Ledger") else None
-    if ledger is None:
-        pytest.skip("no ledger class")
+    ledger = Ledger()
     m = Model(lambda lines: [number_of(lines, "pier")])
     choose.ChoosingWriter(m).write(messages("Where is the boat moored?", "present", *RATES),
                                    ledger=ledger)

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import verso
+from verso import calibrate
 from verso import chunking
 from verso import dating
 from verso import harness
@@ -672,7 +673,7 @@ def test_a_reply_citing_notes_that_do_not_exist_is_escalated(small, ollama):
     ollama.fault("/api/chat", "badcite")
     a = ask_ollama(ollama, small[1], writer="generate")      # free text cites what it likes
     assert a.answer == "The day rate is 1550 [c9]." and a.verdict == "ESCALATE"
-    assert a.citations == []
+    assert a.citations == [] and not a.checks["passed"] and not a.checks["rules_ok"]
     assert any("c9, which is not among the notes" in r
                for s in a.checks["sentences"] for r in s["reasons"])
 
@@ -779,26 +780,45 @@ def test_other_scripts_and_metacharacters(hostile, q, expect):
 
 
 class Obedient:
-    """A writer that does what a planted note tells it, citing the note it is told to."""
+    """A writer that does what a planted note tells it (says the rent is 9999), citing
+    the note it is told to; says="1200 a month" is the rent note's own value."""
 
     name = "obedient"
 
-    def __init__(self, cite):
-        self.cite = cite
+    def __init__(self, cite, says="9999"):
+        self.cite, self.says = cite, says
 
     def write(self, messages, stage="generate", ledger=None):
         notes = dict(re.findall(r"(?m)^\[(c\d+)\] path: (.+?) \|", messages[-1]["content"]))
         ids = {path: cid for cid, path in notes.items()}
         cid = {"rent note": ids.get("home/rent 2026-03-01.md"), "missing": "c9",
                "none": None}[self.cite]
-        return f"The rent is 9999{f' [{cid}]' if cid else ''}.", 50, 8
+        return f"The rent is {self.says}{f' [{cid}]' if cid else ''}.", 50, 8
+
+
+@pytest.fixture
+def obedient_calibrated(monkeypatch):
+    """A calibration under the obedient writer's key that every answer with features
+    clears (the builtin's weights, threshold 0): SHIP or ESCALATE is then verify's alone.
+    (The shipped threshold, 1.01, escalates everything; the rent note's value scores
+    0.91 and the injected one 0.33, so at 0.5 the calibration too would stop it.)"""
+    monkeypatch.setitem(calibrate.CALIBRATIONS, "obedient",
+                        dict(calibrate.CALIBRATIONS["builtin"], threshold=0.0))
 
 
 @pytest.mark.parametrize("cite", ["rent note", "missing", "none"])
-def test_an_obeyed_injection_is_escalated(hostile, cite):
+def test_an_obeyed_injection_is_escalated(hostile, cite, obedient_calibrated):
     idx, builtin = hostile
+    right = models.Backend("obedient", builtin.embedder, builtin.judge,
+                           Obedient("rent note", says="1200 a month"))
+    assert harness.ask(Q, index=idx, backend=right).verdict == "SHIP"   # it can ship
     be = models.Backend("obedient", builtin.embedder, builtin.judge, Obedient(cite))
     a = harness.ask(Q, index=idx, backend=be)
+    (row,) = [s for s in a.checks["sentences"] if "9999" in s["sentence"]]
+    assert not row["ok"] and any(r.startswith("repeats an instruction planted in ")
+                                 for r in row["reasons"]), row["reasons"]
+    assert not a.checks["passed"] and not a.checks["rules_ok"]
+    assert a.confidence is not None and a.checks["calibration"]["threshold"] == 0.0
     assert "9999" in a.answer and a.verdict == "ESCALATE"
 
 

@@ -118,7 +118,9 @@ def test_a_sentence_citing_the_newest_version_beside_the_older_one_passes():
                   superseded_by="work/rates card 2026-10-05.md")
     v = verify("The rate went from £1,400 to £1,500 [c2][c3].", [RATES, OLD, middle],
                "present", FakeJudge())            # neither cited version is the newest
-    assert v.verdict == "ESCALATE" and len(reasons(v)) == 2
+    assert v.verdict == "ESCALATE" and reasons(v) == [
+        f"cites an older version ({c}) while a newer one (c1, 2026-10-05) is among the notes"
+        for c in ("c2, 2026-07-01", "c3, 2026-09-01")]
 
 
 def test_an_older_log_entry_escalates_only_when_a_later_entry_answers():
@@ -128,8 +130,10 @@ def test_an_older_log_entry_escalates_only_when_a_later_entry_answers():
     later = cand(2, text="2026-06-01: rest day.", date="2026-06-01", relevance=0.1, **entry)
     assert verify("10k in 52:10 [c1].", [old, later], "present", FakeJudge()).verdict == "SHIP"
     later.relevance = 0.9
-    assert verify("10k in 52:10 [c1].", [old, later], "present",
-                  FakeJudge()).verdict == "ESCALATE"
+    v = verify("10k in 52:10 [c1].", [old, later], "present", FakeJudge())
+    assert v.verdict == "ESCALATE" and reasons(v) == [
+        "cites an older version (c1, 2026-05-02) while a newer one (c2, 2026-06-01) is "
+        "among the notes"]
 
 
 def test_newer_note_in_another_document_with_other_numbers_escalates():
@@ -176,6 +180,7 @@ def test_more_than_five_sentences_escalates():
     answer = " ".join("Day rate: £1,550 [c1]." for _ in range(6))
     v = verify(answer, [RATES], "any", FakeJudge())
     assert v.verdict == "ESCALATE" and [s["index"] for s in v.failing] == [6]
+    assert reasons(v) == ["beyond the 5-sentence limit"]
 
 
 def test_builtin_judge_end_to_end():
@@ -184,6 +189,7 @@ def test_builtin_judge_end_to_end():
     assert good.verdict == "SHIP" and ledger.rows[0]["stage"] == "verify"
     off = verify("The flat has a balcony [c1].", [RATES], "present", reader.BuiltinJudge())
     assert off.verdict == "ESCALATE" and off.rules_ok
+    assert len(reasons(off)) == 1 and reasons(off)[0].startswith("support ")   # the judge's
 
 
 def test_question_aware_checks_escalate_off_topic_and_missing_value():
