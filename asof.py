@@ -36,8 +36,10 @@ from datetime import date, timedelta
 from verso import textkit
 from verso import timewords
 from verso import wordforms
+from verso.textkit import one_of
 
 M = textkit.MONTH_WORD
+PERSON = one_of(textkit.SUBJECT_PRONOUNS)          # "i", "we", "you", "he", "she", "they"
 DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
 YEAR = r"((?:19|20)\d\d)"
 # first match wins; groups: (day, month, year) in the order each pattern names them
@@ -59,9 +61,10 @@ PATTERNS = (
 # June", "what is it in March"); asked about the future and in no past tense, the next
 # one ("what hours are we doing on Sundays in December", "when is it due in June",
 # "what will it be in May": timewords' future words, or these in a question)
-PAST_RE = re.compile(r"\b(?:did|was|were|had|used to|went|paid|spent|made|got|"
-                     r"\w{3,}ed)\b|\b(?:i|we|you|he|she|they)'d\b")
-FUTURE_ASK_RE = re.compile(r"\b(?:is|are|am)\s+(?:i|we|you|he|she|they|it)\s+\w+ing\b|"
+PAST_ALSO = ("paid", "spent", "made", "got")   # irregular past forms, beside every "-ed"
+PAST_RE = re.compile(rf"\b(?:{one_of(timewords.PAST_WORDS + PAST_ALSO)}|\w{{3,}}ed)\b|"
+                     rf"\b{PERSON}'d\b")
+FUTURE_ASK_RE = re.compile(rf"\b(?:is|are|am)\s+(?:{PERSON}|it)\s+\w+ing\b|"
                            r"\b(?:due|upcoming|coming up)\b")
 
 
@@ -308,11 +311,12 @@ def _label_span(a: str, b: str | None) -> tuple[str, str]:
     return f"{a}-01-01", f"{a}-12-31"
 
 
+ORDINALS = ("last", "first", "most recent", "latest", "earliest")
 ORDINAL_RES = (   # "the last time I ...", "when did I first ...": the latest or earliest mention
-    re.compile(r"\b(?:the\s+)?(last|first|most recent|latest|earliest)\s+time\b"),
-    re.compile(r"\b(?:i|we|you|he|she|they)\s+(last|first)\b"
+    re.compile(rf"\b(?:the\s+)?({one_of(ORDINALS)})\s+time\b"),
+    re.compile(rf"\b{PERSON}\s+(last|first)\b"
                r"(?!\s+(?:week|weekend|month|year|night|time)\b)"))
-ORDINAL_WORDS = frozenset("last first time recent latest earliest".split())
+ORDINAL_WORDS = frozenset(" ".join(ORDINALS + ("time",)).split())
 
 
 def ordinal(question: str) -> str | None:

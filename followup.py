@@ -32,34 +32,33 @@ import re
 
 from verso import models
 from verso import textkit
+from verso import timewords
+from verso.textkit import one_of
 
 ABOUT_RE = re.compile(r"^(?:and|so|but|ok|okay|also)?[\s,]*(?:(?:what|how) about|and|also)\s+"
                       r"(?!(?:what|how|who|when|where|which|why|is|are|did|does|do)\b)"
                       r"(.+?)[\s?.!]*$", re.I)
-# how people point back in time: "before that", "and before?", "earlier", "previously"
-EARLIER_RE = re.compile(r"\b(?:before (?:that|then|this|it)|before\s*[?.!]*$|earlier|"
-                        r"previously|formerly|prior to that)", re.I)
+# how people point back in time in a follow-up ("before that", "and before?", "earlier",
+# "previously"): timewords' earlier words but "before" and "previous" alone, which name
+# another time there ("before the move", "the previous flat")
+BACK_WORDS = tuple(w for w in timewords.EARLIER_WORDS if w not in ("before", "previous"))
+EARLIER_RE = re.compile(rf"\b(?:{one_of(BACK_WORDS)}|before (?:then|this|it)|before\s*[?.!]*$)",
+                        re.I)
 # ... and to the present: "now", "currently", "still", "these days"
-NOW_RE = re.compile(r"\b(?:now|currently|still|these days|at the moment|at present|today|"
-                    r"any ?more)\b", re.I)
-MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*"
+NOW_RE = re.compile(rf"\b{one_of(timewords.NOW_WORDS)}\b", re.I)
 # time phrases are not part of a subject: the time of a follow-up is its own
 TIME_PHRASE_RE = re.compile(
     rf"\b(?:(?:back |early |late )?(?:in|on|by|before|after|since|during|as of) (?:\d\d? )?(?:"
-    rf"(?:early|mid|late)[- ]?)?(?:{MONTHS}|\d{{4}})(?: \d{{4}})?|at the moment|these days|right now|"
-    r"at present|now|currently|current|latest|newest|still|yet|then|today|any ?more|"
-    r"before that|earlier|previously)\b", re.I)
+    rf"(?:early|mid|late)[- ]?)?(?:{textkit.MONTH_WORD}|\d{{4}})(?: \d{{4}})?|"
+    rf"{one_of(timewords.NOW_WORDS + timewords.LATEST_WORDS + BACK_WORDS + ('yet', 'then'))})\b",
+    re.I)
 CONTINUE_RE = re.compile(r"^(?:and|so|but|also|then|ok|okay)\b", re.I)  # "and what's ...?"
 DETERMINERS = frozenset("the my our your his her their a an".split())
 PREPOSITIONS = frozenset("of for to at in on with from about under by".split())
 # words that end a noun phrase: verbs of a clause, pronouns, question words, conjunctions
-CLAUSE = frozenset("is are was were am be been being do does did has have had can could will "
-                   "would should shall may might must i you we he she they it me us them "
-                   "what how who whom why where when which whose that this and or but if so "
-                   "than s".split())
-QUESTION_START = frozenset("what how who whom whose why where when which is are was were am "
-                           "do does did has have had can could will would should"
-                           .split())
+CLAUSE = frozenset(textkit.WH_WORDS + textkit.AUX_WORDS + textkit.SUBJECT_PRONOUNS + tuple(
+    "be been being shall may might must it me us them that this and or but if so than s".split()))
+QUESTION_START = frozenset(textkit.WH_WORDS + textkit.AUX_WORDS)
 WH = frozenset("what how who why".split())        # a second one means two questions glued
 # what people ask the value of: a "what about X?" with X among these asks the same thing's X
 VALUE_WORDS = frozenset(
@@ -69,14 +68,13 @@ VALUE_WORDS = frozenset(
 LEAD_RE = re.compile(r"^(?:what|how (?:much|many|long|often)|who|where|when|which)"
                      r"(?:'s| is| are| was| were| does| did| do)?\s+", re.I)
 NAME_RE = re.compile(r"(?<![\w'])[A-Z][\w'-]*(?: [A-Z][\w'-]*)*")
-NOT_NAMES = textkit.STOPWORDS | QUESTION_START | frozenset(
-    "i monday tuesday wednesday thursday friday saturday sunday".split())
+NOT_NAMES = textkit.STOPWORDS | QUESTION_START | frozenset(("i", *textkit.WEEKDAYS))
 PERSON = {"he": "", "she": "", "they": "", "him": "", "them": "", "his": "'s", "her": "'s",
           "their": "'s"}                  # -> the last name of the previous turn
 THING = {"it": "", "its": "'s"}           # -> the previous subject ("that" may be a clause)
 OWN_SKIP = frozenset("and so but then that this those these it its he she they him her "
                      "his their them one what about how still true case right also ok okay "
-                     "earlier previously formerly currently".split())
+                     "currently".split()) | {w for w in BACK_WORDS if " " not in w}
 REWRITE_PROMPT = ("Rewrite the user's follow-up as one full, standalone question about "
                   "their notes, using the conversation so far. Keep every name and word of "
                   "the follow-up. Reply with the question only.\n\nPrevious question: "

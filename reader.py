@@ -18,9 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from verso import cost_ledger
-from verso.textkit import (DAY_WORD, KEY_RE, MONTH_WORD, STOPWORDS, TOKEN_RE, count_tokens,
-                     evidence_terms, month_term, number_keys, split_units, stem, terms,
-                     tokenize)
+from verso import timewords
+from verso.textkit import (AUX_WORDS, DAY_WORD, KEY_RE, MONTH_WORD, STOPWORDS, TOKEN_RE,
+                     WH_WORDS, count_tokens, evidence_terms, month_term, number_keys, one_of,
+                     split_units, stem, terms, tokenize)
 # (the builtin judge and writer; tools/fit_reader.py fits their weights on the dev split)
 # One model reads every sentence or table row ("unit") of a passage. Its features are
 # ones any vault has: the IDF-weighted share of the asked terms the unit names (in its
@@ -52,12 +53,14 @@ IDF_FLOOR = 0.1           # the commonest asked word still counts a little
 PREFIX_LEN = 5            # words sharing 5 leading letters are related forms ("evolv")
 FEATURES = ("text", "heading", "title", "cover", "type", "near", "rank", "latest")
 
-# Words that place a question in time, or only ask, rather than name its topic.
-TIME_PHRASE_RE = re.compile(r"\b(?:over time|these days|at the moment|right now|so far|"
-                            r"as of (?:today|now)|used to|at present)\b")
-TIME_WORDS = frozenset("""current currently latest newest recent recently still now
-nowadays today anymore change changed changing evolve evolved history historically
-originally original previous previously earlier before tell please""".split())
+# Words that place a question in time, or only ask, rather than name its topic: the time
+# words of timewords.py (phrases taken out whole, single words as terms), the reader's
+# own ("so far", "recent") and two that only ask ("tell", "please").
+_TIME_VOCAB = (timewords.NOW_WORDS + timewords.LATEST_WORDS + timewords.EARLIER_WORDS
+               + timewords.CHANGE_WORDS)
+TIME_PHRASE_RE = re.compile(rf"\b{one_of([w for w in _TIME_VOCAB if ' ' in w] + ['so far'])}\b")
+TIME_WORDS = frozenset([stem(w) for w in _TIME_VOCAB if " " not in w and w not in STOPWORDS]
+                       + ["recent", "recently", "tell", "please"])
 _MONTH, _DAY = MONTH_WORD, DAY_WORD
 LOCATIVE = ("at", "in", "on", "near", "by", "behind", "under", "inside", "outside", "from")
 # Kinds of value, as they stand in a unit.
@@ -97,8 +100,7 @@ KIND_CUES = (
 HOW_RE = re.compile(r"\bhow (?:much|many|long|often|old|far|big|heavy|tall|wide)\b|"
                     r"\b(?:what|which) (?:time|date|dates|day|name)\b|\bthe \w*name of\b")
 LIST_RE = re.compile(r"\b(?:list|all|what are|which are|what were|which were)\b")
-_WH = r"(?:what|which|who|whom|whose|when|where|why|how)"
-_AUX = r"(?:is|are|was|were|am|do|does|did|has|have|had|can|could|should|will|would)"
+_WH, _AUX = one_of(WH_WORDS), one_of(AUX_WORDS)
 # A question of several parts: split at sentence marks, dashes, and "and" or a comma
 # before a wh-word; a piece asking nothing is context of the part after it.
 PART_SPLIT_RE = re.compile(rf"[.?!;]+\s+|\s[\u2014\u2013-]+\s|,?\s+and\s+(?={_WH}\b)|"

@@ -34,6 +34,9 @@ from __future__ import annotations
 import re
 
 from verso import asof
+from verso import textkit
+from verso import timewords
+from verso.textkit import one_of
 
 SMALL_TALK_RE = re.compile(
     r"\b(?:hi|hello|hey|hiya|howdy|yo|good (?:morning|afternoon|evening|night)|"
@@ -56,24 +59,28 @@ NOTES_CUE_RE = re.compile(
 # "where did I move", a person moving)
 CHANGE_VERB = (r"(?:chang|shift|mov|ris|rose|fall|fell|grow|grew|drop|increas|decreas|"
                r"evolv|var(?:y|i)|develop)(?:e|es|ed|ing|s|n|ped)?")   # "dropped": drop+ped
+# not after a person: "we have moved" is someone moving
+NOT_AFTER_PERSON = "".join(rf"(?<!\b{p} )" for p in textkit.SUBJECT_PRONOUNS)
 HISTORY_STRONG_RE = re.compile(
-    r"\b(?:chang(?:ed|es|ing)|over time|used to|originally|original|history|"
-    r"historically|evolv(?:e|ed|es|ing)|progression|progress|how (?:has|have)|"
-    rf"(?:did|has|have)\s+(?!(?:i|we|you|he|she|they)\s)(?:[\w'-]+\s+){{1,6}}?{CHANGE_VERB}|"
-    rf"(?<!\bi )(?<!\bwe )(?<!\byou )(?<!\bhe )(?<!\bshe )(?<!\bthey )"
-    rf"(?:has|have)\s+{CHANGE_VERB}|"
+    rf"\b(?:{one_of(timewords.CHANGE_WORDS)}|progression|progress|how (?:has|have)|"
+    rf"(?:did|has|have)\s+(?!{one_of(textkit.SUBJECT_PRONOUNS)}\s)(?:[\w'-]+\s+){{1,6}}?"
+    rf"{CHANGE_VERB}|{NOT_AFTER_PERSON}(?:has|have)\s+{CHANGE_VERB}|"
     r"each version|every version|all versions|timeline|"
     r"over the (?:\w+ )?(?:weeks?|months?|years?)|"
     r"(?:went|gone|go|moved|rose|fell|increased|decreased|dropped|jumped|grew) from|"
     r"from [\u00a3$\u20ac]?\d\S* to [\u00a3$\u20ac]?\d)\b")
-HISTORY_WEAK_RE = re.compile(r"\b(?:change|before|previous(?:ly)?|earlier|trend|since when)\b")
+# route's own words beside timewords' vocabularies: weak change cues (nouns of change),
+# the newest by another name, and what a question asks of an event
+CHANGE_NOUNS = ("change", "trend", "since when")
+PRESENT_ALSO = ("final", "up to date", "up-to-date", "as of this week", "as of this month",
+                "as of this year")
+EVENT_VERBS = ("happened", "decided", "agreed", "said")
+HISTORY_WEAK_RE = re.compile(rf"\b{one_of(CHANGE_NOUNS + timewords.EARLIER_WORDS)}\b")
 PRESENT_RE = re.compile(
-    r"\b(?:current(?:ly)?|now|nowadays|latest|newest|still|these days|today|at the moment|"
-    r"right now|at present|presently|most recent(?:ly)?|anymore|any more|final|"
-    r"up to date|up-to-date|as of (?:today|now|this (?:week|month|year)))\b")
+    rf"\b{one_of(timewords.NOW_WORDS + timewords.LATEST_WORDS + PRESENT_ALSO)}\b")
 PAST_OR_EVENT_RE = re.compile(
-    r"\b(?:did|was|were|had|happened|decided|agreed|said|went|last (?:week|month|year|time)|"
-    r"yesterday|ago|as of|(?:on|in) (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\w*|"
+    rf"\b(?:{one_of(timewords.PAST_WORDS + EVENT_VERBS)}|last (?:week|month|year|time)|"
+    rf"yesterday|ago|as of|(?:on|in) {textkit.MONTH_WORD}|"
     r"\d{4}-\d{2}(?:-\d{2})?|(?:19|20)\d{2})\b")
 PRESENT_QUESTION_RE = re.compile(  # past and event cues were ruled out before this
     r"^(?:what|whats|which|who|whose|where|how|when(?:'s| is| are| does| do)|"

@@ -2,7 +2,9 @@
 
 In:  strings (a note's text, a chunk, a question).
 Out: tokens, index terms, canonical numbers, month terms, sentences, the units a reader
-     reads (sentences and table rows with wrapped lines joined), plain text.
+     reads (sentences and table rows with wrapped lines joined), plain text; the word lists
+     of dates and questions (months, weekdays, question words, subject pronouns) and
+     one_of() to match any of a list (the time words are timewords.py's).
 Not: any scoring, model call or file access. dating, retrieve, the builtin reader and
      writer, generate and verify all split and count text through these functions.
 """
@@ -124,7 +126,9 @@ MONTHS = dict(jan=1, feb=2, mar=3, apr=4, may=5, jun=6, jul=7, aug=8, sep=9, oct
 MONTH_WORD = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|"
               r"aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
 MONTH_PATTERN = rf"(?<![a-z])({MONTH_WORD})(?![a-z])"
-DAY_WORD = r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?"
+# The days of the week, Monday first (date.weekday()'s order); DAY_WORD: one, or its plural
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+DAY_WORD = rf"(?:{'|'.join(WEEKDAYS)})s?"
 MONTH_WORD_RE = re.compile(MONTH_PATTERN + r"\Z")
 ISO_MONTH_RE = re.compile(r"(?<!\d)(?:19|20)\d\d-(0[1-9]|1[0-2])(?:-\d\d)?(?!\d)")
 
@@ -141,6 +145,21 @@ def date_terms(text: str) -> set[str]:
     out = {m for w in TOKEN_RE.findall(text) if (m := month_term(w))}
     out.update(list(MONTHS)[int(m) - 1] for m in ISO_MONTH_RE.findall(text))
     return out
+
+
+def one_of(words) -> str:
+    """A regex group matching any of the words or phrases, the longest first (so "before
+    that" is taken whole, not "before"): ("now", "at the moment") -> "(?:at the moment|now)".
+    Put \\b on both sides to match whole words."""
+    return "(?:" + "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)) + ")"
+
+
+# Question words: what opens a question ("what", "how") and the verbs that ask ("is", "did")
+WH_WORDS = ("what", "which", "who", "whom", "whose", "when", "where", "why", "how")
+AUX_WORDS = ("is", "are", "was", "were", "am", "do", "does", "did", "has", "have", "had",
+             "can", "could", "should", "will", "would")
+# who does something, as a sentence's subject: "did I", "we'd", "when she last ..."
+SUBJECT_PRONOUNS = ("i", "we", "you", "he", "she", "they")
 
 
 def numbers(text: str) -> list[str]:

@@ -28,6 +28,10 @@ Rules, decided by code (d is the day written; weeks run Monday to Sunday):
   after "since", on or after it after "until" or "by"; with a weekday ("Sunday 11
   October"), the year whose day is that weekday.
 - A text already followed by a bracket, and a date with its year, is left as it is.
+
+Also the one home of the time words a question is asked in (NOW_WORDS, LATEST_WORDS,
+EARLIER_WORDS, CHANGE_WORDS, PAST_WORDS; FUTURE_RE): route.py, followup.py, asof.py and
+the builtin reader build their rules from them.
 """
 
 from __future__ import annotations
@@ -39,21 +43,34 @@ from datetime import date, timedelta
 from verso import textkit
 
 RULES = 6                      # bump when a rule changes: ingest reads every note again
-WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5,
                 "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11,
                 "twelve": 12, "a couple of": 2, "couple of": 2}
+# The kinds of time word people write, each named once: route, followup, asof and the
+# reader build their rules from these (tests/test_vocabulary.py: what each must match
+# and must not). Match them as whole words: rf"\b{textkit.one_of(NOW_WORDS)}\b".
+NOW_WORDS = ("now", "right now", "nowadays", "currently", "presently", "still", "today",
+             "anymore", "any more", "these days", "at the moment", "at present",
+             "as of today", "as of now")                       # the present
+LATEST_WORDS = ("current", "latest", "newest", "most recent", "most recently")  # the newest
+EARLIER_WORDS = ("earlier", "previously", "formerly", "previous", "before", "before that",
+                 "prior to that")                              # the time before
+CHANGE_WORDS = ("changed", "changes", "changing", "evolve", "evolved", "evolves", "evolving",
+                "history", "historically", "original", "originally", "over time",
+                "used to")        # change over time; not "change" alone: "the change fee"
+PAST_WORDS = ("did", "was", "were", "had", "went", "used to")  # asking in the past tense
 FUTURE_RE = re.compile(r"\b(?:will|won't|shall|going to|gonna|(?:is|are|am)\s+(?:coming|"
                        r"due|booked|on)|plan(?:ning)? to|hope to|want to|need to|have to|"
                        r"comes|arrives)\b|'ll\b|"
                        r"(?:\bam|\bis|\bare|'m|'re)\s+(?:now\s+|also\s+|still\s+)?\w+ing\b",
                        re.I)   # a sentence about the future; "I'm doing his shift on
                                # Friday": an arrangement is a present progressive
-_N = r"(?P<n>\d{1,3}|a couple of|couple of|an?|one|two|three|four|five|six|seven|eight|" \
-     r"nine|ten|eleven|twelve)"
-_N2 = r"(?P<n>\d{1,3}|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"   # "in a
-# week" is as often "within a week" ("the most I have run in a week") as a week from now
-_WD = r"(?P<wd>monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?"
+_N = rf"(?P<n>\d{{1,3}}|{textkit.one_of(NUMBER_WORDS)})"
+# "in a week" is as often "within a week" ("the most I have run in a week") as a week
+# from now: after "in", a number of two or more written as one word
+_N2 = (r"(?P<n>\d{1,3}|"
+       + textkit.one_of(w for w, n in NUMBER_WORDS.items() if n > 1 and " " not in w) + ")")
+_WD = rf"(?P<wd>{'|'.join(textkit.WEEKDAYS)})s?"
 _M = rf"(?P<mon>{textkit.MONTH_WORD})"
 _DAYNUM = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
 PATTERNS = (   # (kind, regex); tried in this order, the first match of a span wins (a
@@ -171,7 +188,7 @@ def _label(kind: str, m: re.Match, d: date, sentence: str) -> str | None:
             return _add_months(d.replace(day=1), shift).isoformat()[:7]
         return str(d.year + shift)
     if kind == "weekday":
-        return _weekday(g["rel"], WEEKDAYS.index(g["wd"]), d, future).isoformat()
+        return _weekday(g["rel"], textkit.WEEKDAYS.index(g["wd"]), d, future).isoformat()
     if m.group("mon") == "may":
         return None                   # "2 may be": the verb, not the month (May is written so)
     month = textkit.MONTHS[textkit.month_term(g["mon"])]
@@ -210,6 +227,6 @@ def _year(month: int, day: int, d: date, ahead: bool | None, weekday=None) -> in
              and (ahead is None or (date(y, month, day) >= d) == ahead
                   or date(y, month, day) == d)]
     named = [y for y in years if weekday and date(y, month, day).weekday() ==
-             WEEKDAYS.index(weekday)]
+             textkit.WEEKDAYS.index(weekday)]
     years = named or years
     return min(years, key=lambda y: abs((date(y, month, day) - d).days), default=d.year)
