@@ -596,9 +596,10 @@ def main(argv=None, prog="harness.py") -> int:
                    "changes it)")
     p.add_argument("--no-rerank", action="store_true", help="fused order, top 5, no gate")
     p.add_argument("--budget", type=int, default=evidence.BUDGET_WORDS, metavar="WORDS",
-                   help="hand the writer as many passages as fit this many words, long "
-                   f"ones cut to their answering lines (default: the best {evidence.KEEP} "
-                   "passages, whole)")
+                   help="hand the reader about this many words: notes ranked, one passage "
+                   "each, filled to the budget (default: a model writer half its context, "
+                   f"at most {evidence.MCP_WORDS}; the builtin reader its best "
+                   f"{evidence.KEEP} passages)")
     p.add_argument("--mode", choices=("present", "history", "any", "as_of"), default=None,
                    help="the time mode (default: the router's); as_of with --as-of DATE")
     p.add_argument("--as-of", metavar="DATE", default=None, help="answer from the notes as "
