@@ -10,7 +10,8 @@ Not: rewriting the answer; the harness shows the verdict and the failing sentenc
 
 Code checks per sentence: every cited id exists; every number (shown with its unit or
 % sign, compared normalised: "1,550" == "1550") appears in a note it cites (its text,
-section, path or date), and so does every capitalised name (person, product, place)
+section, path or date), an amount in a currency the note gives it in ("£880" fails
+where the note says only "€880"), and so does every capitalised name (person, product, place)
 and every day written in full (a cited note's date, a day its text states, or inside
 what its time words were resolved to);
 an "On 2026-04-03:" prefix names the date of a cited note (or one the sentence itself
@@ -44,7 +45,8 @@ from verso import version
 SUPPORT_THRESHOLD = 0.5
 ANSWER_THRESHOLD = rerank.RELEVANCE_THRESHOLD   # a newer note "answers" from here up
 CONFLICT_COVERAGE = 0.6    # newer unit naming this share of the sentence's terms
-NUMBER_SHOWN_RE = re.compile(r"[\u00a3$\u20ac]?\d+(?:[.,]\d+)*(?:\s?%|/\w+)?")
+CURRENCIES = "\u00a3$\u20ac"   # £ $ €: a symbol written before an amount
+NUMBER_SHOWN_RE = re.compile(rf"[{CURRENCIES}]?\d+(?:[.,]\d+)*(?:\s?%|/\w+)?")
 MIN_TOPIC_SHARE = 0.2      # a sentence names at least this share of the question's topic
 BARE_WORDS = 2             # a bare answer: its value and at most a unit or a month word
 META_TERMS = frozenset("""note according based here following summary found answer sure
@@ -195,6 +197,7 @@ def _check_rules(index: int, sentence: str, cites: list, notes: list, mode: str)
         missing = [s for s, k in shown if k not in allowed]
         if missing:
             reasons.append(f"{', '.join(missing)} not in the cited {', '.join(cites)}")
+        reasons += _currency_changed(shown, have, cites)
         reasons += _names_missing(body, have, cites)
         reasons += _days_missing(body, have, cited, cites)
         if date and date not in {c.date for c in cited} and date not in body:
@@ -220,6 +223,22 @@ def _days_missing(body: str, have: str, cited: list, cites: list) -> list[str]:
     wrong = [d for d in dict.fromkeys(days) if not any(lo <= d <= hi for lo, hi in spans)]
     return [f"states {', '.join(wrong)}, a day the cited {', '.join(cites)} "
             f"neither states nor is dated"] if wrong else []
+
+
+def _currency_changed(shown: list, have: str, cites: list) -> list[str]:
+    """An amount written in a currency its cited notes never give it in ("£880" where
+    the note says "€880 per day"); one the notes also write bare is let be."""
+    given: dict[str, set] = {}           # number key -> the symbols written before it
+    for m in NUMBER_SHOWN_RE.finditer(have):
+        sym = m.group()[0] if m.group()[0] in CURRENCIES else ""
+        for n in textkit.numbers(m.group()):
+            given.setdefault(textkit.number_key(n), set()).add(sym)
+    out = []
+    for s, k in shown:
+        if s[0] in CURRENCIES and k in given and s[0] not in given[k] and "" not in given[k]:
+            out.append(f"{s}: the cited {', '.join(cites)} give it as "
+                       f"{' or '.join(sorted(x + s[1:] for x in given[k]))}")
+    return out
 
 
 def _names_missing(body: str, have: str, cites: list) -> list[str]:

@@ -303,3 +303,17 @@ def test_a_day_the_cited_note_neither_states_nor_is_dated_escalates(answer, day)
     v = verify(answer, [CAME], "any", FakeJudge())
     assert v.verdict == "ESCALATE"
     assert f"states {day}, a day the cited c1 neither states nor is dated" in reasons(v)
+
+
+@pytest.mark.parametrize("answer,ok", [("The euro rate is £880 [c1].", False),
+                                       ("The euro rate is €880 [c1].", True),
+                                       ("The standard day rate is £760 [c1].", True)])
+def test_an_amount_in_another_currency_than_its_note_escalates(answer, ok):
+    """A writer that turns "€880 per day" into "£880" states a number the note holds, in
+    a currency it does not: the number check alone passed it (a real 1.5B model did)."""
+    card = cand(1, "work/rates card.md", "Standard day rate: £760 per day, or €880 per day "
+                "for euro clients.", "2026-10-05")
+    v = verify(answer, [card], "any", FakeJudge())
+    assert (v.verdict == "SHIP") is ok and v.rules_ok is ok
+    if not ok:
+        assert reasons(v) == ["£880: the cited c1 give it as €880"]
