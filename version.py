@@ -1,9 +1,10 @@
 """version: time modes over candidates, for whole files AND dated sections of a log.
 
-Stage: version-filter, in two passes around rerank.
+Stage: version-filter before rerank; settle in the evidence stage after it.
   apply(index, cands, mode, qvec)   before rerank: pull in missing versions, mark, order.
-  settle(cands, mode, threshold)    after rerank: set aside superseded versions (present);
-                                    returns (kept, dropped).
+  settle(cands, mode, threshold)    after rerank: label each older version with the
+                                    newer one that answers (present, as-of); removes
+                                    nothing; returns (kept, dropped).
 In:  retrieve.Candidate lists; the Index for families, dates and dated sections exactly
      as ingest computed them (file date/date_source/is_latest/family/duplicate_of, chunk
      section_date); the query vector to pick the closest chunk of a pulled-in version.
@@ -19,8 +20,9 @@ Modes
 - present: for each versioned family among the candidates whose latest file is
   missing (every file ingest flagged latest, on a date tie), add its chunk closest to
   the query; for each dated log, add its newest entry's closest chunk if missing
-  (added_by="version"). Nothing is dropped by apply; settle drops an older version
-  only when a newer one ALSO answers.
+  (added_by="version"). Nothing is dropped by apply or settle; settle labels an older
+  version superseded by the newer one that ALSO answers (the builtin reader's own five
+  passages leave a restated one out: evidence._first).
 - history: add the closest chunk of every missing version of each family present,
   each other version's chunk most like a candidate of the family (its parallel
   section: versions share structure), and the closest chunk of every dated section of
