@@ -206,9 +206,10 @@ def label_statements(question: str, kept: list[Candidate]) -> list[Candidate]:
     no kind of value ("why did ...") has no value to replace. Both lines must name the
     same asked field (they share an asked term, in themselves or their headings, and
     every one the older line names the newer names too, or its note's title does), so
-    a label never joins two lines sharing no asked term; a newer line that restates every old value beside a new one
-    (a record of past values) does not contradict it. A log's own later entry labels its
-    undated header (passages.LOG_HEADER) the same way."""
+    a label never joins two lines sharing no asked term; a newer line that restates
+    every old value beside a new one (a record of past values) does not contradict it.
+    A log's own later entry labels its undated header (passages.LOG_HEADER) the same
+    way."""
     ask = reader.analyse(question)
     if len(kept) < 2 or not ask.terms or not ask.kinds:
         return kept                      # no kind of value asked: no value to replace
@@ -229,9 +230,9 @@ def label_statements(question: str, kept: list[Candidate]) -> list[Candidate]:
         if newer:
             by = kept[max(newer, key=lambda j: (kept[j].date, -j))]
             own = by.path == x.path         # a log's own later entry: its header is older
-            out[i] = dataclasses.replace(
-                x, superseded_by=f"{by.path}{version.SECTION_MARK}{by.date}" if own else by.path,
-                why=version.WHY_ENTRY if own else WHY_STATEMENT.format(by.date))
+            label = f"{by.path}{version.SECTION_MARK}{by.date}" if own else by.path
+            out[i] = dataclasses.replace(x, superseded_by=label, why=version.WHY_ENTRY
+                                         if own else WHY_STATEMENT.format(by.date))
     return out
 
 

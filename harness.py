@@ -552,25 +552,37 @@ PROJECTS_ABOUT = ("The project registry: one row per project note in the folders
                   "verso.toml's [registry] names (folders = [\"projects\"]), as ingest read it.")
 
 
-def _projects_main(argv: list, prog: str) -> int:
-    """`verso projects` (`python harness.py --projects`): the registry table."""
-    p = argparse.ArgumentParser(prog=prog, description=PROJECTS_ABOUT, epilog=WHERE_FROM)
+CLI_ERRORS = (ValueError, OSError, store.IndexProblem, store.IndexBusy, models.BackendError)
+# what a command line reports as one "error: ..." line, exit 2
+
+
+def _where_args(p: argparse.ArgumentParser) -> None:
+    """--vault and --index, as a question and `verso projects` take them."""
     p.add_argument("--vault", default=None,
                    help="notes folder (default: the vault the index was built from)")
     p.add_argument("--index", default=None, help="index dir (default: the one ingested last)")
+
+
+def _timeout_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--timeout", type=float, default=None, help="seconds one Ollama request "
+                   "may take (default 120, or $VERSO_OLLAMA_TIMEOUT)")
+
+
+def _projects_main(argv: list, prog: str) -> int:
+    """`verso projects` (`python harness.py --projects`): the registry table."""
+    p = argparse.ArgumentParser(prog=prog, description=PROJECTS_ABOUT, epilog=WHERE_FROM)
+    _where_args(p)
     p.add_argument("--config", metavar="FILE", default=None, help=argparse.SUPPRESS)
     p.add_argument("--backend", choices=("auto", "builtin", "ollama"), default="auto")
     p.add_argument("--json", action="store_true", help="the rows as JSON")
-    p.add_argument("--timeout", type=float, default=None, help="seconds one Ollama "
-                   "request may take (default 120, or $VERSO_OLLAMA_TIMEOUT)")
+    _timeout_arg(p)
     args = p.parse_args(argv)
     try:
         _config_kept(args.config, args.index, args.vault)
         models.use_timeout(args.timeout)
         idx, _ = load(args.index, args.vault, args.backend)
         ingest.keep_until_exit(idx)
-    except (ValueError, OSError, store.IndexProblem, store.IndexBusy,
-            models.BackendError) as e:
+    except CLI_ERRORS as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     rows = _projects(idx)
@@ -588,9 +600,7 @@ def main(argv=None, prog="harness.py") -> int:
     p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0],
                                 epilog=WHERE_FROM)
     p.add_argument("question", nargs="*")
-    p.add_argument("--vault", default=None,
-                   help="notes folder (default: the vault the index was built from)")
-    p.add_argument("--index", default=None, help="index dir (default: the one ingested last)")
+    _where_args(p)
     p.add_argument("--config", metavar="FILE", default=None, help="the config the index "
                    "answers with, if you name it (only `verso ingest NOTES --config FILE` "
                    "changes it)")
@@ -617,7 +627,7 @@ def main(argv=None, prog="harness.py") -> int:
                    "text from private folders left out, their paths kept")
     p.add_argument("--include-private", action="store_true", help=argparse.SUPPRESS)
     # ^ the older flag: the text is kept by default now
-    p.add_argument("--timeout", type=float, default=None, help="seconds one Ollama request may take (default 120, or $VERSO_OLLAMA_TIMEOUT)")
+    _timeout_arg(p)
     args = p.parse_args(argv)
     if not args.question:
         p.error("ask a question (or pass --projects)")
@@ -630,8 +640,7 @@ def main(argv=None, prog="harness.py") -> int:
             raise ValueError(f"--budget {args.budget}: give a number of words, such as 400")
         a = ask(" ".join(args.question), index=idx, backend=be, budget=args.budget,
                 rerank=not args.no_rerank, mode=args.mode, as_of=args.as_of)
-    except (ValueError, OSError, store.IndexProblem, store.IndexBusy,
-            models.BackendError) as e:
+    except CLI_ERRORS as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(json.dumps(a.to_dict(), indent=1) if args.json else render(a))
