@@ -1,9 +1,10 @@
 """calibrate: the probability that an answer is right, and the verdict it earns.
 
 Stage: calibrate (after verify).
-In:  the question, the writer's prompt (numbered, dated notes as generate wrote them),
-     verify's rows (claims, citations, judge support), whether verify's checks passed,
-     the kept candidates (rerank relevance) and the backend's name.
+In:  the question, the notes the writer was sent (as the builtin reader reads them:
+     extract.WriteRequest.notes, carried on in generate.Draft.notes), verify's rows
+     (claims, citations, judge support), whether verify's checks passed, the kept
+     candidates (rerank relevance) and the backend's name.
 Out: FEATURES (numbers any written answer has), p = the backend's fitted logistic model's
      probability that the answer holds the asked facts, and the verdict: SHIP when the
      code checks and the judge passed and p >= that backend's threshold, else ESCALATE.
@@ -118,9 +119,9 @@ def _cited_lines(notes: list, units: list, rows: list) -> list:
     return [u for u in lines if u is not None]
 
 
-def features(question: str, prompt: str, rows: list, kept: list) -> dict | None:
-    """FEATURES of an answer (None when none of its sentences comes from a cited line)."""
-    notes = extract.parse_prompt(prompt)[2]
+def features(question: str, notes: list, rows: list, kept: list) -> dict | None:
+    """FEATURES of an answer over the notes its writer was sent (None when none of its
+    sentences comes from a cited line)."""
     ask = reader.analyse(question)
     units = extract.unit_rows(ask, notes)
     lines = _cited_lines(notes, units, rows)
@@ -278,14 +279,15 @@ def decide(checks_passed: bool, p: float | None, backend: str) -> str:
         else "ESCALATE"
 
 
-def calibrate(question: str, prompt: str, ver, kept: list, backend: str,
+def calibrate(question: str, notes: list, ver, kept: list, backend: str,
               readers_agree: bool | None = None, model_p: float | None = None) -> dict:
     """{"features", "p", "threshold", "verdict", "why", "key"} of a written, non-abstaining
-    answer, judged by the calibration under key `backend` (key()).
+    answer over the notes its writer was sent, judged by the calibration under key
+    `backend` (key()).
     readers_agree: whether a model's chosen lines and the builtin reader stated the same
     facts (choose.py), which then stands for the feature (else: is the answer's line the
     reader's top line); model_p: the model's probability for its first chosen line."""
-    f = features(question, prompt, ver.sentences, kept)
+    f = features(question, notes, ver.sentences, kept)
     if f is not None:
         f["on_question"] = float(ver.on_question)
         if readers_agree is not None:

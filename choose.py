@@ -1,11 +1,13 @@
 """The choosing reader: a model picks the lines that answer, code writes and cites them.
 
-In:  the chat messages generate.build_messages writes (numbered, dated notes, the time
-     mode, the question), and a model writer with chat() (models.OllamaWriter).
-Out: an answer whose sentences are note lines verbatim with their [cN] citations (valid,
-     and every number and name in the cited note, by construction), or the abstain
-     sentence; one ledger row per call carrying the lines offered, the lines chosen,
-     the builtin reader's pick and whether the two readers agree.
+In:  an extract.WriteRequest (generate.request: the messages, and the question, time
+     mode and notes they were written from; the model's calibrated policy), and a model
+     writer with chat() (models.OllamaWriter).
+Out: an extract.Written: an answer whose sentences are note lines verbatim with their
+     [cN] citations (valid, and every number and name in the cited note, by
+     construction), or the abstain sentence, and its trace (the lines offered and
+     chosen, the builtin reader's answer, whether the two readers agree, what is shown);
+     one ledger row per call carrying that trace.
 Not: scoring lines (reader.py, extract.unit_rows) or writing free text: a question that
      asks for synthesis ("summarise", "compare", "give an overview") goes to the model
      writer as before (SYNTHESIS_RE), and generate + verify check it as any writer's.
@@ -245,13 +247,12 @@ class ChoosingWriter:
     def __init__(self, inner, policy: dict | None = None):
         self.inner = inner
         self.model = getattr(inner, "model", "model")
-        self.last_trace: dict = {}
-        self.policy = policy          # fixed (tests, `verso calibrate`), else:
-        self.calibrated: dict | None = None   # the model's own, set by harness before
-        # each question from its stored calibration (calibrate.policy)
+        self.policy = policy          # fixed (tests, `verso calibrate`), else the request's
 
-    def current_policy(self) -> dict:
-        return self.policy or self.calibrated or dict(UNCALIBRATED_POLICY)
+    def policy_for(self, request: extract.WriteRequest) -> dict:
+        """The fixed policy, else the model's calibrated one the request carries
+        (calibrate.policy), else UNCALIBRATED_POLICY."""
+        return self.policy or request.policy or dict(UNCALIBRATED_POLICY)
 
     @property
     def prompt_budget(self):
@@ -273,20 +274,21 @@ class ChoosingWriter:
                 "model_p": first_pick_p(getattr(r, "logprobs", None)),
                 "inp": r.prompt_eval_count or 0, "out": r.eval_count or 0}
 
-    def write(self, messages, stage="generate", ledger=None):
-        user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
-        question, mode, notes = extract.parse_prompt(user)
-        policy = self.current_policy()
+    def write(self, request: extract.WriteRequest, stage="generate",
+              ledger=None) -> extract.Written:
+        question, mode, notes = request.question, request.mode, request.notes
+        policy = self.policy_for(request)
         kind = "synthesis" if SYNTHESIS_RE.match(question) else \
             "change" if mode == "history" else None
         if kind and policy.get(kind, "choose") == "generate":
-            self.last_trace = {"writer": "generate", "why": f"a {kind} question: the "
-                               "model's policy gives it to the free-text writer"}
-            return self.inner.write(messages, stage=stage, ledger=ledger)
+            free = self.inner.write(request, stage=stage, ledger=ledger)
+            return extract.Written(free.text, "generate", free.input_tokens,
+                                   free.output_tokens, {"why": f"a {kind} question: the "
+                                   "model's policy gives it to the free-text writer"})
         started = time.perf_counter()
         lines, units = offered(question, mode, notes)
         builtin = extract.extract_answer(question, mode, notes)
-        trace = {"writer": "choose", "offered": len(lines), "builtin": builtin}
+        trace = {"offered": len(lines), "builtin": builtin}
         asked = self._ask(question, mode, lines) if lines else {"picks": [], "inp": 0,
                                                                  "out": 0}
         trace.update(chosen=asked["picks"], **{k: asked[k] for k in
@@ -312,12 +314,12 @@ class ChoosingWriter:
             trace["model_answer"] = text
             text = builtin
         trace.update(overruled=overruled, agree=agree, shown=shown, policy=rule)
-        self.last_trace = trace
         cost_ledger.record(ledger, stage, "ollama", CHOOSER_MODEL_PREFIX + self.model,
                            started, inp, out)
         if ledger is not None:
-            ledger.rows[-1]["choose"] = {k: v for k, v in trace.items() if k != "messages"}
-        return text, inp, out
+            ledger.rows[-1]["choose"] = {"writer": self.name, **{
+                k: v for k, v in trace.items() if k != "messages"}}
+        return extract.Written(text, self.name, inp, out, trace)
 
 
 def _model_shown(rule: str, trace: dict) -> bool:

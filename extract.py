@@ -1,19 +1,28 @@
-"""The builtin writer: the note-prompt format, and extractive answers cited line by line.
+"""The builtin writer: the writer protocol, the note-prompt format, and extractive
+answers cited line by line.
 
-In:  the chat messages generate.build_messages writes (numbered, dated notes; a question;
-     the time mode), read back with parse_prompt.
-Out: an answer whose sentences are the reader's best units with their [cN] citations, or
-     the abstain sentence; one ledger row per call.
-Not: scoring lines (reader.py) or calling a model. The prompt format constants live here
-     so that generate (which writes prompts) and this writer (which reads them) share one
-     home and models.py imports no stage.
+In:  a WriteRequest (generate.request writes it): the messages a model is sent (numbered,
+     dated notes; the time mode; the question) and beside them the structure they were
+     written from: the question, the time mode, the notes as this reader reads them.
+Out: a Written: an answer whose sentences are the reader's best units with their [cN]
+     citations, or the abstain sentence; one ledger row per call.
+Not: scoring lines (reader.py) or calling a model; reading the prompt text back (only
+     parse_prompt does, for prompts recorded in runs). The protocol and the prompt format
+     live here so that generate (which writes requests) and every writer (this one,
+     choose.py, models.py) share one home and models.py imports no stage.
+
+The writer protocol: every writer (builtin, choosing, model, registry, the tests' fakes)
+has `write(request: WriteRequest, stage="generate", ledger=None) -> Written`. What a
+writer needs for one question goes in with the request (a chooser's calibrated policy
+too); what it did comes back in the Written (its trace). Nothing is set on a writer or
+read off it between questions.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -22,9 +31,6 @@ from verso.reader import (VALUE_RES, W_LATEST, W_RANK, Ask, Scorer, analyse, evi
                     label, match, sigmoid, value_tokens, weights_for)
 from verso.textkit import (INSTRUCTION_RE, KEY_RE, STOPWORDS, TOKEN_RE, count_tokens,
                      evidence_terms, number_key, number_keys, split_units, terms)
-# Extractive: reads the prompt generate.build_messages writes (the format constants live
-# here so that models never imports a stage module), cites the reader's best units.
-
 WRITER_MODEL = "builtin-writer-v2"
 ABSTAIN_SENTENCE = "I don't know from my notes."    # generate.ABSTAIN
 PROMPT_NOTES = "Notes:"
@@ -45,9 +51,36 @@ MAX_SENTENCES = 5
 REPLACES = "; this replaces the statement in {title} ({date}) [{id}]"
 
 
+@dataclass(frozen=True)
+class WriteRequest:
+    """What a writer is handed for one question."""
+    messages: list                # exactly what a model is sent: system rules, one user
+    #                               message (numbered, dated notes, time mode, question)
+    question: str = ""            # the question as the messages state it
+    mode: str = "any"             # the time mode it is written in: present/history/any
+    notes: list = field(default_factory=list)   # the notes the messages show, as the
+    # builtin reader reads them: {"id", "path", "section", "date", "status", "order", "text"}
+    policy: dict | None = None    # a model's calibrated policy (calibrate.policy), for the
+    #                               choosing writer; None: its own or the uncalibrated one
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a writer returns: the answer, its tokens, and how it came about."""
+    text: str
+    writer: str                   # who wrote: builtin, ollama, choose, generate (a free-
+    #                               text writer a chooser handed a question to), registry
+    input_tokens: int = 0
+    output_tokens: int = 0
+    trace: dict = field(default_factory=dict)   # the chooser's (choose.py): offered,
+    # chosen, builtin, agree, model_p, shown, policy, alternate, model_answer, again, why
+
+
 def parse_prompt(prompt: str) -> tuple[str, str, list[dict]]:
-    """(question, time mode, notes) from a build_messages user message; the last
-    "Question:" and "Time mode:" lines count, notes are everything before them."""
+    """(question, time mode, notes) from a build_messages user message recorded in a run
+    (the pipeline hands the structure on in a WriteRequest and never parses its own
+    prompt); the last "Question:" and "Time mode:" lines count, notes are everything
+    before them."""
     lines = prompt.splitlines()
     qi = max((i for i, ln in enumerate(lines) if ln.startswith(PROMPT_QUESTION)), default=None)
     mi = max((i for i, ln in enumerate(lines) if ln.startswith(PROMPT_MODE)), default=None)
@@ -317,12 +350,10 @@ class BuiltinWriter:
     name = "builtin"
     model = WRITER_MODEL
 
-    def write(self, messages, stage="generate", ledger=None):
+    def write(self, request: WriteRequest, stage="generate", ledger=None) -> Written:
         started = time.perf_counter()
-        user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
-        question, mode, notes = parse_prompt(user)
-        text = extract_answer(question, mode, notes)
-        inp = sum(count_tokens(m["content"]) for m in messages)
+        text = extract_answer(request.question, request.mode, request.notes)
+        inp = sum(count_tokens(m["content"]) for m in request.messages)
         out = count_tokens(text)
         cost_ledger.record(ledger, stage, "builtin", WRITER_MODEL, started, inp, out)
-        return text, inp, out
+        return Written(text, self.name, inp, out)

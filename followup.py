@@ -30,6 +30,7 @@ from __future__ import annotations
 import datetime
 import re
 
+from verso import extract
 from verso import models
 from verso import textkit
 from verso import timewords
@@ -333,7 +334,8 @@ def model_rewrite(writer, msg: str, prev: dict | None) -> tuple[str, str]:
                                    msg=msg)
     writer = getattr(writer, "inner", writer)   # the model itself, not the line chooser
     try:
-        text = writer.write([{"role": "user", "content": prompt}], stage="route")[0]
+        text = writer.write(extract.WriteRequest([{"role": "user", "content": prompt}]),
+                            stage="route").text
     except models.BackendError:
         return builtin
     text = " ".join(str(text).split()).strip('"')

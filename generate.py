@@ -1,17 +1,25 @@
 """generate: numbered, dated notes -> a cited answer from the writer model.
 
 In:  the question, the kept candidates (numbered c1..c5 in the order given), the time
-     mode, and a writer (extract.BuiltinWriter, or models.Ollama).
-Out: Draft(text, citations, input_tokens, output_tokens, abstained, messages).
+     mode, a writer (extract.BuiltinWriter, choose.ChoosingWriter, models.OllamaWriter)
+     and, for a choosing writer, the model's calibrated policy.
+Out: Draft(text, citations, input_tokens, output_tokens, abstained, messages, repairs,
+     reply, notes, writer, trace).
 Not: choosing or filtering the notes (rerank, version) or checking the answer (verify).
+
+The writer is handed one extract.WriteRequest (request(): the messages a model is sent,
+and beside them the question, the time mode and the notes shown, as the builtin reader
+reads them) and returns one extract.Written (its text, tokens, who wrote it and its
+trace), which the Draft carries on to verify and calibrate.
 
 Replies of every shape are read (parse_citations: citation forms, think blocks, bullets,
 citation-only pieces, abstain variants); a sentence uncited or citing notes without its
 numbers or names is re-cited to the one other note that states it (recite), and the
 Draft says so in `repairs`.
 
-The prompt format is defined by constants in extract.py, because the builtin writer
-parses it back (extract.parse_prompt). The user message reads:
+The prompt format is defined by constants in extract.py, beside the writer protocol
+(extract.parse_prompt reads it back from prompts recorded in runs). The user message
+reads:
 
     Notes:
 
@@ -143,6 +151,9 @@ class Draft:
     messages: list = field(default_factory=list)   # exactly what the writer was sent
     repairs: list = field(default_factory=list)    # {"index", "from", "to", "note"}
     reply: str = ""                                # the writer's reply as it came
+    notes: list = field(default_factory=list)      # the notes sent, as the reader reads
+    writer: str = ""                               # who wrote (extract.Written.writer)
+    trace: dict = field(default_factory=dict)      # the writer's trace (Written.trace)
 
 
 def note_status(c) -> str:
@@ -160,20 +171,38 @@ def note_status(c) -> str:
     return extract.STATUS_LATEST
 
 
+def reader_note(i: int, c, text: str) -> dict:
+    """Candidate c shown as note c{i+1} with `text`, as the builtin reader reads a note
+    (what extract.parse_prompt reads back from its header and lines)."""
+    section = c.chunk.get("heading") or ""
+    return {"id": f"c{i + 1}", "path": c.path, "section": "" if section == "-" else section,
+            "date": c.date or extract.UNDATED, "status": note_status(c), "order": i,
+            "text": text}
+
+
 def build_messages(question: str, notes: list, time_mode: str,
                    budget: int | None = None, form: str | None = None) -> list[dict]:
-    """System rules plus one user message: numbered notes, the time mode, the question.
-    With a budget (characters the writer's context holds), the last notes are left out
-    and the last one shown is cut until the prompt fits (at least one note stays).
-    `form` is one of PROMPT_FORMS (default PROMPT_FORM)."""
+    """The messages of request(): what a model is sent."""
+    return request(question, notes, time_mode, budget, form).messages
+
+
+def request(question: str, notes: list, time_mode: str, budget: int | None = None,
+            form: str | None = None, policy: dict | None = None) -> extract.WriteRequest:
+    """What a writer is handed: system rules plus one user message (numbered notes, the
+    time mode, the question), and beside them the question, the mode and the notes shown
+    (reader_note; policy: a choosing writer's calibrated one). With a budget (characters
+    the writer's context holds), the last notes are left out and the last one shown is
+    cut until the prompt fits (at least one note stays). `form` is one of PROMPT_FORMS
+    (default PROMPT_FORM)."""
     form = form or PROMPT_FORM
     system = system_prompt(form)
-    tail = [f"{extract.PROMPT_MODE} {time_mode}",
-            f"{extract.PROMPT_QUESTION} {' '.join(question.split())}"]
+    question = " ".join(question.split())
+    tail = [f"{extract.PROMPT_MODE} {time_mode}", f"{extract.PROMPT_QUESTION} {question}"]
     if form == "rules-last":
         tail = [extract.PROMPT_RULES_HEAD] + [f"- {r}" for r in PROMPT_RULES] + [""] + tail
+    shown = notes[:3] if form == "top3" else notes
     blocks = []
-    for i, c in enumerate(notes[:3] if form == "top3" else notes, 1):
+    for i, c in enumerate(shown, 1):
         header = extract.NOTE_HEADER.format(
             id=f"{i}" if form == "numbered" else f"c{i}", path=c.path,
             section=c.chunk.get("heading") or "-", date=c.date or extract.UNDATED,
@@ -188,8 +217,11 @@ def build_messages(question: str, notes: list, time_mode: str,
     if budget and size() > budget:
         blocks[0][1] = blocks[0][1][:max(0, len(blocks[0][1]) - (size() - budget))]
     lines = [extract.PROMPT_NOTES, ""] + [x for b in blocks for x in b] + tail
-    return [{"role": "system", "content": system},
-            {"role": "user", "content": "\n".join(lines)}]
+    messages = [{"role": "system", "content": system},
+                {"role": "user", "content": "\n".join(lines)}]
+    return extract.WriteRequest(messages, question, time_mode,
+                                [reader_note(i, c, b[1]) for i, (c, b) in
+                                 enumerate(zip(shown, blocks))], policy)
 
 
 def _plain_words(text: str) -> str:
@@ -371,22 +403,27 @@ def recite(pairs: list, notes: list) -> tuple[list, list]:
     return out, repairs
 
 
-def generate(question: str, notes: list, time_mode: str, writer, ledger=None) -> Draft:
-    """Ask the writer; no notes means the abstain sentence without a writer call. The
-    reply is parsed whatever its shape and its citations repaired (recite); a repaired
-    reply is written back in one form (render), any other keeps its own layout with its
-    citations as [c1] (normalise_citations). A reply that is empty, only cites or only
-    says the notes lack the answer is the abstain sentence."""
+def generate(question: str, notes: list, time_mode: str, writer, ledger=None,
+             policy: dict | None = None) -> Draft:
+    """Hand the writer its request (request(), with `policy` for a choosing writer); no
+    notes means the abstain sentence without a writer call. The reply is parsed whatever
+    its shape and its citations repaired (recite); a repaired reply is written back in
+    one form (render), any other keeps its own layout with its citations as [c1]
+    (normalise_citations). A reply that is empty, only cites or only says the notes lack
+    the answer is the abstain sentence."""
     if not notes:
         return Draft(ABSTAIN, abstained=True)
-    messages = build_messages(question, notes, time_mode,
-                              budget=getattr(writer, "prompt_budget", None))
-    reply, inp, out = writer.write(messages, stage="generate", ledger=ledger)
-    reply = reply or ""
+    req = request(question, notes, time_mode, budget=getattr(writer, "prompt_budget", None),
+                  policy=policy)
+    w = writer.write(req, stage="generate", ledger=ledger)
+    reply, inp, out = w.text or "", w.input_tokens, w.output_tokens
+    sent = {"messages": req.messages, "notes": req.notes, "writer": w.writer,
+            "trace": w.trace}
     pairs = [(s, ids) for s, ids in parse_citations(reply) if re.search(r"\w", s)]
     if not pairs or is_abstain(reply):
-        return Draft(ABSTAIN, [], inp, out, True, messages, reply=reply)
+        return Draft(ABSTAIN, [], inp, out, True, reply=reply, **sent)
     pairs, repairs = recite(pairs, notes)
     cites = [i for _, ids in pairs for i in ids]
     text = render(pairs) if repairs else normalise_citations(reply).strip()
-    return Draft(text, list(dict.fromkeys(cites)), inp, out, False, messages, repairs, reply)
+    return Draft(text, list(dict.fromkeys(cites)), inp, out, False, repairs=repairs,
+                 reply=reply, **sent)

@@ -43,6 +43,7 @@ from verso import models
 from verso import reader
 from verso import cost_ledger
 from verso import evidence
+from verso import extract
 from verso import rerank as rerank_stage
 from verso import retrieve
 from verso import route as route_stage
@@ -391,9 +392,10 @@ class _RegistryWriter:
     def __init__(self, rows):
         self.rows = rows
 
-    def write(self, messages, stage="generate", ledger=None):
+    def write(self, request, stage="generate", ledger=None) -> extract.Written:
         text = registry.sentences(self.rows, [f"c{i}" for i in range(1, len(self.rows) + 1)])
-        return text or generate.ABSTAIN, 0, textkit.count_tokens(text)
+        return extract.Written(text or generate.ABSTAIN, self.name, 0,
+                               textkit.count_tokens(text))
 
 
 def _from_registry(out: Answer, idx, be, clock: _Clock, want: dict, include_private):
@@ -415,16 +417,11 @@ def _write_and_verify(out: Answer, kept: list, be, clock: _Clock, writer=None) -
     writer unless another is given)."""
     mode = "present" if out.time_mode == "as_of" else out.time_mode   # present on the day
     writer = writer or be.writer
-    if isinstance(writer, choose.ChoosingWriter):      # the model's own policy, if measured
-        identity = getattr(writer, "identity", None)
-        writer.calibrated = calibrate.policy(calibrate.key(be.name, "choose", identity)
-                                             if identity else None)
     draft = clock.run("generate", generate.generate, out.question, kept, mode,
-                      writer, ledger=clock.ledger)
-    trace = getattr(writer, "last_trace", None) or {}   # the chooser hands synthesis on
-    wrote = trace.get("writer") or getattr(writer, "name", None)
-    agree, model_p = ((trace.get("agree"), trace.get("model_p")) if wrote == "choose"
-                      else (None, None))
+                      writer, ledger=clock.ledger, policy=_policy(writer, be))
+    wrote = draft.writer               # the chooser hands synthesis on ("generate")
+    agree, model_p = ((draft.trace.get("agree"), draft.trace.get("model_p"))
+                      if wrote == "choose" else (None, None))
     out.answer, out.abstained, out.messages = draft.text, draft.abstained, draft.messages
     out.reply = draft.reply
     if draft.abstained:
@@ -437,33 +434,40 @@ def _write_and_verify(out: Answer, kept: list, be, clock: _Clock, writer=None) -
     if draft.abstained:
         out.verdict = "ABSTAIN"
     else:
-        cal = clock.run("calibrate", calibrate.calibrate, out.question,
-                        draft.messages[-1]["content"], ver, kept,
-                        calibrate.key(be.name, wrote, _identity(writer, wrote)),
+        cal = clock.run("calibrate", calibrate.calibrate, out.question, draft.notes, ver,
+                        kept, calibrate.key(be.name, wrote, _identity(writer, wrote)),
                         agree, model_p)
         out.verdict, out.confidence = cal["verdict"], cal["p"]
         out.checks["calibration"] = {k: cal[k] for k in ("features", "threshold", "why",
                                                          "key", "by")}
     out.shown, out.look_at = unsure.advise(out.verdict, out.question, out.answer,
                                            out.abstain_reason, ver.sentences, kept)
-    if trace.get("alternate") and not draft.abstained:
-        _alternate(out, trace, kept, mode, be, clock, writer, ver.sentences)
+    if draft.trace.get("alternate") and not draft.abstained:
+        _alternate(out, draft, kept, mode, be, clock, writer, ver.sentences)
     by_id = {f"c{i}": c for i, c in enumerate(kept, 1)}
     out.citations = [{"id": cid, "path": by_id[cid].path, "date": by_id[cid].date}
                      for cid in draft.citations if cid in by_id]
 
 
-def _alternate(out: Answer, trace: dict, kept: list, mode: str, be, clock: _Clock, writer,
+def _policy(writer, be) -> dict | None:
+    """A choosing writer's calibrated policy (its stored calibration's, else the
+    uncalibrated one: calibrate.policy), handed in with its request; None for others."""
+    if not isinstance(writer, choose.ChoosingWriter):
+        return None
+    identity = getattr(writer, "identity", None)
+    return calibrate.policy(calibrate.key(be.name, "choose", identity) if identity else None)
+
+
+def _alternate(out: Answer, draft, kept: list, mode: str, be, clock: _Clock, writer,
                rows: list) -> None:
     """The other reader's answer where an uncalibrated model and the builtin reader
     disagree (choose.py, policy "both"): verified and featured like the answer, and
     shown beside it, both marked unsure, with how to calibrate the model."""
-    alt = trace["alternate"]
+    alt = draft.trace["alternate"]
     ver = clock.run("verify", verify_stage.verify, alt["text"], kept, mode, be.judge,
                     ledger=clock.ledger, question=out.question)
-    cal = clock.run("calibrate", calibrate.calibrate, out.question,
-                    out.messages[-1]["content"], ver, kept, calibrate.key(be.name),
-                    False, trace.get("model_p"))
+    cal = clock.run("calibrate", calibrate.calibrate, out.question, draft.notes, ver, kept,
+                    calibrate.key(be.name), False, draft.trace.get("model_p"))
     out.alternate = {"by": alt["by"], "answer": alt["text"], "features": cal["features"],
                      "passed": ver.verdict == "SHIP", "sentences": ver.sentences}
     seconds = sum(clock.ms.values()) / 1000

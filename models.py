@@ -1,8 +1,10 @@
 """Model calls: every embed, judge and write call to a model goes through here.
 
-In:  texts to embed, passages and claims to judge, chat messages to write from.
-Out: float32 L2-normalised vectors, probabilities, answer text; one ledger row per call
-     (cost_ledger.Ledger: stage, backend, model, input tokens, output tokens, seconds, dollars).
+In:  texts to embed, passages and claims to judge, a write request (extract.WriteRequest:
+     the chat messages to write from).
+Out: float32 L2-normalised vectors, probabilities, answer text (extract.Written); one
+     ledger row per call (cost_ledger.Ledger: stage, backend, model, input tokens, output
+     tokens, seconds, dollars).
 Not: retrieval, prompts or verdicts (the stage modules own those); the builtin embedder
      (embedder.py), reader and writer (reader.py, extract.py); text helpers (textkit.py).
      Imports no stage module.
@@ -315,9 +317,11 @@ class OllamaWriter:
                                f"`ollama run {self.model}` to see why")
         return text
 
-    def write(self, messages, stage="generate", ledger=None):
+    def write(self, request: extract.WriteRequest, stage="generate",
+              ledger=None) -> extract.Written:
+        """The request's messages answered in free text (extract's writer protocol)."""
         started = time.perf_counter()
-        r = self.chat(messages)
+        r = self.chat(request.messages)
         text = self.text_of(r)
         inp, out = r.prompt_eval_count or 0, r.eval_count or 0
         self.last_stats = {k.replace("duration", "seconds"): (getattr(r, k) or 0) / 1e9
@@ -326,7 +330,7 @@ class OllamaWriter:
         cost_ledger.record(ledger, stage, "ollama", self.model, started, inp, out)
         if ledger is not None:
             ledger.rows[-1]["server_seconds"] = self.last_stats["total_seconds"]
-        return text, inp, out
+        return extract.Written(text, self.name, inp, out)
 
 
 # System One (/v1/systemone on Ollama and Jev): yes/no questions over one shared state.

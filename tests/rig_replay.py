@@ -52,15 +52,15 @@ class ReplayWriter:
     def __init__(self, replies: dict):
         self.replies, self.missing, self.changed = replies, [], []
 
-    def write(self, messages, stage="generate", ledger=None):
-        question, _, _ = extract.parse_prompt(messages[-1]["content"])
-        rec = self.replies.get(question)
+    def write(self, request, stage="generate", ledger=None):
+        rec = self.replies.get(request.question)
         if rec is None:
-            self.missing.append(question)
-            return "", 0, 0
-        if rec["messages"][-1]["content"] != messages[-1]["content"]:
-            self.changed.append(question)   # the notes differ from the recording's
-        return rec["reply"], rec.get("prompt_tokens", 0), rec.get("output_tokens", 0)
+            self.missing.append(request.question)
+            return extract.Written("", self.name)
+        if rec["messages"][-1]["content"] != request.messages[-1]["content"]:
+            self.changed.append(request.question)   # the notes differ from the recording's
+        return extract.Written(rec["reply"], self.name, rec.get("prompt_tokens", 0),
+                               rec.get("output_tokens", 0))
 
 
 def run(questions, backend, index, writer) -> list[dict]:
@@ -101,8 +101,8 @@ class _Reply:
     def __init__(self, text):
         self.text = text
 
-    def write(self, messages, stage="generate", ledger=None):
-        return self.text, 0, 0
+    def write(self, request, stage="generate", ledger=None):
+        return extract.Written(self.text, self.name)
 
 
 def _as_recording(rec: dict) -> dict:

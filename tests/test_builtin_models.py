@@ -9,6 +9,7 @@ import pytest
 from verso import textkit
 from verso import reader
 from verso import extract
+from verso import generate
 from verso.generate import ABSTAIN, build_messages
 from verso.retrieve import Candidate
 
@@ -21,9 +22,9 @@ def cand(i, path, text, date="2026-06-01", heading="", family=None, latest=True,
 
 
 def write(question, notes, mode):
-    text, inp, out = extract.BuiltinWriter().write(build_messages(question, notes, mode))
-    assert inp > 0 and out > 0
-    return text
+    w = extract.BuiltinWriter().write(generate.request(question, notes, mode))
+    assert w.input_tokens > 0 and w.output_tokens > 0 and w.writer == "builtin"
+    return w.text
 
 
 def feats(question, unit, heading="", title="", weights=None):
@@ -293,7 +294,7 @@ def test_at_most_five_sentences_oldest_and_newest_kept():
     assert text.startswith("On 2026-01-01") and "On 2026-07-01" in text
 
 
-def test_parse_prompt_round_trip():
+def test_a_recorded_prompt_is_read_back():
     old = cand(10, "farm/box prices 2026-04.md", "Small box: £10.", date="2026-04-01",
                latest=False, superseded_by="farm/box prices 2026-10.md")
     msgs = build_messages("What is the price?", [PRICES, old], "present")

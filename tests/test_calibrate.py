@@ -36,9 +36,9 @@ class Judge:
 
 def cal(question, answer, notes, mode="any", on_question=True):
     """(calibration, Verdict); on_question=False: verify without its question-aware checks."""
-    prompt = generate.build_messages(question, notes, mode)[-1]["content"]
+    sent = generate.request(question, notes, mode).notes     # the notes the writer read
     ver = verify(answer, notes, mode, Judge(), question=question if on_question else None)
-    return calibrate.calibrate(question, prompt, ver, notes, "builtin"), ver
+    return calibrate.calibrate(question, sent, ver, notes, "builtin"), ver
 
 
 PEOPLE = cand(1, "people/Ana Ferreira.md", "Ana Ferreira runs the relocation service.\n"
@@ -253,8 +253,8 @@ def test_free_text_a_model_wrote_is_judged_by_a_calibration_of_its_own():
 
 
 def test_two_readers_agreeing_stands_for_the_feature_when_a_model_chose():
-    notes = ("Notes:\n\n[c1] path: r.md | section: - | date: 2026-05-01 | latest\n"
-             "Day rate: 1550.\n\nTime mode: present\nQuestion: What is my day rate?")
+    notes = [{"id": "c1", "path": "r.md", "section": "", "date": "2026-05-01",
+              "status": "latest", "order": 0, "text": "Day rate: 1550."}]
     row = {"claim": "Day rate: 1550", "sentence": "Day rate: 1550 [c1].",
            "citations": ["c1"], "ok": True, "support": 0.9}
     ver = types.SimpleNamespace(sentences=[row],

@@ -8,6 +8,7 @@ import pytest
 
 from verso import chat
 from verso import evaluate
+from verso import extract
 from verso import followup
 from verso import harness
 from verso import html_report
@@ -49,9 +50,9 @@ class Writer:
     def __init__(self, reply):
         self.reply, self.calls = reply, []
 
-    def write(self, messages, stage="generate", ledger=None):
-        self.calls.append(messages)
-        return self.reply, 10, 5
+    def write(self, request, stage="generate", ledger=None):
+        self.calls.append(request.messages)
+        return extract.Written(self.reply, self.name, 10, 5)
 
 
 def test_a_model_rewrite_is_kept_only_when_it_names_the_follow_up_own_words():

@@ -12,16 +12,18 @@ from verso.cost_ledger import Ledger
 from verso import extract
 
 
-def note(n, path, text, date="2026-05-01", status="latest", section="-"):
-    head = extract.NOTE_HEADER.format(id=f"c{n}", path=path, section=section, date=date,
-                                      status=status)
-    return f"{head}\n{text}\n"
+def note(n, path, text, date="2026-05-01", status="latest", section=""):
+    """Note c{n} as the builtin reader reads it (generate.reader_note)."""
+    return {"id": f"c{n}", "path": path, "section": section, "date": date, "status": status,
+            "text": text}
 
 
-def messages(question, mode, *notes):
-    body = "\n".join([extract.PROMPT_NOTES, "", *notes, f"{extract.PROMPT_MODE} {mode}",
-                      f"{extract.PROMPT_QUESTION} {question}"])
-    return [{"role": "system", "content": "rules"}, {"role": "user", "content": body}]
+def request(question, mode, *notes, policy=None):
+    """What generate hands a writer: messages (here a stand-in; the chooser sends its
+    own, the free-text writer these) and the notes in the order given."""
+    return extract.WriteRequest([{"role": "user", "content": f"notes, then {question}"}],
+                                question, mode, [{**n, "order": i} for i, n in
+                                                 enumerate(notes)], policy)
 
 
 class Model:
@@ -44,9 +46,10 @@ class Model:
     def text_of(self, r):
         return r.message.content.strip()
 
-    def write(self, msgs, stage="generate", ledger=None):
+    def write(self, req, stage="generate", ledger=None):
         self.wrote += 1
-        return "A summary [c1].", 10, 3
+        self.free = req                      # what the free-text writer was handed
+        return extract.Written("A summary [c1].", "ollama", 10, 3)
 
 
 def number_of(lines, words):
@@ -62,20 +65,21 @@ RATES = [note(1, "work/rates 2026-09.md", "Day rate: 1550 for Kittiwake from Sep
 
 def test_present_mode_offers_no_line_of_a_superseded_version_and_cites_the_choice():
     m = Model(lambda lines: [number_of(lines, "1550")])
-    w = choose.ChoosingWriter(m)
-    text, _, _ = w.write(messages("What is my day rate for Kittiwake?", "present", *RATES))
+    w = choose.ChoosingWriter(m).write(request("What is my day rate for Kittiwake?",
+                                               "present", *RATES))
     shown = m.sent[0]["messages"][-1]["content"]
     assert "1400" not in shown and "1550" in shown
-    assert text == "Day rate: 1550 [c1]."    # cut before what only the old version says
+    assert w.text == "Day rate: 1550 [c1]."    # cut before what only the old version says
     fmt = m.sent[0]["format"]["properties"]["lines"]
     assert fmt["maxItems"] == 1 and fmt["items"]["maximum"] == m.n >= 2
-    assert w.last_trace["agree"] is True and w.last_trace["chosen"]
+    assert w.writer == "choose" and (w.input_tokens, w.output_tokens) == (50, 5)
+    assert w.trace["agree"] is True and w.trace["chosen"]
 
 
 def test_history_mode_offers_every_version_and_writes_them_oldest_first():
     m = Model(lambda lines: [number_of(lines, "1550"), number_of(lines, "1400")])
-    text, _, _ = choose.ChoosingWriter(m).write(
-        messages("How did my Kittiwake day rate change?", "history", *RATES))
+    text = choose.ChoosingWriter(m).write(
+        request("How did my Kittiwake day rate change?", "history", *RATES)).text
     assert text == ("On 2026-04-01: Day rate: 1400 for Kittiwake [c2]. "
                     "On 2026-09-01: Day rate: 1550 for Kittiwake from September [c1].")
 
@@ -85,29 +89,28 @@ def test_an_older_statement_a_newer_note_replaces_is_overruled_with_the_reason()
              note(2, "meetings/june.md", "Agreed on the call: the deposit is 800.",
                   "2026-06-10")]
     m = Model(lambda lines: [number_of(lines, "500")])        # the model picks the old one
-    w = choose.ChoosingWriter(m)
-    text, _, _ = w.write(messages("How much is the deposit?", "present", *notes))
-    assert text.startswith("Agreed on the call: the deposit is 800 [c2]")
-    assert "this replaces the statement in march (2026-03-02) [c1]" in text
-    assert w.last_trace["overruled"][0]["chosen"] == "Proposal: the deposit is 500."
+    w = choose.ChoosingWriter(m).write(request("How much is the deposit?", "present", *notes))
+    assert w.text.startswith("Agreed on the call: the deposit is 800 [c2]")
+    assert "this replaces the statement in march (2026-03-02) [c1]" in w.text
+    assert w.trace["overruled"][0]["chosen"] == "Proposal: the deposit is 500."
 
 
 def test_no_line_chosen_is_the_abstain_sentence_and_a_list_keeps_several():
     m = Model(lambda lines: [])
-    q = messages("What is my day rate?", "present", *RATES)
-    assert choose.ChoosingWriter(m, policy={"on_disagreement": "model"}).write(q)[0] == \
+    q = request("What is my day rate?", "present", *RATES)
+    assert choose.ChoosingWriter(m, policy={"on_disagreement": "model"}).write(q).text == \
         extract.ABSTAIN_SENTENCE
-    w = choose.ChoosingWriter(m)       # uncalibrated: no reading of its own to show
-    assert w.write(q)[0] != extract.ABSTAIN_SENTENCE and w.last_trace["shown"] == "reader"
-    assert w.last_trace["model_answer"] == extract.ABSTAIN_SENTENCE
+    w = choose.ChoosingWriter(m).write(q)   # uncalibrated: no reading of its own to show
+    assert w.text != extract.ABSTAIN_SENTENCE and w.trace["shown"] == "reader"
+    assert w.trace["model_answer"] == extract.ABSTAIN_SENTENCE
     shop = [note(1, "home/shopping.md", "- Oat milk\n- Brown bread\n- Six eggs")]
     m = Model(lambda lines: [number_of(lines, "eggs"), number_of(lines, "milk")])
-    text, _, _ = choose.ChoosingWriter(m).write(
-        messages("Which things are on my shopping list?", "present", *shop))
+    text = choose.ChoosingWriter(m).write(
+        request("Which things are on my shopping list?", "present", *shop)).text
     assert "Six eggs [c1]" in text and "Oat milk [c1]" in text
     m = Model(lambda lines: [number_of(lines, "pier"), number_of(lines, "Fuel")])
-    text, _, _ = choose.ChoosingWriter(m).write(
-        messages("Where is the boat moored?", "present", *RATES))
+    text = choose.ChoosingWriter(m).write(
+        request("Where is the boat moored?", "present", *RATES)).text
     assert text == "The boat is moored at pier 4 [c3]."       # one thing asked: one line
 
 
@@ -124,47 +127,49 @@ def test_lines_are_best_first_within_the_budget_and_without_repeats(monkeypatch)
                  f"about nothing at all number {i}.", f"2026-05-{i % 28 + 1:02d}")
             for i in range(1, 40)]
     many.append(note(40, "log/copy.md", "Day rate was 1001 on that job."))
-    lines, _ = choose.offered("What was the day rate?", "any",
-                              extract.parse_prompt(messages("What was the day rate?", "any",
-                                                            *many)[1]["content"])[2])
+    notes = request("What was the day rate?", "any", *many).notes
+    lines, _ = choose.offered("What was the day rate?", "any", notes)
     assert len(lines) <= choose.MAX_LINES
     assert [u.score for u in lines] == sorted((u.score for u in lines), reverse=True)
     assert len({u.text for u in lines}) == len(lines)
     monkeypatch.setattr(choose, "MAX_PROMPT_TOKENS", 60)
-    few, _ = choose.offered("What was the day rate?", "any",
-                            extract.parse_prompt(messages("What was the day rate?", "any",
-                                                          *many)[1]["content"])[2])
+    few, _ = choose.offered("What was the day rate?", "any", notes)
     assert 0 < len(few) < len(lines)
 
 
 def test_a_synthesis_question_goes_to_the_free_text_writer():
     m = Model(lambda lines: pytest.fail("no lines chosen for a summary"))
-    w = choose.ChoosingWriter(m)
-    assert w.write(messages("Summarise my notes on rates", "any", *RATES))[0] == "A summary [c1]."
-    assert m.wrote == 1 and w.last_trace["writer"] == "generate"
+    q = request("Summarise my notes on rates", "any", *RATES)
+    w = choose.ChoosingWriter(m).write(q)
+    assert (w.text, w.writer, w.input_tokens) == ("A summary [c1].", "generate", 10)
+    assert m.wrote == 1 and m.free is q and "free-text writer" in w.trace["why"]
+    calibrated = {**choose.UNCALIBRATED_POLICY, "synthesis": "choose"}   # the request's
+    m = Model(lambda lines: [number_of(lines, "1550")])
+    w = choose.ChoosingWriter(m).write(request("Summarise my notes on rates", "any", *RATES,
+                                               policy=calibrated))
+    assert m.wrote == 0 and w.writer == "choose" and "1550" in w.text
     assert not choose.SYNTHESIS_RE.match("Why did I switch race shoes?")
 
 
 def test_the_ledger_row_carries_what_was_offered_and_chosen():
     ledger = Ledger()
     m = Model(lambda lines: [number_of(lines, "pier")])
-    choose.ChoosingWriter(m).write(messages("Where is the boat moored?", "present", *RATES),
+    choose.ChoosingWriter(m).write(request("Where is the boat moored?", "present", *RATES),
                                    ledger=ledger)
     row = ledger.rows[-1]
     assert row["model"] == "choose:scripted" and row["input_tokens"] == 50
     assert row["choose"]["chosen"] and "messages" not in row["choose"]
+    assert row["choose"]["writer"] == "choose"
     assert row["choose"]["builtin"].startswith("The boat is moored at pier 4")
 
 
 def test_a_change_answered_from_one_version_is_a_disagreement_the_policy_decides():
     m = Model(lambda lines: [number_of(lines, "1550")])          # the latest version only
-    q = messages("How did my Kittiwake day rate change?", "history", *RATES)
-    w = choose.ChoosingWriter(m, policy={"on_disagreement": "reader"})
-    text, _, _ = w.write(q)
-    assert choose.versions_in(text) == 2 and text.startswith("On 2026-04-01: Day rate: 1400")
-    assert w.last_trace["agree"] is False and w.last_trace["shown"] == "reader"
-    w = choose.ChoosingWriter(m, policy={"on_disagreement": "model"})
-    text, _, _ = w.write(q)
+    q = request("How did my Kittiwake day rate change?", "history", *RATES)
+    w = choose.ChoosingWriter(m, policy={"on_disagreement": "reader"}).write(q)
+    assert choose.versions_in(w.text) == 2 and w.text.startswith("On 2026-04-01: Day rate: 1400")
+    assert w.trace["agree"] is False and w.trace["shown"] == "reader"
+    text = choose.ChoosingWriter(m, policy={"on_disagreement": "model"}).write(q).text
     assert choose.versions_in(text) == 1 and "1550" in text
 
 
@@ -177,28 +182,34 @@ def test_two_answers_agree_when_they_state_the_same_numbers():
 
 def test_where_the_readers_disagree_the_reader_answers_and_the_model_is_traced():
     m = Model(lambda lines: [number_of(lines, "Fuel")])        # not what is asked
-    w = choose.ChoosingWriter(m, policy={"on_disagreement": "reader"})
-    text, _, _ = w.write(messages("Where is the boat moored?", "present", *RATES))
-    assert text == "The boat is moored at pier 4 [c3]."
-    assert w.last_trace["agree"] is False and w.last_trace["shown"] == "reader"
-    assert w.last_trace["model_answer"] == "Fuel costs 90 a month [c3]."
+    q = request("Where is the boat moored?", "present", *RATES)
+    w = choose.ChoosingWriter(m, policy={"on_disagreement": "reader"}).write(q)
+    assert w.text == "The boat is moored at pier 4 [c3]."
+    assert w.trace["agree"] is False and w.trace["shown"] == "reader"
+    assert w.trace["model_answer"] == "Fuel costs 90 a month [c3]."
     m = Model(lambda lines: [number_of(lines, "pier")])
-    w = choose.ChoosingWriter(m, policy={"on_disagreement": "reader"})
-    w.write(messages("Where is the boat moored?", "present", *RATES))
-    assert w.last_trace["agree"] is True and w.last_trace["shown"] == "model"
+    w = choose.ChoosingWriter(m, policy={"on_disagreement": "reader"}).write(q)
+    assert w.trace["agree"] is True and w.trace["shown"] == "model"
 
 
 def test_until_the_model_is_calibrated_both_readings_are_kept():
     """An uncalibrated model (no identity, no stored calibration) is not overruled: its
     answer is given, and the reader's stands beside it as the alternate."""
     m = Model(lambda lines: [number_of(lines, "Fuel")])
-    w = choose.ChoosingWriter(m)
-    assert w.current_policy()["on_disagreement"] == "both"
-    text, _, _ = w.write(messages("Where is the boat moored?", "present", *RATES))
-    assert text == "Fuel costs 90 a month [c3]."
-    assert w.last_trace["alternate"] == {"by": "reader",
-                                         "text": "The boat is moored at pier 4 [c3]."}
-    assert w.last_trace["shown"] == "model" and len(m.sent) == 1    # not asked again
+    q = request("Where is the boat moored?", "present", *RATES)
+    assert choose.ChoosingWriter(m).policy_for(q)["on_disagreement"] == "both"
+    w = choose.ChoosingWriter(m).write(q)
+    assert w.text == "Fuel costs 90 a month [c3]."
+    assert w.trace["alternate"] == {"by": "reader",
+                                    "text": "The boat is moored at pier 4 [c3]."}
+    assert w.trace["shown"] == "model" and len(m.sent) == 1    # not asked again
+    m = Model(lambda lines: [number_of(lines, "Fuel")])   # calibrated: the request says
+    w = choose.ChoosingWriter(m).write(request("Where is the boat moored?", "present",
+                                               *RATES, policy={"on_disagreement": "reader",
+                                                               "synthesis": "generate",
+                                                               "change": "choose"}))
+    assert w.text == "The boat is moored at pier 4 [c3]." and "alternate" not in w.trace
+    assert w.trace["policy"] == "reader"
 
 
 def _tool(name):
@@ -260,29 +271,26 @@ def test_the_trace_keeps_the_models_probability_for_its_first_line():
             r.logprobs = [SimpleNamespace(token=d, logprob=-0.35) for d in first]
             return r
     m = WithLogprobs(lambda lines: [number_of(lines, "1550")])
-    w = choose.ChoosingWriter(m)
-    w.write(messages("What is the day rate?", "present", *RATES))
+    w = choose.ChoosingWriter(m).write(request("What is the day rate?", "present", *RATES))
     assert m.sent[-1]["logprobs"] is True
-    assert w.last_trace["model_p"] == pytest.approx(2.718281828 ** (-0.35 * len(str(
-        w.last_trace["chosen"][0]))))
+    assert w.trace["model_p"] == pytest.approx(2.718281828 ** (-0.35 * len(str(
+        w.trace["chosen"][0]))))
 
 
 def test_asked_again_in_reverse_a_position_pull_is_not_the_models_reading():
     """A model that always replies with the last line picks two lines in the two orders:
     the reader's answer is shown; one that picks by content is shown under "again"."""
     again = {"on_disagreement": "again"}
-    q = messages("Where is the boat moored?", "present", *RATES)
-    reader_says = extract.extract_answer(*extract.parse_prompt(q[-1]["content"]))
+    q = request("Where is the boat moored?", "present", *RATES)
+    reader_says = extract.extract_answer(q.question, q.mode, q.notes)
     assert "pier 4" in reader_says
     by_content = Model(lambda lines: [number_of(lines, "Fuel")])
-    w = choose.ChoosingWriter(by_content, policy=again)
-    text, _, _ = w.write(q)
-    assert len(by_content.sent) == 2 and w.last_trace["again"] is True
-    assert text.startswith("Fuel costs 90 a month") and w.last_trace["shown"] == "model"
+    w = choose.ChoosingWriter(by_content, policy=again).write(q)
+    assert len(by_content.sent) == 2 and w.trace["again"] is True
+    assert w.text.startswith("Fuel costs 90 a month") and w.trace["shown"] == "model"
     first = Model(lambda lines: [len(lines)])          # always the last line shown
-    w = choose.ChoosingWriter(first, policy=again)
-    text, _, _ = w.write(q)
-    assert w.last_trace["again"] is False and text == reader_says
+    w = choose.ChoosingWriter(first, policy=again).write(q)
+    assert w.trace["again"] is False and w.text == reader_says
     agreeing = Model(lambda lines: [number_of(lines, "pier")])
     choose.ChoosingWriter(agreeing, policy=again).write(q)
     assert len(agreeing.sent) == 1                  # no second request when they agree
@@ -307,7 +315,7 @@ def test_a_set_question_offers_every_notes_best_line_before_one_notes_many():
                                                 for i in range(30)))
     others = [note(2, "projects/birch.md", "Birch uses the soldering kit."),
               note(3, "projects/cedar.md", "Cedar also uses the kit now.")]
-    notes = extract.parse_prompt(messages("q", "any", crowded, *others)[-1]["content"])[2]
+    notes = request("q", "any", crowded, *others).notes
     lines, _ = choose.offered("Which projects use the kit?", "any", notes)
     assert {u.note["path"] for u in lines[:3]} == {"tools/kit.md", "projects/birch.md",
                                                     "projects/cedar.md"}

@@ -18,9 +18,9 @@ class FakeWriter:
     def __init__(self, reply):
         self.reply, self.calls = reply, []
 
-    def write(self, messages, stage="generate", ledger=None):
-        self.calls.append((messages, stage))
-        return self.reply, 123, 7
+    def write(self, request, stage="generate", ledger=None):
+        self.calls.append((request, stage))
+        return extract.Written(self.reply, "fake", 123, 7, {"seen": len(request.notes)})
 
 
 NOTES = [
@@ -90,7 +90,12 @@ def test_generate_draft_with_citations():
     d = generate.generate("What is the rate?", NOTES, "present", writer)
     assert d.citations == ["c1", "c2"] and not d.abstained
     assert (d.input_tokens, d.output_tokens) == (123, 7)
-    assert writer.calls[0][1] == "generate"
+    request, stage = writer.calls[0]
+    assert stage == "generate" and request.question == "What is the rate?"
+    assert request.mode == "present" and request.policy is None
+    assert [n["path"] for n in request.notes] == [c.path for c in NOTES]
+    assert (d.messages, d.notes) == (request.messages, request.notes)
+    assert (d.writer, d.trace) == ("fake", {"seen": len(NOTES)})   # handed back
 
 
 def test_generate_abstain_and_think_block():
@@ -111,16 +116,27 @@ def test_generate_with_builtin_writer_records_ledger():
     assert ledger.rows[0]["model"] == extract.WRITER_MODEL
 
 
-def test_every_prompt_form_is_read_back_by_the_builtin_writer():
+def read_back(request) -> tuple:
+    """(question, mode, notes) the request's own messages state (its text stripped)."""
+    q, mode, notes = extract.parse_prompt(request.messages[-1]["content"])
+    return q, mode, [{**n, "text": n["text"].strip()} for n in notes]
+
+
+def test_every_prompt_form_hands_on_the_notes_its_messages_show():
     four = NOTES + [cand(4, "home/boiler.md", "Service in May.", "2026-05-01")]
     for form in generate.PROMPT_FORMS:
-        system, user = build_messages("What is my day rate?", four, "present", form=form)
-        question, mode, notes = extract.parse_prompt(user["content"])
-        assert (question, mode) == ("What is my day rate?", "present"), form
+        req = generate.request("What is  my day rate?", four, "present", form=form)
+        assert req.messages == build_messages("What is  my day rate?", four, "present",
+                                              form=form)
+        system, user = req.messages
+        assert read_back(req) == (req.question, req.mode, req.notes), form
+        assert (req.question, req.mode) == ("What is my day rate?", "present"), form
         ids = ["c1", "c2", "c3"] + ([] if form == "top3" else ["c4"])
-        assert [n["id"] for n in notes] == ids, form
-        assert "Rules" not in notes[-1]["text"] and "Service" in notes[-1]["text"] or \
-            form == "top3", form
+        assert [n["id"] for n in req.notes] == ids, form
+        assert req.notes[1]["status"] == "older version, superseded by " + NOTES[0].path
+        assert req.notes[1]["section"] == "" and req.notes[0]["section"] == "Rates"
+        assert "Rules" not in req.notes[-1]["text"] and "Service" in req.notes[-1]["text"] \
+            or form == "top3", form
         rules_in = user["content"] if form == "rules-last" else system["content"]
         assert "End every sentence that states a fact" in rules_in, form
     numbered = build_messages("q?", NOTES, "present", form="numbered")

@@ -5,6 +5,7 @@ import re
 
 import pytest
 
+from verso import extract
 from verso import harness
 from verso import models
 
@@ -23,7 +24,7 @@ class NoWriter:
 
     name = "no-writer"
 
-    def write(self, messages, stage="generate", ledger=None):
+    def write(self, request, stage="generate", ledger=None):
         raise AssertionError("the writer was called")
 
 
@@ -121,8 +122,8 @@ class UncitedWriter:
 
     name = "uncited"
 
-    def write(self, messages, stage="generate", ledger=None):
-        return "The standard day rate is £760 per day.", 40, 9
+    def write(self, request, stage="generate", ledger=None):
+        return extract.Written("The standard day rate is £760 per day.", self.name, 40, 9)
 
 
 def test_a_citation_repair_reaches_the_answer_trace(loaded):

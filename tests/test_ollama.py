@@ -9,6 +9,7 @@ import pytest
 import verso
 
 from verso import embedder
+from verso import extract
 from verso import models
 from verso import reader
 from verso import cost_ledger
@@ -132,14 +133,18 @@ MESSAGES = [{"role": "system", "content": "Cite every sentence."},
              "The day rate is 1550 per day from October. Parking is extra.\n"
              "[c2] handovers/2026-05.md (2026-05-01)\nThe day rate was 1510.\n\n"
              "Question: What is the day rate now?"}]
+REQUEST = extract.WriteRequest(MESSAGES, "What is the day rate now?")
 
 
 def test_write_request_and_ledger(fake):
     ledger = cost_ledger.Ledger()
     w = writer(fake)
-    text, inp, out = w.write(MESSAGES, stage="generate", ledger=ledger)
+    written = w.write(REQUEST, stage="generate", ledger=ledger)
+    text, inp, out = written.text, written.input_tokens, written.output_tokens
     assert text == "The day rate is 1550 per day from October [c1]."
+    assert written.writer == "ollama" and written.trace == {}
     body, = fake.bodies("/api/chat")
+    assert body["messages"] == MESSAGES              # the messages, as they are
     assert body["model"] == "verso-writer" and body["stream"] is False
     assert body["think"] is False
     assert body["options"] == {"temperature": 0, "seed": models.WRITE_SEED,
@@ -153,24 +158,24 @@ def test_write_request_and_ledger(fake):
 def test_empty_reply_is_an_error_not_an_answer(fake):
     fake.fault("/api/chat", "empty")
     with pytest.raises(models.BackendError, match="empty reply"):
-        writer(fake).write(MESSAGES)
+        writer(fake).write(REQUEST)
 
 
 def test_bad_citation_is_passed_on_for_verify(fake):
     fake.fault("/api/chat", "badcite")
-    assert "[c9]" in writer(fake).write(MESSAGES)[0]
+    assert "[c9]" in writer(fake).write(REQUEST).text
 
 
 def test_writer_not_created_names_the_modelfile():
     with FakeOllama(models=["nomic-embed-text:latest"]) as f:
         with pytest.raises(models.BackendError,
                            match=r"run `ollama create verso-writer -f '\S+/Modelfile'`"):
-            writer(f).write(MESSAGES)
+            writer(f).write(REQUEST)
 
 
 def test_model_that_cannot_chat(fake):
     with pytest.raises(models.BackendError, match="cannot chat .*does not support chat"):
-        writer(fake, "nomic-embed-text").write(MESSAGES)
+        writer(fake, "nomic-embed-text").write(REQUEST)
 
 
 def test_modelfile_builds_the_writer():
@@ -460,7 +465,7 @@ def test_a_timed_out_reply_names_the_setting_to_raise(fake, monkeypatch):
     w = models.OllamaWriter(host=fake.url)
     assert w.api.timeout == 0.3
     with pytest.raises(models.BackendError, match=r"within 0.3 s: .*--timeout SECONDS"):
-        w.write([{"role": "user", "content": "hi"}])
+        w.write(extract.WriteRequest([{"role": "user", "content": "hi"}]))
 
 
 def _rent_vault(tmp_path, n=3):

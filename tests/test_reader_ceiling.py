@@ -8,7 +8,7 @@ import pytest
 
 from verso import harness
 from verso import extract
-from verso.generate import build_messages
+from verso import generate
 from verso.retrieve import Candidate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
@@ -32,9 +32,9 @@ def _answer(cands, gate=True):
                 "text": c.chunk["text"]} for c in cands]
     if not gate:
         return harness.Answer(question=Q["question"], sources=sources, abstained=True)
-    messages = build_messages(Q["question"], cands, "any")
-    text, _, _ = extract.BuiltinWriter().write(messages)
-    return harness.Answer(question=Q["question"], sources=sources, messages=messages,
+    request = generate.request(Q["question"], cands, "any")
+    text = extract.BuiltinWriter().write(request).text
+    return harness.Answer(question=Q["question"], sources=sources, messages=request.messages,
                           answer=text, abstained=text == extract.ABSTAIN_SENTENCE)
 
 

@@ -23,6 +23,7 @@ import verso
 from verso import calibrate
 from verso import chunking
 from verso import dating
+from verso import extract
 from verso import harness
 from verso import ingest
 from verso import models
@@ -788,12 +789,15 @@ class Obedient:
     def __init__(self, cite, says="9999"):
         self.cite, self.says = cite, says
 
-    def write(self, messages, stage="generate", ledger=None):
-        notes = dict(re.findall(r"(?m)^\[(c\d+)\] path: (.+?) \|", messages[-1]["content"]))
+    def write(self, request, stage="generate", ledger=None):
+        """Reads the prompt as a model does: the text it is sent."""
+        notes = dict(re.findall(r"(?m)^\[(c\d+)\] path: (.+?) \|",
+                                request.messages[-1]["content"]))
         ids = {path: cid for cid, path in notes.items()}
         cid = {"rent note": ids.get("home/rent 2026-03-01.md"), "missing": "c9",
                "none": None}[self.cite]
-        return f"The rent is {self.says}{f' [{cid}]' if cid else ''}.", 50, 8
+        return extract.Written(f"The rent is {self.says}{f' [{cid}]' if cid else ''}.",
+                               self.name, 50, 8)
 
 
 @pytest.fixture
@@ -836,11 +840,11 @@ def test_no_shipped_answer_carries_an_injected_value(hostile, writer):
     be = builtin
     if writer != "builtin":
         class CitesPlanted(Obedient):
-            def write(self, messages, stage="generate", ledger=None):
+            def write(self, request, stage="generate", ledger=None):
                 notes = dict(re.findall(r"(?m)^\[(c\d+)\] path: (.+?) \|",
-                                        messages[-1]["content"]))
+                                        request.messages[-1]["content"]))
                 cid = next(c for c, p in notes.items() if p == "home/landlord.md")
-                return f"The rent is 9999 [{cid}].", 50, 8
+                return extract.Written(f"The rent is 9999 [{cid}].", self.name, 50, 8)
         be = models.Backend("obedient", builtin.embedder, builtin.judge, CitesPlanted(None))
     a = harness.ask(Q, index=idx, backend=be)
     assert not (a.checks.get("passed") and "9999" in a.answer)

@@ -5,6 +5,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from verso import extract
 from verso import generate
 from verso import reader
 import rigfixtures
@@ -20,8 +21,8 @@ class Reply:
     def __init__(self, text):
         self.text = text
 
-    def write(self, messages, stage="generate", ledger=None):
-        return self.text, 10, 2
+    def write(self, request, stage="generate", ledger=None):
+        return extract.Written(self.text, "recorded", 10, 2)
 
 
 def run(shape, reply=None):
