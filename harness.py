@@ -272,7 +272,8 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     out = Answer(question=question, backend=be.name, backend_note=be.note,
                  sample_vault=from_sample(idx), index_config=ingest.config_of(idx.manifest))
     out.route = clock.run("route", route_stage.route, question, ledger=ledger)
-    _choose_time(out, idx, mode, as_of)
+    when = _choose_time(out.route, mode, as_of, idx)
+    out.time_mode, out.as_of = when.mode, when.as_of
     want = registry.asks(question, _projects(idx, include_private)) if write else None
     if want is not None:
         return _from_registry(out, idx, be, clock, want, include_private)
@@ -296,8 +297,12 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
         out.candidates["rerank"] = _trace(cands)
     threshold = rerank_stage.RELEVANCE_THRESHOLD if rerank else None
     out.ranking = [c.path for c in cands]
-    kept = (clock.run("evidence", _evidence, out, searched, cands, budget, keep, idx, qvec,
-                      threshold, mode) if use_version else cands[:keep or rerank_stage.KEEP])
+    if use_version:
+        kept, versioned = clock.run("evidence", _evidence, out, searched, cands, budget,
+                                    keep, idx, qvec, threshold)
+        out.time_mode = when.written_in(versioned)
+    else:
+        kept = cands[:keep or rerank_stage.KEEP]
     out.sources = _sources(kept)
     reason = rerank_stage.gate(kept) if rerank else (None if kept else "nothing retrieved")
     if reason:
@@ -327,12 +332,11 @@ def _rerank(searched, cands, judge, idx, ledger):
                                ledger=ledger, idf=idf)
 
 
-def _evidence(out: Answer, question, cands, budget, keep, idx, qvec, threshold,
-              mode_given) -> list:
-    """The evidence stage: the versions labelled (version.settle), the passages handed on
-    (evidence.select), statements a later note contradicts labelled, and the mode the
-    answer is written in: the router's present (or a point in time) is "any" when no
-    versions answer (version.effective_mode); a mode the caller gave stays."""
+def _evidence(out: Answer, question, cands, budget, keep, idx, qvec,
+              threshold) -> tuple[list, bool]:
+    """The evidence stage in out.time_mode: the versions labelled (version.settle), the
+    passages handed on (evidence.select), statements a later note contradicts labelled.
+    (The passages, whether what answers can hold versions: version.versions_answer.)"""
     mode = out.time_mode
     cands, dropped = version.settle(cands, mode, threshold, index=idx)
     kept = evidence.select(question, cands, budget, history=mode == "history", keep=keep,
@@ -340,10 +344,7 @@ def _evidence(out: Answer, question, cands, budget, keep, idx, qvec, threshold,
     if mode in ("present", "as_of") or (budget is not None and mode == "any"):
         kept = evidence.label_statements(question, kept)     # not how it changed
     out.candidates["version"] = _trace(cands + dropped)    # with what evidence set aside
-    by_default = out.route.get("time_confidence", 1.0) <= route_stage.DEFAULT
-    if not mode_given and (by_default or mode == "as_of"):
-        out.time_mode = version.effective_mode(idx, kept, mode, threshold)
-    return kept
+    return kept, version.versions_answer(idx, kept, threshold)
 
 
 def _sources(kept: list) -> list[dict]:
@@ -357,19 +358,38 @@ def _sources(kept: list) -> list[dict]:
             for c in kept]
 
 
-def _choose_time(out: Answer, idx, mode, as_of) -> None:
-    """out.time_mode and out.as_of: a date given outright; else the mode given or the
-    router's, a point in time the router found read in the vault's own years."""
+@dataclass(frozen=True)
+class _Time:
+    """The time decision (_choose_time): the mode the evidence is gathered in, the day of
+    an as_of, and whether that mode is a present the rules presumed (a plain question:
+    no time named, no mode given), which the evidence may still turn to "any"."""
+    mode: str
+    as_of: str | None = None
+    presumed: bool = False
+
+    def written_in(self, versions_answer: bool) -> str:
+        """The mode the answer is written and reported in: a presumed present is "any"
+        where what answers holds no versions (version.versions_answer). The filter was
+        the same, and the reported mode says so instead of claiming a current-versus-
+        outdated choice was made. Any other mode stands."""
+        return "any" if self.presumed and not versions_answer else self.mode
+
+
+def _choose_time(route: dict, mode, as_of, idx) -> _Time:
+    """The time decision, made once from the router and the caller: a date given
+    outright (as_of); else the mode given or the router's, a point in time the router
+    found read in the vault's own years (none found: "any"); the router's present for a
+    message that names no time is presumed (_Time.written_in)."""
     if as_of is not None:
-        out.time_mode, out.as_of = "as_of", asof.parse(as_of)
-        return
-    out.time_mode = mode or out.route["time_mode"]
-    if out.time_mode == "as_of":
-        spec = out.route.get("as_of")
+        return _Time("as_of", asof.parse(as_of))
+    chosen = mode or route["time_mode"]
+    if chosen == "as_of":
+        spec = route.get("as_of")
         if spec is None and mode == "as_of":
             raise ValueError("time mode as_of needs a date: pass --as-of YYYY-MM-DD")
-        out.as_of = asof.resolve(spec, retrieve.real_dates(idx)) if spec else None
-        out.time_mode = "as_of" if out.as_of else "any"
+        day = asof.resolve(spec, retrieve.real_dates(idx)) if spec else None
+        return _Time("as_of", day) if day else _Time("any")
+    return _Time(chosen, presumed=not mode and chosen == "present" and not route["time_cue"])
 
 
 def _projects(idx, include_private=True) -> list[dict]:

@@ -4,6 +4,8 @@ In:  the user's message.
 Out: {"intent": "notes"|"small_talk"|"live_data",
       "time_mode": "present"|"history"|"any"|"as_of", "as_of": asof.phrase's spec or None,
       "confidence": float (of the intent), "time_confidence": float,
+      "time_cue": bool (the message names its time: a change, present or time word, a
+      date, a past tense or an event; False: the mode is the rules' default or none),
       "why": the time rule and the cue it matched,
       "needs_retrieval": bool}.
 Not: retrieval or answering (the harness acts on the decision); no model is asked.
@@ -131,5 +133,5 @@ def route(message: str, ledger=None) -> dict:
     intent, conf = _intent(msg)
     mode, tconf, why, spec = _time_mode(LEADING_SMALL_TALK_RE.sub("", msg))
     return {"intent": intent, "time_mode": mode, "as_of": spec, "confidence": float(conf),
-            "time_confidence": float(tconf), "why": why,
+            "time_confidence": float(tconf), "time_cue": tconf > DEFAULT, "why": why,
             "needs_retrieval": intent == "notes"}

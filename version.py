@@ -5,6 +5,8 @@ Stage: version-filter before rerank; settle in the evidence stage after it.
   settle(cands, mode, threshold)    after rerank: label each older version with the
                                     newer one that answers (present, as-of); removes
                                     nothing; returns (kept, dropped).
+  versions_answer(index, kept, threshold)   the evidence's fact: whether what answers
+                                    can hold versions (harness decides the mode with it).
 In:  retrieve.Candidate lists; the Index for families, dates and dated sections exactly
      as ingest computed them (file date/date_source/is_latest/family/duplicate_of, chunk
      section_date); the query vector to pick the closest chunk of a pulled-in version.
@@ -448,21 +450,15 @@ def _settle_views(cands, index) -> dict:
     return views
 
 
-def effective_mode(index, kept: list[Candidate], mode: str, threshold=None) -> str:
-    """"present" is "any" when what answers holds no versions: nothing answers, or one
-    file answers that has no other versions and no dated log entries. The filter is then
-    the same, and the reported time mode says so instead of claiming a current-versus-
-    outdated choice was made. "as_of" stays: a date was given or named, and the
-    answer is about that day."""
-    if mode != "present":
-        return mode
+def versions_answer(index, kept: list[Candidate], threshold=None) -> bool:
+    """Whether what answers (relevance at the threshold) can hold versions of the
+    answer: two or more files answer, or the one file that answers has other versions or
+    dated log entries. False when nothing answers. (A present mode the rules presumed
+    stands only where this holds: harness._Time.)"""
     answering = [c for c in kept if _answers(c, threshold)]
-    if not answering:
-        return "any"        # nothing answers: no version of the answer was chosen
-    if len({c.path for c in answering}) == 1 and not _is_versioned(_tables(index),
-                                                                   answering[0]):
-        return "any"
-    return mode
+    if len({c.path for c in answering}) != 1:
+        return bool(answering)
+    return _is_versioned(_tables(index), answering[0])
 
 
 def _answers(c: Candidate, threshold) -> bool:

@@ -8,6 +8,7 @@ import pytest
 from verso import extract
 from verso import harness
 from verso import models
+from verso import route
 
 REQUIRED = {"answer", "abstained", "abstain_reason", "time_mode", "citations", "sources",
             "stages", "verdict", "backend"}
@@ -37,6 +38,25 @@ def test_current_value_is_the_newest_and_cites_the_newest_file(loaded):
     assert a.sources[0]["is_latest"] is True
     assert "set aside: 2026-07-01  work/rates card_2026-07.md (superseded by work/rates " \
         "card 2026-10-05.md)" in harness.render(a)
+
+
+def test_the_time_mode_is_decided_once_from_the_router_the_caller_and_the_evidence(loaded):
+    idx, be = loaded
+    plain = route.route("What is the wifi password?")       # no time named: presumed
+    when = harness._choose_time(plain, None, None, idx)
+    assert (when.mode, when.presumed) == ("present", True)
+    assert when.written_in(False) == "any" and when.written_in(True) == "present"
+    for named in (harness._choose_time(plain, "present", None, idx),     # the caller's
+                  harness._choose_time(route.route("What is the wifi password now?"),
+                                       None, None, idx)):               # a time word
+        assert not named.presumed and named.written_in(False) == "present"
+    dated = harness._choose_time(plain, None, "2026-05-01", idx)
+    assert (dated.mode, dated.as_of, dated.written_in(False)) == ("as_of", "2026-05-01",
+                                                                  "as_of")
+    # nothing answers: no version was chosen, so the answer is not said to be current
+    assert harness.ask("What is the wifi password?", index=idx, backend=be).time_mode == "any"
+    assert harness.ask("What is the wifi password?", index=idx, backend=be,
+                       mode="present").time_mode == "present"
 
 
 def test_change_question_lists_every_value_in_date_order(loaded):

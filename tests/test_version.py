@@ -299,23 +299,22 @@ def test_sectioned_versions_compare_by_file_date_only_when_known():
     assert cands[0].superseded_by == "journal/log 2026-05.md"
 
 
-def test_effective_mode_present_without_versions_is_any(index):
+def test_versions_answer_only_where_what_answers_can_hold_versions(index):
     recipe = cand(index, "misc/recipes.md", relevance=0.9)
     other = cand(index, SERVER_REAL, relevance=0.1)
     # one answering file with no other versions: the present filter had nothing to do
-    assert version.effective_mode(index, [recipe, other], "present", 0.5) == "any"
+    assert not version.versions_answer(index, [recipe, other], 0.5)
     # nothing answers: no version of the answer was chosen either
-    assert version.effective_mode(index, [other], "present", 0.5) == "any"
-    # the answer comes from a family of versions, or from a dated log: stays present
+    assert not version.versions_answer(index, [other], 0.5)
+    assert not version.versions_answer(index, [], 0.5)
+    # the answer comes from a family of versions, or from a dated log
     newest = cand(index, H.format("2026-10"), "1550", relevance=0.9)
-    assert version.effective_mode(index, [newest, recipe], "present", 0.5) == "present"
+    assert version.versions_answer(index, [newest, recipe], 0.5)
     entry = cand(index, LOG, "55k", relevance=0.9)
-    assert version.effective_mode(index, [entry], "present", 0.5) == "present"
+    assert version.versions_answer(index, [entry], 0.5)
     # two different files answer: a newer document may correct an older one
     both = [recipe, cand(index, SERVER_REAL, relevance=0.8)]
-    assert version.effective_mode(index, both, "present", 0.5) == "present"
-    # other modes are left alone
-    assert version.effective_mode(index, [recipe], "history", 0.5) == "history"
+    assert version.versions_answer(index, both, 0.5)
 
 
 def test_history_settle_moves_the_lead_documents_versions_to_the_front(index):
