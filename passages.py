@@ -12,21 +12,28 @@ Not: retrieval, judging relevance (rerank.py), deciding versions (version.py), l
      from other notes (evidence.label_statements), the builtin reader's own default.
 
 How it chooses, by one model and one fill:
-- The pool: every section (chunk) of every note among the candidates. A note whose
-  candidates arrive changed by the time stage (as-of cut its lines) gives only those.
+- The pool: every section (chunk) of every note among the candidates that names an
+  asked word, was a candidate or opens its note, and every dated entry of a log stating
+  a number counted in what its entries naming an asked word count in ("76.0 kg" under
+  "Weight 73.2 kg"). A note whose candidates arrive changed by the time stage (as-of cut
+  its lines) gives only those.
 - Each section gets P(it holds a key fact) from one logistic model over FEATURES: how
   well the section, its heading trail and its note's title match the question (BM25,
-  dense, term shares), what rerank said of it and of its note, the note's rank, whether
-  it is current, its place in the note. The weights are fitted by tools/fit_evidence.py
+  dense, term shares), what the builtin reader reads in it and in its note's best
+  section (every section read by code, whichever judge reranked the candidates: a
+  model judge's scale is not the one fitted), the note's rank, whether it is current,
+  its place in the note. The weights are fitted by tools/fit_evidence.py
   on the tuning splits (never a frozen one) and written below between the FITTED marks.
-- The fill: sections in order of P per word (the expected key facts a word buys) while
-  the words fit (a short note is one section: chunking merges short sections); a
+- The fill: sections in order of P per word (the expected key facts a word buys, words
+  raised to WORDS_POWER: a long section that likely answers is not put behind every
+  short one) while the words fit (a short note is one section: chunking merges short sections); a
   section that does not fit is cut to its lines naming the most asked terms when
-  CUT_MIN words are left (tools/fit_evidence.py --grid); a note not yet chosen comes in
+  CUT_MIN words are left (CUT_MIN and WORDS_POWER: tools/fit_evidence.py --grid); a note not yet chosen comes in
   only while fewer than `notes` are.
 - Versions label and order; they never remove. A change question: a section taken
-  brings the best section naming an asked term of every other version of its document
-  and of every other dated entry of its log. Any other question: an older version's
+  brings the best section stating the asked field (naming an asked term, or a number
+  counted as its own are) of every other version of its document and of every other
+  dated entry of its log. Any other question: an older version's
   section comes after the best section of the version that supersedes it.
 - Order: notes by their best P ("last time" mention first); the versions of a document
   together, oldest first for a change question, else the current one first; a log's
@@ -41,6 +48,8 @@ from pathlib import PurePosixPath
 
 import numpy as np
 
+from verso import reader
+from verso import rerank
 from verso import retrieve
 from verso import textkit
 from verso import version
@@ -50,20 +59,22 @@ MAX_NOTES = 20          # notes one evidence holds when no cap is given
 CUT_MIN = 10            # a section that does not fit is cut only with this many words left
                         # (tools/fit_evidence.py --grid; a note given whole below some size,
                         # 50, 100 or 200 words, handed on no more key facts: left out)
+WORDS_POWER = 0.6       # the fill's order: P / words ** WORDS_POWER (tools/fit_evidence.py
+                        # --grid: 0.6 handed on 531 key facts at the three budgets, 1.0 530)
 ELIDED = "…"            # stands where a cut section leaves lines out
 HEADING_MARK = "## "    # a later section's heading trail inside a note's passage
 LOG_HEADER = "log_header"   # chunk key of a log's undated top as a passage of its own
 
-FEATURES = ("bm25", "dense", "terms", "heading", "title", "candidate", "relevance",
-            "note_relevance", "note_rank", "note_bm25", "current", "first", "words",
-            "later", "bm25_rank", "dense_rank")
+FEATURES = ("bm25", "dense", "terms", "heading", "title", "candidate",
+            "note_rank", "note_bm25", "current", "first", "words",
+            "later", "bm25_rank", "dense_rank", "reader", "note_reader")
 # ---- FITTED: tools/fit_evidence.py --write (raw-scale weights; do not edit by hand)
-BIAS = -7.079
+BIAS = -6.4119
 WEIGHTS = {
-    "bm25": 2.6024, "dense": 4.5489, "terms": -0.5458, "heading": -1.0499, "title": 1.6458,
-    "candidate": 1.4202, "relevance": 3.0174, "note_relevance": -0.221,
-    "note_rank": 1.6168, "note_bm25": -0.8157, "current": 0.0244, "first": 0.336,
-    "words": 0.1251, "later": 0.3371, "bm25_rank": 0.6825, "dense_rank": 0.2989}
+    "bm25": 1.4124, "dense": 3.9164, "terms": -0.5352, "heading": -1.7418, "title": 1.706,
+    "candidate": -0.1711, "note_rank": 1.6615, "note_bm25": 0.5573, "current": -0.0734,
+    "first": 0.2645, "words": 0.3214, "later": 0.1972, "bm25_rank": 0.7832,
+    "dense_rank": 0.0959, "reader": 4.245, "note_reader": -1.209}
 # ---- end FITTED
 
 
@@ -139,11 +150,12 @@ def sections(question: str, cands: list[Candidate], index, qvec) -> tuple[list, 
     out, at, heads = [], 0, {}
     for path, (rank, own, note_ids) in list(notes.items()):
         title = _share(asked, PurePosixPath(path).stem)
-        judged = [c.relevance for c in own.values() if c.relevance is not None]
+        units = _units_asked(index, note_ids, lexical[at:at + len(note_ids)])
         rows, kept = [], []
         for j, cid in enumerate(note_ids):
             at += 1
-            if not (lexical[at - 1] > 0 or cid in own or j == 0):
+            if not (lexical[at - 1] > 0 or cid in own or j == 0
+                    or units and _entry_in(index.chunks[cid], units)):
                 continue       # no asked word, never a candidate: not read (a long log)
             kept.append(cid)
             c = own.get(cid)
@@ -158,8 +170,6 @@ def sections(question: str, cands: list[Candidate], index, qvec) -> tuple[list, 
                 "terms": _share(asked, text) if lexical_hit else 0.0,   # its own words
                 "heading": heads[heading] if lexical_hit else 0.0, "title": title,
                 "candidate": float(c is not None),
-                "relevance": float(c.relevance or 0.0) if c is not None else 0.0,
-                "note_relevance": max(judged, default=0.0),
                 "note_rank": 1.0 / (1.0 + rank),
                 "current": float(not _superseded(c, chunk)),
                 "first": float(j == 0), "words": math.log1p(n)}, chunk))
@@ -172,9 +182,41 @@ def sections(question: str, cands: list[Candidate], index, qvec) -> tuple[list, 
     for key in ("bm25", "dense"):               # its rank in the whole pool, scale-free
         for r, x in enumerate(sorted(out, key=lambda x: -x.features[key])):
             x.features[f"{key}_rank"] = 1.0 / (1.0 + r)
+    read, best = _read(question, out, index), {}
+    for x, p in zip(out, read):
+        x.features["reader"], best[x.path] = p, max(best.get(x.path, 0.0), p)
+    for x in out:
+        x.features["note_reader"] = best[x.path]
     for s in out:
         s.p = probability(s.features)
     return out, notes
+
+
+def _units_asked(index, note_ids: list, lexical) -> frozenset:
+    """What the numbers of a log's entries that name an asked word are counted in
+    (textkit.counted_in): its other entries stating a number in one of these state the
+    same field tersely ("76.0 kg" under "Weight 73.2 kg"); empty for a note without
+    dated entries."""
+    if not any(index.chunks[cid].get("section_date") for cid in note_ids):
+        return frozenset()
+    return frozenset().union(*(textkit.counted_in(index.chunks[cid].get("text") or "")
+                               for cid, hit in zip(note_ids, lexical) if hit > 0))
+
+
+def _entry_in(chunk: dict, units: frozenset) -> bool:
+    """A dated entry stating a number counted in one of `units`."""
+    return bool(chunk.get("section_date")) and not units.isdisjoint(
+        textkit.counted_in(chunk.get("text") or ""))
+
+
+def _read(question: str, pool: list, index) -> list[float]:
+    """The builtin reader's P(a section answers), its best line's, for every section
+    of the pool: a candidate's judge may be a model, and a section that was never a
+    candidate was not judged at all; this one reads them all, by code."""
+    texts = {str(i): {"text": s.chunk.get("text") or "", "heading": s.chunk.get("heading")
+                      or "", "path": s.path} for i, s in enumerate(pool)}
+    got = reader.BuiltinJudge().relevance(question, texts, idf=rerank.corpus_idf(index))
+    return [got[str(i)] for i in range(len(pool))]
 
 
 def probability(features: dict, weights=None, bias=None) -> float:
@@ -228,7 +270,8 @@ def choose(question: str, cands: list[Candidate], index, qvec, budget: int,
     for c in first:
         if c.id in by_id:
             take(by_id[c.id], forced=True)
-    for s in sorted(pool, key=lambda s: (-s.p / max(s.words, 1), table[s.path][0], s.at)):
+    for s in sorted(pool, key=lambda s: (-s.p / max(s.words, 1) ** WORDS_POWER,
+                                         table[s.path][0], s.at)):
         if used >= budget:
             break
         if not history:
@@ -280,15 +323,18 @@ def _newer(s: Section, groups: dict) -> Section | None:
 
 def _versions(s: Section, groups: dict) -> list:
     """A change question: the other versions of s's document, and the other dated
-    entries of s's log, each by its best section (by P) naming an asked term, oldest
-    first."""
+    entries of s's log, each by its best section (by P) stating the asked field: naming
+    an asked term, or a number counted in what s's numbers are (textkit.counted_in: "76.0
+    kg" under "Weight 73.2 kg"), oldest first."""
     best: dict = {}
     family = groups.get(("family", s.chunk.get("family") or s.path), [])
     entries = groups.get(("log", s.path), []) if s.chunk.get("section_date") else []
+    units = textkit.counted_in(s.chunk.get("text") or "")
     for key_of, group in ((lambda x: x.path, family),
                           (lambda x: x.chunk.get("section_date"), entries)):
         for x in group:
-            if x.id != s.id and x.names_asked:
+            if x.id != s.id and (x.names_asked or not units.isdisjoint(
+                    textkit.counted_in(x.chunk.get("text") or ""))):
                 key = key_of(x)
                 if key not in best or x.p > best[key].p:
                     best[key] = x

@@ -14,18 +14,19 @@ Fit: verdict_fit.fit (standardised ridge logistic regression, Newton's method), 
 
     python tools/fit_evidence.py            # print the fit and the held-out figures
     python tools/fit_evidence.py --write    # and write the weights into passages.py
-    python tools/fit_evidence.py --grid     # the fill's cut size: CUT_MIN
+    python tools/fit_evidence.py --grid     # the fill's sizes: CUT_MIN, WORDS_POWER
 
---grid: every pair of GRID's sizes with the shipped weights, the key facts handed on at
-the three budgets summed over the tuning splits; the rule: the most, ties to the smaller
-sizes (fewer words spent on whole notes and cut lines). Run at commit cc5634a it picked
-SHORT_NOTE 0 (no note given whole for being short: 0, 50 and 100 words tied), so that
-branch was taken out; CUT_MIN 10.
+--grid: every combination of GRID's sizes with the shipped weights, the key facts handed
+on at the three budgets summed over the tuning splits; the rule: the most, ties to the
+sizes listed first (fewer words spent on cut lines; P per word as it is). Run at commit
+cc5634a it picked SHORT_NOTE 0 (no note given whole for being short: 0, 50 and 100 words
+tied), so that branch was taken out; CUT_MIN 10.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import re
 import sys
@@ -44,7 +45,7 @@ from verso import passages  # noqa: E402
 from verso import verdict_fit  # noqa: E402
 
 BUDGETS = (300, 600, 1000)
-GRID = {"CUT_MIN": (10, 25, 50)}
+GRID = {"CUT_MIN": (10, 25, 50), "WORDS_POWER": (1.0, 0.8, 0.6)}   # ties: the first
 FENCE_RE = re.compile(r"(# ---- FITTED:[^\n]*\n)(.*?)(# ---- end FITTED)", re.S)
 
 
@@ -117,21 +118,25 @@ def recall(sets, loaded, bias, weights) -> dict:
     return out
 
 
-def grid(sets, loaded) -> int:
-    """CUT_MIN by GRID's rule; prints a row per size."""
-    saved, rows = passages.CUT_MIN, []
+def grid(sets, loaded) -> dict:
+    """GRID's sizes by its rule (every combination); prints a row per combination."""
+    names = list(GRID)
+    saved, rows = {n: getattr(passages, n) for n in names}, []
     try:
-        for cut in GRID["CUT_MIN"]:
-            passages.CUT_MIN = cut
+        for combo in itertools.product(*(GRID[n] for n in names)):
+            for n, v in zip(names, combo):
+                setattr(passages, n, v)
             got = recall(sets, loaded, passages.BIAS, passages.WEIGHTS)
             sums = [sum(v[i] for v in got.values()) for i in range(len(BUDGETS))]
-            print(f"CUT_MIN {cut:>3}: " + "  ".join(
+            print(", ".join(f"{n} {v}" for n, v in zip(names, combo)) + ": " + "  ".join(
                 f"{b} words {k}" for b, k in zip(BUDGETS, sums)), flush=True)
-            rows.append((-sum(sums), cut))
+            rows.append((-sum(sums), [GRID[n].index(v) for n, v in zip(names, combo)], combo))
     finally:
-        passages.CUT_MIN = saved
-    print(f"picked: CUT_MIN = {min(rows)[1]}")
-    return min(rows)[1]
+        for n, v in saved.items():
+            setattr(passages, n, v)
+    best = dict(zip(names, min(rows)[2]))
+    print("picked: " + ", ".join(f"{n} = {v}" for n, v in best.items()))
+    return best
 
 
 def write(bias: float, weights: dict) -> None:
