@@ -287,7 +287,8 @@ def calibrate(question: str, notes: list, ver, kept: list, backend: str,
     `backend` (key()).
     readers_agree: whether a model's chosen lines and the builtin reader stated the same
     facts (choosing_writer.py), which then stands for the feature (else: is the answer's
-    line the reader's top line); model_p: the model's probability for its first chosen line."""
+    line the reader's top line); model_p: the model's probability for its first chosen
+    line."""
     f = features(question, notes, ver.sentences, kept)
     if f is not None:
         f["on_question"] = float(ver.on_question)

@@ -285,8 +285,9 @@ class ChoosingWriter:
         if kind and policy.get(kind, "choose") == "generate":
             free = self.inner.write(request, stage=stage, ledger=ledger)
             return builtin_writer.Written(free.text, "generate", free.input_tokens,
-                                   free.output_tokens, {"why": f"a {kind} question: the "
-                                   "model's policy gives it to the free-text writer"})
+                                          free.output_tokens, {"why": f"a {kind} question: "
+                                          "the model's policy gives it to the free-text "
+                                          "writer"})
         started = time.perf_counter()
         lines, units = offered(question, mode, notes)
         builtin = builtin_writer.extract_answer(question, mode, notes)

@@ -1,4 +1,4 @@
-"""catalogue: the notes of a vault -> their file records, whole or for what changed.
+"""file_records: the notes of a vault -> their file records, whole or for what changed.
 
 In:  the vault, the scan's paths and stats (vault_walk.scan), the config; the previous
      index (its file records by column, its rows per note) when there is one.

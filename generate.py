@@ -222,8 +222,8 @@ def request(question: str, notes: list, time_mode: str, budget: int | None = Non
     messages = [{"role": "system", "content": system},
                 {"role": "user", "content": "\n".join(lines)}]
     return builtin_writer.WriteRequest(messages, question, time_mode,
-                                [reader_note(i, c, b[1]) for i, (c, b) in
-                                 enumerate(zip(shown, blocks))], policy)
+                                       [reader_note(i, c, b[1]) for i, (c, b) in
+                                        enumerate(zip(shown, blocks))], policy)
 
 
 def _plain_words(text: str) -> str:

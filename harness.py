@@ -415,7 +415,7 @@ class _RegistryWriter:
     def write(self, request, stage="generate", ledger=None) -> builtin_writer.Written:
         text = registry.sentences(self.rows, [f"c{i}" for i in range(1, len(self.rows) + 1)])
         return builtin_writer.Written(text or generate.ABSTAIN, self.name, 0,
-                               textkit.count_tokens(text))
+                                      textkit.count_tokens(text))
 
 
 def _from_registry(out: Answer, idx, be, clock: _Clock, want: dict, include_private):

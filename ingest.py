@@ -364,7 +364,7 @@ def _files_and_chunks(vault: Path, paths: list, cfg: dict, progress, stats: dict
             recs, skipped = ch.recs, ch.skipped
         else:
             recs, skipped = file_records.catalogue(vault, paths, cfg, progress, stats,
-                                                _old_records(prev, key), known)
+                                                   _old_records(prev, key), known)
     except file_records.Stale:
         known["new"].clear()
         ch = None

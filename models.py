@@ -3,8 +3,8 @@
 In:  texts to embed, passages and claims to judge, a write request
      (builtin_writer.WriteRequest: the chat messages to write from).
 Out: float32 L2-normalised vectors, probabilities, answer text (builtin_writer.Written);
-     one ledger row per call (cost_ledger.Ledger: stage, backend, model, input tokens, output
-     tokens, seconds, dollars).
+     one ledger row per call (cost_ledger.Ledger: stage, backend, model, input tokens,
+     output tokens, seconds, dollars).
 Not: retrieval, prompts or verdicts (the stage modules own those); the builtin embedder
      (embedder.py), reader and writer (line_scores.py, builtin_writer.py); text helpers
      (textkit.py).

@@ -512,7 +512,7 @@ def _load(d: Path, backend, ahead: Ahead | None = None) -> Index:
 
 def _load_files(d: Path, manifest: dict, files_file: str, vault, fix: str, read):
     """((base name, its sha, its records), the file records now): the base's columns
-    (filecols; decoded when a field is asked for), with the delta the manifest names
+    (file_columns; decoded when a field is asked for), with the delta the manifest names
     (if any) applied; each file checked against its digest. read: _digested's."""
     try:
         raw, sha = read(files_file)

@@ -60,7 +60,7 @@ class ReplayWriter:
         if rec["messages"][-1]["content"] != request.messages[-1]["content"]:
             self.changed.append(request.question)   # the notes differ from the recording's
         return builtin_writer.Written(rec["reply"], self.name, rec.get("prompt_tokens", 0),
-                               rec.get("output_tokens", 0))
+                                      rec.get("output_tokens", 0))
 
 
 def run(questions, backend, index, writer) -> list[dict]:

@@ -63,8 +63,8 @@ def test_analyse_parts_take_the_whole_topic_and_their_own_kinds():
 
 def test_question_parts_keep_context_with_the_part_after_it():
     assert line_scores.question_parts("For the test rounds, how many take part and what do "
-                                 "they get?") == ["how many take part For the test rounds",
-                                                  "what do they get"]
+                                      "they get?") == ["how many take part For the test rounds",
+                                                       "what do they get"]
 
 
 def test_months_match_the_words_a_question_uses():

@@ -22,8 +22,8 @@ def request(question, mode, *notes, policy=None):
     """What generate hands a writer: messages (here a stand-in; the chooser sends its
     own, the free-text writer these) and the notes in the order given."""
     return builtin_writer.WriteRequest([{"role": "user", "content": f"notes, then {question}"}],
-                                question, mode, [{**n, "order": i} for i, n in
-                                                 enumerate(notes)], policy)
+                                       question, mode, [{**n, "order": i} for i, n in
+                                                        enumerate(notes)], policy)
 
 
 class Model:
@@ -66,7 +66,7 @@ RATES = [note(1, "work/rates 2026-09.md", "Day rate: 1550 for Kittiwake from Sep
 def test_present_mode_offers_no_line_of_a_superseded_version_and_cites_the_choice():
     m = Model(lambda lines: [number_of(lines, "1550")])
     w = choosing_writer.ChoosingWriter(m).write(request("What is my day rate for Kittiwake?",
-                                               "present", *RATES))
+                                                        "present", *RATES))
     shown = m.sent[0]["messages"][-1]["content"]
     assert "1400" not in shown and "1550" in shown
     assert w.text == "Day rate: 1550 [c1]."    # cut before what only the old version says
@@ -156,7 +156,7 @@ def test_the_ledger_row_carries_what_was_offered_and_chosen():
     ledger = Ledger()
     m = Model(lambda lines: [number_of(lines, "pier")])
     choosing_writer.ChoosingWriter(m).write(request("Where is the boat moored?", "present", *RATES),
-                                   ledger=ledger)
+                                            ledger=ledger)
     row = ledger.rows[-1]
     assert row["model"] == "choose:scripted" and row["input_tokens"] == 50
     assert row["choose"]["chosen"] and "messages" not in row["choose"]
@@ -209,9 +209,9 @@ def test_until_the_model_is_calibrated_both_readings_are_kept():
     assert w.trace["shown"] == "model" and len(m.sent) == 1    # not asked again
     m = Model(lambda lines: [number_of(lines, "Fuel")])   # calibrated: the request says
     w = choosing_writer.ChoosingWriter(m).write(request("Where is the boat moored?", "present",
-                                               *RATES, policy={"on_disagreement": "reader",
-                                                               "synthesis": "generate",
-                                                               "change": "choose"}))
+                                                        *RATES, policy={"on_disagreement": "reader",
+                                                                        "synthesis": "generate",
+                                                                        "change": "choose"}))
     assert w.text == "The boat is moored at pier 4 [c3]." and "alternate" not in w.trace
     assert w.trace["policy"] == "reader"
 
@@ -341,6 +341,6 @@ def test_an_answer_with_the_numbers_but_not_the_name_asked_beside_them_is_not_th
     both = "electrician, Sparkright Electrical [c1]. mobile: 07700 900731 [c1]."
     assert not choosing_writer.same_facts("mobile: 07700 900731 [c1].", both)
     assert choosing_writer.same_facts("Mobile: 07700 900731 [c2]. Electrician, Sparkright "
-                             "Electrical [c1].", both)              # in another order
+                                      "Electrical [c1].", both)              # in another order
     assert choosing_writer.same_facts("Electrician,  sparkright electrical [c3]. Mobile "
-                             "07700 900731 [c1].", both)
+                                      "07700 900731 [c1].", both)

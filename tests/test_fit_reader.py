@@ -1,5 +1,6 @@
 """tools/fit_reader.py: the fitting procedure on hand-worked data, and the constants in
-line_scores.py are what it prints for the dev split (re-run it and paste when this fails)."""
+line_scores.py are what it prints for the dev split (re-run it and paste when this
+fails)."""
 
 import sys
 from pathlib import Path

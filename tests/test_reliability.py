@@ -797,7 +797,7 @@ class Obedient:
         cid = {"rent note": ids.get("home/rent 2026-03-01.md"), "missing": "c9",
                "none": None}[self.cite]
         return builtin_writer.Written(f"The rent is {self.says}{f' [{cid}]' if cid else ''}.",
-                               self.name, 50, 8)
+                                      self.name, 50, 8)
 
 
 @pytest.fixture

@@ -109,4 +109,4 @@ def test_asof_and_the_reader_read_them():
     ask = line_scores.analyse("What is my rate presently, and how has it changed over time?")
     assert "presently" not in ask.terms and "time" not in ask.terms and "rate" in ask.terms
     assert line_scores.question_parts("How much is it and who pays?") == ["How much is it",
-                                                                     "who pays"]
+                                                                          "who pays"]
