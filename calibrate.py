@@ -2,7 +2,7 @@
 
 Stage: calibrate (after verify).
 In:  the question, the notes the writer was sent (as the builtin reader reads them:
-     extract.WriteRequest.notes, carried on in generate.Draft.notes), verify's rows
+     builtin_writer.WriteRequest.notes, carried on in generate.Draft.notes), verify's rows
      (claims, citations, judge support), whether verify's checks passed, the kept
      candidates (rerank relevance) and the backend's name.
 Out: FEATURES (numbers any written answer has), p = the backend's fitted logistic model's
@@ -10,7 +10,7 @@ Out: FEATURES (numbers any written answer has), p = the backend's fitted logisti
      code checks and the judge passed and p >= that backend's threshold, else ESCALATE.
 Not: abstaining (the gate and the writer do), fitting (tools/fit_verdict.py writes
      CALIBRATIONS), or reading rules of its own: line scores are the builtin reader's
-     (reader.py, frozen), read a second time over the same notes.
+     (line_scores.py, frozen), read a second time over the same notes.
 
 The features describe how an answer came about: how strongly the builtin reader scores
 the line the answer came from and by how much it beats the best line stating something
@@ -40,17 +40,18 @@ import sys
 from pathlib import Path
 
 import verso
-from verso import choose
-from verso import extract
-from verso import reader
+from verso import builtin_writer
+from verso import choosing_writer
+from verso import line_scores
 from verso import store
 from verso import textkit
 
 FEATURES = ("line_evidence", "margin", "line_named", "line_heading", "missing_in_note",
             "names_held", "relevance", "agreeing_notes", "cited_latest", "readers_agree",
             "support", "on_question")
-# A model reader's own: its probability for the first line it chose (choose.first_pick_p,
-# from the reply's logprobs). Missing (a server without logprobs) counts as its mean.
+# A model reader's own: its probability for the first line it chose
+# (choosing_writer.first_pick_p, from the reply's logprobs). Missing (a server without
+# logprobs) counts as its mean.
 MODEL_FEATURES = ("model_p",)
 PRECISION = 0.9          # the share of SHIPs that must be right (held out, tuning splits)
 CLIP = 10.0              # reader logits beyond this say nothing more
@@ -110,7 +111,7 @@ def _clip(x: float) -> float:
 
 
 def _share(terms, tset) -> float:
-    return sum(1 for t in terms if reader.match(t, tset)) / len(terms) if terms else 1.0
+    return sum(1 for t in terms if line_scores.match(t, tset)) / len(terms) if terms else 1.0
 
 
 def _cited_lines(notes: list, units: list, rows: list) -> list:
@@ -125,29 +126,29 @@ def _cited_lines(notes: list, units: list, rows: list) -> list:
 def features(question: str, notes: list, rows: list, kept: list) -> dict | None:
     """FEATURES of an answer over the notes its writer was sent (None when none of its
     sentences comes from a cited line)."""
-    ask = reader.analyse(question)
-    units = extract.unit_rows(ask, notes)
+    ask = line_scores.analyse(question)
+    units = builtin_writer.unit_rows(ask, notes)
     lines = _cited_lines(notes, units, rows)
     if not lines:
         return None
     line, top = lines[0], max(units, key=lambda u: u.ev)
-    said = extract.values(line.text)
-    rival = max((u.ev for u in units if extract.values(u.text) != said), default=-CLIP)
-    agree = {u.note["id"] for u in units if said and said <= extract.values(u.text)}
+    said = builtin_writer.values(line.text)
+    rival = max((u.ev for u in units if builtin_writer.values(u.text) != said), default=-CLIP)
+    agree = {u.note["id"] for u in units if said and said <= builtin_writer.values(u.text)}
     cited = {c for r in rows for c in r.get("citations", [])} & {n["id"] for n in notes}
     by_id = {f"c{i}": c for i, c in enumerate(kept, 1)}
     rel = [by_id[c].relevance for c in cited if c in by_id and by_id[c].relevance is not None]
     support = [r["support"] for r in rows if r.get("support") is not None]
-    own = textkit.evidence_terms(line.text) | extract.label_terms(line.note)
-    mentioned = textkit.evidence_terms(line.note["text"]) | extract.label_terms(line.note)
+    own = textkit.evidence_terms(line.text) | builtin_writer.label_terms(line.note)
+    mentioned = textkit.evidence_terms(line.note["text"]) | builtin_writer.label_terms(line.note)
     return {"line_evidence": _clip(line.ev), "margin": max(0.0, _clip(line.ev - rival)),
             "line_named": line.f[0], "line_heading": line.f[1],
             "missing_in_note": float(min(3, sum(1 for t in ask.terms
-                                                if not reader.match(t, mentioned)))),
+                                                if not line_scores.match(t, mentioned)))),
             "names_held": _share(sorted(ask.names), own),
             "relevance": max(rel, default=0.5),
             "agreeing_notes": float(min(3, len(agree - {line.note["id"]}))),
-            "cited_latest": sum(n["status"] == extract.STATUS_LATEST for n in notes
+            "cited_latest": sum(n["status"] == builtin_writer.STATUS_LATEST for n in notes
                                 if n["id"] in cited) / max(1, len(cited)),
             "readers_agree": float(line.ev >= top.ev),
             "support": min(support, default=0.5),
@@ -242,11 +243,11 @@ def lookup(k: str) -> dict | None:
 
 def policy(model_key: str | None) -> dict:
     """A model's policy ({"on_disagreement", "synthesis", "change"}): its stored
-    calibration's, else choose.UNCALIBRATED_POLICY."""
+    calibration's, else choosing_writer.UNCALIBRATED_POLICY."""
     got = load_stored(model_key) if model_key else None
     if got is None:
-        return dict(choose.UNCALIBRATED_POLICY)
-    return {k: got[k]["choice"] for k in choose.UNCALIBRATED_POLICY}
+        return dict(choosing_writer.UNCALIBRATED_POLICY)
+    return {k: got[k]["choice"] for k in choosing_writer.UNCALIBRATED_POLICY}
 
 
 def judged_by(k: str) -> dict:
@@ -288,8 +289,9 @@ def calibrate(question: str, notes: list, ver, kept: list, backend: str,
     answer over the notes its writer was sent, judged by the calibration under key
     `backend` (key()).
     readers_agree: whether a model's chosen lines and the builtin reader stated the same
-    facts (choose.py), which then stands for the feature (else: is the answer's line the
-    reader's top line); model_p: the model's probability for its first chosen line."""
+    facts (choosing_writer.py), which then stands for the feature (else: is the answer's
+    line the reader's top line); model_p: the model's probability for its first chosen
+    line."""
     f = features(question, notes, ver.sentences, kept)
     if f is not None:
         f["on_question"] = float(ver.on_question)

@@ -9,8 +9,8 @@ Out: one row per question, appended as it is answered to
      date and the Verso version, and a report: whose answer is shown where the model and
      the builtin reader disagree, who answers synthesis and change questions, and when
      an answer ships.
-Not: the fit itself (verdict_fit.py) or applying it (calibrate.py, choose.py). Nothing is
-     written into the source tree or the user's notes.
+Not: the fit itself (verdict_fit.py) or applying it (calibrate.py, choosing_writer.py).
+     Nothing is written into the source tree or the user's notes.
 
 Each question is asked once with the model choosing lines, under the measuring policy
 (MEASURE: both readers' answers kept, asked again in reverse where they disagree), and a
@@ -35,7 +35,7 @@ import time
 from datetime import date
 
 from verso import calibrate
-from verso import choose
+from verso import choosing_writer
 from verso import evaluate
 from verso import harness
 from verso import models
@@ -69,7 +69,7 @@ def measure(q: dict, idx, be, free) -> dict:
     started = time.perf_counter()
     a = harness.ask(q["question"], index=idx, backend=be).to_dict()
     row = {"id": q["id"], "answers": {"model": _answer_row(q, a)}, "agree": True,
-           "again": None, "kind": ("synthesis" if choose.SYNTHESIS_RE.match(q["question"])
+           "again": None, "kind": ("synthesis" if choosing_writer.SYNTHESIS_RE.match(q["question"])
                                    else "change" if a["time_mode"] == "history" else None)}
     call = next((c["choose"] for c in a["calls"] if c.get("choose")), None)
     if call and not call.get("agree", True):

@@ -2,7 +2,8 @@
 
 In:  what each model call reports. Out: the rows, totals per stage, and the sum of an
      answer's stage rows (the "total" line of the stage table).
-Not: any model call. Every backend (models.py, reader.py, extract.py) records here.
+Not: any model call. Every backend (models.py, line_scores.py, builtin_writer.py) records
+     here.
 """
 
 from __future__ import annotations

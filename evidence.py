@@ -8,7 +8,7 @@ Out: the evidence: Candidate copies in reading order, each one passage of one no
      (a newer version, a newer log entry, or a newer dated statement in another note).
 Not: ranking (rerank.py), deciding versions from dates (version.py), choosing sections
      (passages.py), writing. Its tests of what a line states are the builtin reader's
-     (reader.py, extract.py), read only.
+     (line_scores.py, builtin_writer.py), read only.
 
 Rules, decided by code:
 - A budget (MCP, a model writer, --budget): notes as the unit, filled to the budget by
@@ -36,17 +36,17 @@ from __future__ import annotations
 import dataclasses
 
 from verso import asof
-from verso import extract
+from verso import builtin_writer
 from verso import generate
+from verso import line_scores
 from verso import passages
-from verso import reader
 from verso import rerank
 from verso import timewords
 from verso import version
 from verso.retrieve import Candidate
 from verso.textkit import INSTRUCTION_RE, evidence_terms
 
-WHY_STATEMENT = extract.STATEMENT_WHY + " ({})"   # Candidate.why of a statement label
+WHY_STATEMENT = builtin_writer.STATEMENT_WHY + " ({})"   # Candidate.why of a statement label
 QUALIFIED = 3           # a line naming this many asked fields may lose one in a rewrite
 KEEP = 5                # the builtin reader's own evidence: the first KEEP passages, whole
 BUDGET_WORDS = None     # ask()'s default: the reader's own (reader_budget)
@@ -64,7 +64,7 @@ MENTION_POOL = 15       # "the last time": the candidates its latest mention is 
 
 
 def _note(c: Candidate, order: int, written: bool = False) -> dict:
-    """A candidate as the builtin reader reads a note (extract.parse_prompt's dicts);
+    """A candidate as the builtin reader reads a note (builtin_writer.parse_prompt's dicts);
     written: its text as written, without the days timewords added."""
     text = c.chunk.get("text", "").strip()
     return {"id": f"c{order + 1}", "path": c.path, "section": c.chunk.get("heading") or "-",
@@ -151,7 +151,7 @@ def _mention_first(question: str, cands: list[Candidate]) -> list[Candidate]:
     rank = asof.mention_ranker(question, None)
     keyed = [(key, -i) for i, c in enumerate(cands[:MENTION_POOL])
              if (key := rank(c.chunk.get("text", ""),
-                             None if c.date == extract.UNDATED else c.date))]
+                             None if c.date == builtin_writer.UNDATED else c.date))]
     if not keyed:
         return cands
     i = -max(keyed)[1]
@@ -162,7 +162,7 @@ def _units_by_candidate(ask, cands, written: bool = False) -> list[list]:
     """The builtin reader's scored lines of each candidate, scored together (IDF over
     them all), in the candidates' order; written: of the text as written (what a note
     states, not the days resolved from its time words)."""
-    units = extract.unit_rows(ask, [_note(c, i, written) for i, c in enumerate(cands)])
+    units = builtin_writer.unit_rows(ask, [_note(c, i, written) for i, c in enumerate(cands)])
     out: list[list] = [[] for _ in cands]
     for u in units:
         out[u.note["order"]].append(u)
@@ -180,7 +180,7 @@ def restates(question: str):
     candidate restates the fact the older one states for this question (see the module's
     rules), so the older one may leave the evidence; an older one that states nothing
     asked leaves whenever a newer one answers."""
-    ask = reader.analyse(question)
+    ask = line_scores.analyse(question)
 
     def restated(newer: Candidate, older: Candidate) -> bool:
         old, new = _units_by_candidate(ask, [older, newer], written=True)
@@ -189,8 +189,8 @@ def restates(question: str):
             return True
         fields = _fields(lead, ask)
         allowed = 1 if len(fields) >= QUALIFIED else 0
-        return any(u.answers and reader.holds(u.text, ask.kinds) and len(
-            fields - _fields(u, ask) - extract.label_terms(u.note)) <= allowed for u in new)
+        return any(u.answers and line_scores.holds(u.text, ask.kinds) and len(
+            fields - _fields(u, ask) - builtin_writer.label_terms(u.note)) <= allowed for u in new)
     return restated
 
 
@@ -202,7 +202,7 @@ def label_statements(question: str, kept: list[Candidate]) -> list[Candidate]:
     """kept, where a current passage whose statement of an asked field a later-dated
     passage of another document states with another value is a copy labelled superseded
     by it (the newest such; why: WHY_STATEMENT). A value of any kind the question asks
-    (reader.analyse: an amount, a count, a date, a name, a place...); a question asking
+    (line_scores.analyse: an amount, a count, a date, a name, a place...); a question asking
     no kind of value ("why did ...") has no value to replace. Both lines must name the
     same asked field (they share an asked term, in themselves or their headings, and
     every one the older line names the newer names too, or its note's title does), so
@@ -210,7 +210,7 @@ def label_statements(question: str, kept: list[Candidate]) -> list[Candidate]:
     every old value beside a new one (a record of past values) does not contradict it.
     A log's own later entry labels its undated header (passages.LOG_HEADER) the same
     way."""
-    ask = reader.analyse(question)
+    ask = line_scores.analyse(question)
     if len(kept) < 2 or not ask.terms or not ask.kinds:
         return kept                      # no kind of value asked: no value to replace
     stating = {}
@@ -223,8 +223,8 @@ def label_statements(question: str, kept: list[Candidate]) -> list[Candidate]:
     for i, x in enumerate(kept):
         if x.superseded_by or not x.is_latest or i not in stating:
             continue
-        newer = [j for j in stating if kept[j].date != extract.UNDATED
-                 and (x.date == extract.UNDATED or kept[j].date > x.date)
+        newer = [j for j in stating if kept[j].date != builtin_writer.UNDATED
+                 and (x.date == builtin_writer.UNDATED or kept[j].date > x.date)
                  and (_document(kept[j]) != _document(x) or x.chunk.get(passages.LOG_HEADER))
                  and _contradicts(stating[j], stating[i])]
         if newer:
@@ -238,13 +238,13 @@ def label_statements(question: str, kept: list[Candidate]) -> list[Candidate]:
 
 def _values(u, ask, fields) -> frozenset:
     """The values of the asked kinds a line states, less the asked terms themselves."""
-    return frozenset(extract.stated_values(u, ask.kinds)) - fields - frozenset(ask.terms)
+    return frozenset(builtin_writer.stated_values(u, ask.kinds)) - fields - frozenset(ask.terms)
 
 
 def _contradicts(newer: list, older: list) -> bool:
     """Some newer line names the field an older line names and states a value it does
     not, without restating all of the older line's values."""
-    return any(f_old & f_new and f_old <= f_new | extract.label_terms(n.note)
+    return any(f_old & f_new and f_old <= f_new | builtin_writer.label_terms(n.note)
                and not v_new <= v_old
                and not v_old <= v_new
                for _, f_old, v_old in older for n, f_new, v_new in newer)

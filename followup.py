@@ -30,7 +30,7 @@ from __future__ import annotations
 import datetime
 import re
 
-from verso import extract
+from verso import builtin_writer
 from verso import models
 from verso import textkit
 from verso import timewords
@@ -334,7 +334,7 @@ def model_rewrite(writer, msg: str, prev: dict | None) -> tuple[str, str]:
                                    msg=msg)
     writer = getattr(writer, "inner", writer)   # the model itself, not the line chooser
     try:
-        text = writer.write(extract.WriteRequest([{"role": "user", "content": prompt}]),
+        text = writer.write(builtin_writer.WriteRequest([{"role": "user", "content": prompt}]),
                             stage="route").text
     except models.BackendError:
         return builtin

@@ -1,24 +1,24 @@
 """generate: numbered, dated notes -> a cited answer from the writer model.
 
 In:  the question, the kept candidates (numbered c1..c5 in the order given), the time
-     mode, a writer (extract.BuiltinWriter, choose.ChoosingWriter, models.OllamaWriter)
-     and, for a choosing writer, the model's calibrated policy.
+     mode, a writer (builtin_writer.BuiltinWriter, choosing_writer.ChoosingWriter,
+     models.OllamaWriter) and, for a choosing writer, the model's calibrated policy.
 Out: Draft(text, citations, input_tokens, output_tokens, abstained, messages, repairs,
      reply, notes, writer, trace).
 Not: choosing or filtering the notes (rerank, version) or checking the answer (verify).
 
-The writer is handed one extract.WriteRequest (request(): the messages a model is sent,
-and beside them the question, the time mode and the notes shown, as the builtin reader
-reads them) and returns one extract.Written (its text, tokens, who wrote it and its
-trace), which the Draft carries on to verify and calibrate.
+The writer is handed one builtin_writer.WriteRequest (request(): the messages a model is
+sent, and beside them the question, the time mode and the notes shown, as the builtin
+reader reads them) and returns one builtin_writer.Written (its text, tokens, who wrote it
+and its trace), which the Draft carries on to verify and calibrate.
 
 Replies of every shape are read (parse_citations: citation forms, think blocks, bullets,
 citation-only pieces, abstain variants); a sentence uncited or citing notes without its
 numbers or names is re-cited to the one other note that states it (recite), and the
 Draft says so in `repairs`.
 
-The prompt format is defined by constants in extract.py, beside the writer protocol
-(extract.parse_prompt reads it back from prompts recorded in runs). The user message
+The prompt format is defined by constants in builtin_writer.py, beside the writer protocol
+(builtin_writer.parse_prompt reads it back from prompts recorded in runs). The user message
 reads:
 
     Notes:
@@ -43,11 +43,11 @@ import re
 from dataclasses import dataclass, field
 
 from verso import textkit
-from verso import reader
-from verso import extract
+from verso import line_scores
+from verso import builtin_writer
 
-ABSTAIN = extract.ABSTAIN_SENTENCE
-MAX_SENTENCES = extract.MAX_SENTENCES
+ABSTAIN = builtin_writer.ABSTAIN_SENTENCE
+MAX_SENTENCES = builtin_writer.MAX_SENTENCES
 PROMPT_HEAD = "You answer questions using only the numbered notes in the user message."
 PROMPT_RULES = [
     "Use only facts stated in the notes. Never add outside knowledge.",
@@ -87,7 +87,7 @@ def system_prompt(form: str | None = None) -> str:
         rules = [r.replace("[c2]", "[2]").replace("[c1][c3]", "[1][3]") for r in rules]
     if form == "rules-last":
         return PROMPT_HEAD
-    return "\n".join([PROMPT_HEAD, extract.PROMPT_RULES_HEAD] + [f"- {r}" for r in rules])
+    return "\n".join([PROMPT_HEAD, builtin_writer.PROMPT_RULES_HEAD] + [f"- {r}" for r in rules])
 
 
 SYSTEM_PROMPT = system_prompt("plain")
@@ -136,7 +136,7 @@ ABSTAIN_RE = re.compile(
 # "On 2026-04-03:" (history lines), "As of 2026-04-03," or "Undated:" before a sentence
 DATE_PREFIX_RE = re.compile(r"^(?:(?:on|as of)\s+(\d{4}-\d{2}-\d{2})|(undated))\s*[:,]\s*",
                             re.IGNORECASE)
-NAME_RE = reader.VALUE_RES["name"]   # a capitalised word inside a sentence (no month, day)
+NAME_RE = line_scores.VALUE_RES["name"]   # a capitalised word inside a sentence (no month, day)
 REPAIR_WORD_SHARE = 0.5    # a sentence with numbers or names: half its other words there too
 REPAIR_MIN_WORDS = 2       # a sentence of only words needs every one, and at least this many
 
@@ -152,7 +152,7 @@ class Draft:
     repairs: list = field(default_factory=list)    # {"index", "from", "to", "note"}
     reply: str = ""                                # the writer's reply as it came
     notes: list = field(default_factory=list)      # the notes sent, as the reader reads
-    writer: str = ""                               # who wrote (extract.Written.writer)
+    writer: str = ""                               # who wrote (builtin_writer.Written.writer)
     trace: dict = field(default_factory=dict)      # the writer's trace (Written.trace)
 
 
@@ -161,22 +161,23 @@ def note_status(c) -> str:
     passage another note's newer statement contradicts is no older version: its note is
     the latest (the reader weighs the statements itself; verify and the evidence carry
     the label)."""
-    if c.superseded_by and not (c.why or "").startswith(extract.STATEMENT_WHY):
-        kind = extract.STATUS_OLDER_ENTRY if c.path in c.superseded_by else extract.STATUS_OLDER
-        return f"{kind}{extract.SUPERSEDED_MARK}{c.superseded_by}"
+    if c.superseded_by and not (c.why or "").startswith(builtin_writer.STATEMENT_WHY):
+        kind = (builtin_writer.STATUS_OLDER_ENTRY if c.path in c.superseded_by
+                else builtin_writer.STATUS_OLDER)
+        return f"{kind}{builtin_writer.SUPERSEDED_MARK}{c.superseded_by}"
     if not c.is_latest:
-        return extract.STATUS_OLDER
+        return builtin_writer.STATUS_OLDER
     if c.chunk.get("entry_latest") is False:
-        return extract.STATUS_OLDER_ENTRY
-    return extract.STATUS_LATEST
+        return builtin_writer.STATUS_OLDER_ENTRY
+    return builtin_writer.STATUS_LATEST
 
 
 def reader_note(i: int, c, text: str) -> dict:
     """Candidate c shown as note c{i+1} with `text`, as the builtin reader reads a note
-    (what extract.parse_prompt reads back from its header and lines)."""
+    (what builtin_writer.parse_prompt reads back from its header and lines)."""
     section = c.chunk.get("heading") or ""
     return {"id": f"c{i + 1}", "path": c.path, "section": "" if section == "-" else section,
-            "date": c.date or extract.UNDATED, "status": note_status(c), "order": i,
+            "date": c.date or builtin_writer.UNDATED, "status": note_status(c), "order": i,
             "text": text}
 
 
@@ -187,7 +188,7 @@ def build_messages(question: str, notes: list, time_mode: str,
 
 
 def request(question: str, notes: list, time_mode: str, budget: int | None = None,
-            form: str | None = None, policy: dict | None = None) -> extract.WriteRequest:
+            form: str | None = None, policy: dict | None = None) -> builtin_writer.WriteRequest:
     """What a writer is handed: system rules plus one user message (numbered notes, the
     time mode, the question), and beside them the question, the mode and the notes shown
     (reader_note; policy: a choosing writer's calibrated one). With a budget (characters
@@ -197,31 +198,32 @@ def request(question: str, notes: list, time_mode: str, budget: int | None = Non
     form = form or PROMPT_FORM
     system = system_prompt(form)
     question = " ".join(question.split())
-    tail = [f"{extract.PROMPT_MODE} {time_mode}", f"{extract.PROMPT_QUESTION} {question}"]
+    tail = [f"{builtin_writer.PROMPT_MODE} {time_mode}",
+            f"{builtin_writer.PROMPT_QUESTION} {question}"]
     if form == "rules-last":
-        tail = [extract.PROMPT_RULES_HEAD] + [f"- {r}" for r in PROMPT_RULES] + [""] + tail
+        tail = [builtin_writer.PROMPT_RULES_HEAD] + [f"- {r}" for r in PROMPT_RULES] + [""] + tail
     shown = notes[:3] if form == "top3" else notes
     blocks = []
     for i, c in enumerate(shown, 1):
-        header = extract.NOTE_HEADER.format(
+        header = builtin_writer.NOTE_HEADER.format(
             id=f"{i}" if form == "numbered" else f"c{i}", path=c.path,
-            section=c.chunk.get("heading") or "-", date=c.date or extract.UNDATED,
+            section=c.chunk.get("heading") or "-", date=c.date or builtin_writer.UNDATED,
             status=note_status(c))
         blocks.append([header, c.chunk.get("text", "").strip(), ""])
 
     def size():
         return len(system) + sum(len(x) + 1 for b in blocks for x in b) + sum(
-            len(x) + 1 for x in tail) + len(extract.PROMPT_NOTES) + 2
+            len(x) + 1 for x in tail) + len(builtin_writer.PROMPT_NOTES) + 2
     while budget and len(blocks) > 1 and size() > budget:
         blocks.pop()
     if budget and size() > budget:
         blocks[0][1] = blocks[0][1][:max(0, len(blocks[0][1]) - (size() - budget))]
-    lines = [extract.PROMPT_NOTES, ""] + [x for b in blocks for x in b] + tail
+    lines = [builtin_writer.PROMPT_NOTES, ""] + [x for b in blocks for x in b] + tail
     messages = [{"role": "system", "content": system},
                 {"role": "user", "content": "\n".join(lines)}]
-    return extract.WriteRequest(messages, question, time_mode,
-                                [reader_note(i, c, b[1]) for i, (c, b) in
-                                 enumerate(zip(shown, blocks))], policy)
+    return builtin_writer.WriteRequest(messages, question, time_mode,
+                                       [reader_note(i, c, b[1]) for i, (c, b) in
+                                        enumerate(zip(shown, blocks))], policy)
 
 
 def _plain_words(text: str) -> str:
@@ -336,7 +338,7 @@ def split_date(sentence: str) -> tuple[str | None, str]:
     m = DATE_PREFIX_RE.match(sentence)
     if not m:
         return None, sentence
-    return m.group(1) or extract.UNDATED, sentence[m.end():]
+    return m.group(1) or builtin_writer.UNDATED, sentence[m.end():]
 
 
 def claim_facts(body: str) -> tuple[set, set, set]:
@@ -363,7 +365,7 @@ def _states(facts, date, c) -> bool:
     if any(_missing(facts, have)):
         return False
     tset = textkit.evidence_terms(have)
-    found = sum(reader.term_share({w: 1.0}, tset) > 0 for w in words)
+    found = sum(line_scores.term_share({w: 1.0}, tset) > 0 for w in words)
     if nums or names:
         return not words or found / len(words) >= REPAIR_WORD_SHARE
     return len(words) >= REPAIR_MIN_WORDS and found == len(words)

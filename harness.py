@@ -35,15 +35,15 @@ from pathlib import Path
 import verso
 from verso import asof
 from verso import calibrate
-from verso import choose
+from verso import choosing_writer
 from verso import generate
 from verso import textkit
 from verso import ingest
 from verso import models
-from verso import reader
+from verso import line_scores
 from verso import cost_ledger
 from verso import evidence
-from verso import extract
+from verso import builtin_writer
 from verso import rerank as rerank_stage
 from verso import retrieve
 from verso import route as route_stage
@@ -98,7 +98,7 @@ class Answer:
     look_at: list = field(default_factory=list)    # the notes to open when unsure
     as_of: str | None = None                       # the date of time mode as_of
     confidence: float | None = None                # calibrate's p(right); None: abstained
-    alternate: dict | None = None                  # the other reader's answer (choose.py)
+    alternate: dict | None = None                  # the other reader's answer (choosing_writer.py)
     sample_vault: bool = False                     # answered from the bundled sample vault
     index_config: dict = field(default_factory=dict)   # the config the index was built with
 
@@ -327,7 +327,7 @@ def _retrieve(out: Answer, idx, searched, k, method, expand_links, include_priva
 def _rerank(searched, cands, judge, idx, ledger):
     """rerank.rerank, with the corpus IDF for the judges that read it (the builtin)."""
     idf = (rerank_stage.corpus_idf(idx)
-           if isinstance(judge, (reader.BuiltinJudge, models.CascadeJudge)) else None)
+           if isinstance(judge, (line_scores.BuiltinJudge, models.CascadeJudge)) else None)
     return rerank_stage.rerank(searched, cands, judge, keep=rerank_stage.KEEP,
                                ledger=ledger, idf=idf)
 
@@ -412,10 +412,10 @@ class _RegistryWriter:
     def __init__(self, rows):
         self.rows = rows
 
-    def write(self, request, stage="generate", ledger=None) -> extract.Written:
+    def write(self, request, stage="generate", ledger=None) -> builtin_writer.Written:
         text = registry.sentences(self.rows, [f"c{i}" for i in range(1, len(self.rows) + 1)])
-        return extract.Written(text or generate.ABSTAIN, self.name, 0,
-                               textkit.count_tokens(text))
+        return builtin_writer.Written(text or generate.ABSTAIN, self.name, 0,
+                                      textkit.count_tokens(text))
 
 
 def _from_registry(out: Answer, idx, be, clock: _Clock, want: dict, include_private):
@@ -472,7 +472,7 @@ def _write_and_verify(out: Answer, kept: list, be, clock: _Clock, writer=None) -
 def _policy(writer, be) -> dict | None:
     """A choosing writer's calibrated policy (its stored calibration's, else the
     uncalibrated one: calibrate.policy), handed in with its request; None for others."""
-    if not isinstance(writer, choose.ChoosingWriter):
+    if not isinstance(writer, choosing_writer.ChoosingWriter):
         return None
     identity = getattr(writer, "identity", None)
     return calibrate.policy(calibrate.key(be.name, "choose", identity) if identity else None)
@@ -481,7 +481,7 @@ def _policy(writer, be) -> dict | None:
 def _alternate(out: Answer, draft, kept: list, mode: str, be, clock: _Clock, writer,
                rows: list) -> None:
     """The other reader's answer where an uncalibrated model and the builtin reader
-    disagree (choose.py, policy "both"): verified and featured like the answer, and
+    disagree (choosing_writer.py, policy "both"): verified and featured like the answer, and
     shown beside it, both marked unsure, with how to calibrate the model."""
     alt = draft.trace["alternate"]
     ver = clock.run("verify", verify_stage.verify, alt["text"], kept, mode, be.judge,

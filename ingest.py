@@ -6,11 +6,11 @@ Out: the index in --index DIR (else home/index in Verso's home), written through
      the notes read now go into one new segment (segments merged past MERGE_SEGMENTS /
      MERGE_SHARE), the file records as a base or a delta (DELTA_SHARE), the manifest
      last. Notes whose size and mtime match their previous record are not read again and
-     keep their rows; when few notes changed (catalogue.CHANGES_SHARE) only their records
+     keep their rows; when few notes changed (file_records.CHANGES_SHARE) only their records
      and those a rule across notes ties to them are made again, and the delta is the
      previous one with those records changed: the work grows with what changed. The
      run's summary (printed by --json); refresh: the loaded Index.
-Not: the walk and the config (vault_walk.py), the file records (catalogue.py), dates
+Not: the walk and the config (vault_walk.py), the file records (file_records.py), dates
      (dating.py), duplicates, families and links (families.py), chunks (chunking.py),
      the files on disk and loading them
      (store.py, store_load.py); BM25 arrays, retrieval or question-time version choices
@@ -53,11 +53,11 @@ import numpy as np
 import verso
 from verso import bm25
 from verso import embedder
-from verso import catalogue
+from verso import file_records
 from verso import chunking
 from verso import dating
 from verso import families
-from verso import filecols
+from verso import file_columns
 from verso import store
 from verso import store_load
 from verso import timewords
@@ -176,7 +176,7 @@ def _old_records(prev, key: list) -> dict:
         return {}
     where = prev.where
     return {f["path"]: (f, where[f["path"]][0] if f["path"] in where else None)
-            for f in filecols.dicts(prev.files)}
+            for f in file_columns.dicts(prev.files)}
 
 
 def _near_pairs(prev) -> dict:
@@ -336,14 +336,14 @@ def _unchanged(index_dir: Path, vault: Path, stamp: str, backend, current=None,
     if brief:
         return {"index": str(index_dir)}, idx
     counts = m.get("counts", {})
-    fams = [fam for fam, dup in zip(filecols.column(idx.files, "family"),
-                                    filecols.column(idx.files, "duplicate_of")) if not dup]
+    fams = [fam for fam, dup in zip(file_columns.column(idx.files, "family"),
+                                    file_columns.column(idx.files, "duplicate_of")) if not dup]
     return {"files_seen": counts.get("files_seen", len(idx.files)), "indexed": len(fams),
             "duplicates": len(idx.files) - len(fams),
             "families": len(set(fams)), "chunks": len(idx.chunks),
             "embedded": 0, "reused": len(idx.chunks), "files_read": 0,
             "files_reused": len(idx.files), "files_reread": 0,
-            "dated": dict(Counter(filecols.column(idx.files, "date_source"))),
+            "dated": dict(Counter(file_columns.column(idx.files, "date_source"))),
             "skipped": m.get("skipped", []), "seconds": 0.0, "index": str(index_dir),
             "embedder": m["embedder"], "config": config_of(m),
             "note": "nothing changed since the last ingest"}, idx
@@ -352,23 +352,23 @@ def _unchanged(index_dir: Path, vault: Path, stamp: str, backend, current=None,
 def _files_and_chunks(vault: Path, paths: list, cfg: dict, progress, stats: dict,
                       prev, key: list, known: dict):
     """(records, skipped, chunks of the notes read now, {files_read, files_reused,
-    files_reread}, catalogue.Changes or None). With prev built under the same reuse
+    files_reread}, file_records.Changes or None). With prev built under the same reuse
     key, a refresh that few notes changed gets the records of what changed only
-    (catalogue.changes); else every note's (reused notes keep their previous rows under
+    (file_records.changes); else every note's (reused notes keep their previous rows under
     _chunks). A reused note that changed while this ran: the whole catalogue afresh."""
     ch = None
     try:
         if prev is not None and prev.manifest.get("reuse") == key and len(prev.files):
-            ch = catalogue.changes(vault, paths, stats, cfg, prev, known)
+            ch = file_records.changes(vault, paths, stats, cfg, prev, known)
         if ch is not None:
             recs, skipped = ch.recs, ch.skipped
         else:
-            recs, skipped = catalogue.catalogue(vault, paths, cfg, progress, stats,
-                                                _old_records(prev, key), known)
-    except catalogue.Stale:
+            recs, skipped = file_records.catalogue(vault, paths, cfg, progress, stats,
+                                                   _old_records(prev, key), known)
+    except file_records.Stale:
         known["new"].clear()
         ch = None
-        recs, skipped = catalogue.catalogue(vault, paths, cfg, progress, known=known)
+        recs, skipped = file_records.catalogue(vault, paths, cfg, progress, known=known)
     reused = (len(paths) - ch.read if ch is not None
               else sum(1 for r in recs if r.get("_reused")))
     counts = {"files_read": len(paths) - reused, "files_reused": reused,
@@ -378,13 +378,13 @@ def _files_and_chunks(vault: Path, paths: list, cfg: dict, progress, stats: dict
 
 
 def _summary(paths, passed_over, files, n_chunks, embedded, skipped, counts) -> dict:
-    dup = filecols.column(files, "duplicate_of")
-    live = [f for f, d in zip(filecols.column(files, "family"), dup) if not d]
+    dup = file_columns.column(files, "duplicate_of")
+    live = [f for f, d in zip(file_columns.column(files, "family"), dup) if not d]
     return {"files_seen": len(paths) + len(passed_over), "indexed": len(live),
             "duplicates": len(files) - len(live),
             "families": len(set(live)), "chunks": n_chunks,
             "embedded": embedded, "reused": n_chunks - embedded, **counts,
-            "dated": dict(Counter(filecols.column(files, "date_source"))),
+            "dated": dict(Counter(file_columns.column(files, "date_source"))),
             "skipped": skipped}
 
 
@@ -564,7 +564,7 @@ def _write_index(index_dir: Path, prev, recs: list, chunks: list, emb, progress,
     reused notes keep their rows, a touched note whose chunks did not change too; the
     rest go into one new segment (with the notes a merge moves). The manifest carries
     the new segment's pieces and the IDF to write under _pieces and _idf. changes:
-    (catalogue.Changes, the scan's paths) when recs hold only what changed (every other
+    (file_records.Changes, the scan's paths) when recs hold only what changed (every other
     note keeps its record and rows), else (None, None)."""
     ch, paths = changes
     keep = {r["path"]: r["_chunks"] for r in recs if "_chunks" in r and not r["duplicate_of"]}
@@ -609,13 +609,13 @@ def _write_index(index_dir: Path, prev, recs: list, chunks: list, emb, progress,
 def _live_now(prev, paths: list, ch) -> list:
     """The paths with rows after a refresh of few changes, in path order: every note
     not a duplicate, by its record now (changed) or before."""
-    at, dup = ch.at, filecols.column(prev.files, "duplicate_of")
+    at, dup = ch.at, file_columns.column(prev.files, "duplicate_of")
     skipped = {x["path"] for x in ch.skipped}
     return [p for p in paths if (not ch.by_path[p]["duplicate_of"] if p in ch.by_path
                                  else p not in skipped and not dup[at[p]])]
 
 
-def _entries_now(prev, paths: list, ch) -> filecols.Files:
+def _entries_now(prev, paths: list, ch) -> file_columns.Files:
     """The file records after a refresh of few changes, in path order: prev's, with
     those of ch as dicts where they differ from the base (as _files_out would find), the
     gone and the skipped left out."""
@@ -633,12 +633,12 @@ def _entries_now(prev, paths: list, ch) -> filecols.Files:
     out = [new.get(i, e) for i, e in enumerate(entries) if i not in drop]
     added = sorted(p for p in ch.by_path if p not in at)
     if added:
-        now = [p for i, p in enumerate(filecols.column(prev.files, "path")) if i not in drop]
+        now = [p for i, p in enumerate(file_columns.column(prev.files, "path")) if i not in drop]
         for p in added:
             j = bisect.bisect_left(now, p)
             now.insert(j, p)
             out.insert(j, entry(ch.by_path[p]))
-    return filecols.Files(base, out)
+    return file_columns.Files(base, out)
 
 
 def _projects(vault: Path, files, folders, backend, prev) -> list:
@@ -647,7 +647,7 @@ def _projects(vault: Path, files, folders, backend, prev) -> list:
     if not folders:
         return []
     from verso import registry
-    if isinstance(files, filecols.Files):
+    if isinstance(files, file_columns.Files):
         files = [files[i] for i, p in enumerate(files.column("path"))
                  if registry.in_registry(p, folders)]
     return registry.build(vault, files, folders, getattr(backend, "writer", None),
@@ -659,14 +659,14 @@ def _files_out(prev, files, gen: int, manifest: dict) -> list:
     the records that differ from the previous index's base, as a delta (g<gen>.delta.json:
     per record its position in the base, or the record itself), while they are at most
     DELTA_SHARE of all; else a new base (g<gen>.files.cols, by column) with every record.
-    files: a list of records, or a filecols.Files over that base (_entries_now)."""
+    files: a list of records, or a file_columns.Files over that base (_entries_now)."""
     base = getattr(prev, "base", None)
     out = None
-    if isinstance(files, filecols.Files):
+    if isinstance(files, file_columns.Files):
         out = files.entries
         changed = sum(1 for e in out if type(e) is dict)
     elif base is not None:
-        name, sha, recs = base[0], base[1], filecols.dicts(base[2])
+        name, sha, recs = base[0], base[1], file_columns.dicts(base[2])
         pos = {r["path"]: i for i, r in enumerate(recs)}
         out, changed = [], 0
         for f in files:
@@ -682,7 +682,7 @@ def _files_out(prev, files, gen: int, manifest: dict) -> list:
         manifest.update(files_file=name, files_sha=sha, files_delta=f"g{gen}.delta.json",
                         delta_sha=hashlib.sha256(raw).hexdigest())
         return [(manifest["files_delta"], raw)]
-    raw = filecols.encode(filecols.dicts(files))
+    raw = file_columns.encode(file_columns.dicts(files))
     manifest.update(files_file=f"g{gen}.files.cols", files_sha=hashlib.sha256(raw).hexdigest(),
                     files_delta=None, delta_sha=None)
     return [(manifest["files_file"], raw)]

@@ -18,7 +18,7 @@ from urllib.parse import quote, unquote
 
 from verso import asof
 from verso import evidence
-from verso import filecols
+from verso import file_columns
 from verso import harness
 from verso import registry
 from verso import retrieve
@@ -187,9 +187,9 @@ def _nothing_shareable(idx) -> str | None:
     """Why every search comes back empty: no note of the index is shareable. It names the
     folders and the form that opens one, NAME a placeholder: never a ready line per
     folder, which pasted whole would share the private ones too."""
-    if any(x is False for x in filecols.column(idx.files, "private")):
+    if any(x is False for x in file_columns.column(idx.files, "private")):
         return None
-    top = sorted({p.partition("/")[0] for p in filecols.column(idx.files, "path") if "/" in p})
+    top = sorted({p.partition("/")[0] for p in file_columns.column(idx.files, "path") if "/" in p})
     cfg = (idx.manifest.get("config")
            or str(Path(idx.manifest["vault"]) / vault_walk.CONFIG_NAME))
     folders = ", ".join(top) if top else "none: the notes sit at the vault's top level"
@@ -272,7 +272,7 @@ def note_history(srv, args: dict) -> dict:
         raise ToolError(f"{args['path'][:200]!r} is an exact copy of a note in a private "
                         "folder; Verso keeps the text under that note and shows no history")
     family = idx.by_path[path]["family"]
-    members = [idx.files[i] for i, fam in enumerate(filecols.column(idx.files, "family"))
+    members = [idx.files[i] for i, fam in enumerate(file_columns.column(idx.files, "family"))
                if fam == family]
     ids = retrieve.chunk_ids_by_path(idx)
     versions, before = [], set()
@@ -412,7 +412,8 @@ def summary(idx) -> dict:
     return {"vault": m["vault"], "index": str(idx.dir), "backend": m.get("backend"),
             "embedder": m["embedder"], "built": m.get("created"),
             "notes": {"shareable": len(live), "copies": len(notes) - len(live),
-                      "private_left_out": sum(map(bool, filecols.column(idx.files, "private")))},
+                      "private_left_out": sum(map(bool, file_columns.column(idx.files,
+                                                                            "private")))},
             "chunks": sum(1 for c in idx.chunks if not c["private"]),
             "families": len(families),
             "families_with_versions": sum(1 for n in families.values() if n > 1),

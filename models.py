@@ -1,12 +1,13 @@
 """Model calls: every embed, judge and write call to a model goes through here.
 
-In:  texts to embed, passages and claims to judge, a write request (extract.WriteRequest:
-     the chat messages to write from).
-Out: float32 L2-normalised vectors, probabilities, answer text (extract.Written); one
-     ledger row per call (cost_ledger.Ledger: stage, backend, model, input tokens, output
-     tokens, seconds, dollars).
+In:  texts to embed, passages and claims to judge, a write request
+     (builtin_writer.WriteRequest: the chat messages to write from).
+Out: float32 L2-normalised vectors, probabilities, answer text (builtin_writer.Written);
+     one ledger row per call (cost_ledger.Ledger: stage, backend, model, input tokens,
+     output tokens, seconds, dollars).
 Not: retrieval, prompts or verdicts (the stage modules own those); the builtin embedder
-     (embedder.py), reader and writer (reader.py, extract.py); text helpers (textkit.py).
+     (embedder.py), reader and writer (line_scores.py, builtin_writer.py); text helpers
+     (textkit.py).
      Imports no stage module.
 
 Backends are chosen by name with load_backend(): `builtin` (offline, numpy only),
@@ -26,11 +27,11 @@ import numpy as np
 
 import verso
 
-from verso import choose
+from verso import builtin_writer
+from verso import choosing_writer
 from verso import cost_ledger
 from verso import embedder
-from verso import extract
-from verso import reader
+from verso import line_scores
 
 
 class BackendError(Exception):
@@ -317,8 +318,8 @@ class OllamaWriter:
                                f"`ollama run {self.model}` to see why")
         return text
 
-    def write(self, request: extract.WriteRequest, stage="generate",
-              ledger=None) -> extract.Written:
+    def write(self, request: builtin_writer.WriteRequest, stage="generate",
+              ledger=None) -> builtin_writer.Written:
         """The request's messages answered in free text (extract's writer protocol)."""
         started = time.perf_counter()
         r = self.chat(request.messages)
@@ -330,7 +331,7 @@ class OllamaWriter:
         cost_ledger.record(ledger, stage, "ollama", self.model, started, inp, out)
         if ledger is not None:
             ledger.rows[-1]["server_seconds"] = self.last_stats["total_seconds"]
-        return extract.Written(text, self.name, inp, out)
+        return builtin_writer.Written(text, self.name, inp, out)
 
 
 # System One (/v1/systemone on Ollama and Jev): yes/no questions over one shared state.
@@ -513,7 +514,7 @@ class CascadeJudge:
     name = "cascade"
 
     def __init__(self, model_judge, top: int = CASCADE_TOP):
-        self.cheap, self.model, self.top = reader.BuiltinJudge(), model_judge, top
+        self.cheap, self.model, self.top = line_scores.BuiltinJudge(), model_judge, top
 
     @property
     def note(self) -> str:
@@ -753,12 +754,12 @@ def load_backend(name: str = "auto", judge: str | None = None, idf=None, embed_m
         judge = DEFAULT_JUDGE if default_judge else judge
     w = None
     if name == "builtin":
-        b = Backend("builtin", emb or embedder.BuiltinEmbedder(idf), reader.BuiltinJudge(), extract.BuiltinWriter(),
-                    note or "builtin backend (offline)")
+        b = Backend("builtin", emb or embedder.BuiltinEmbedder(idf), line_scores.BuiltinJudge(),
+                    builtin_writer.BuiltinWriter(), note or "builtin backend (offline)")
     else:
         w = OllamaWriter(wm, host, timeout)
-        b = Backend("ollama", emb or OllamaEmbedder(em, host, timeout), reader.BuiltinJudge(),
-                    choose.ChoosingWriter(w) if writer == "choose" else w,
+        b = Backend("ollama", emb or OllamaEmbedder(em, host, timeout), line_scores.BuiltinJudge(),
+                    choosing_writer.ChoosingWriter(w) if writer == "choose" else w,
                     note + ("; the model chooses lines, code writes them" if writer == "choose"
                             else "; the model writes free text"))
     if judge in ("ollama", "cascade"):       # the model judges: only when asked

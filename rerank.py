@@ -1,6 +1,7 @@
 """rerank: one judgment per candidate, "does this passage help answer the query", batched.
 
-In:  the query, the candidates after version.apply, a judge (reader.BuiltinJudge, or models.Ollama).
+In:  the query, the candidates after version.apply, a judge (line_scores.BuiltinJudge, or
+     models.Ollama).
 Out: rerank(): every candidate with .relevance set, sorted best first (the first `keep`
      are the kept ones); gate(): an abstain reason when no kept passage reaches
      RELEVANCE_THRESHOLD, else None.

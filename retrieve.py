@@ -35,7 +35,7 @@ import numpy as np
 from verso import asof
 from verso import bm25
 from verso import dating
-from verso import filecols
+from verso import file_columns
 from verso import store_load
 from verso import textkit
 from verso import wordforms
@@ -132,7 +132,7 @@ def _meta(index) -> dict:
             names, first = _file_runs(file_of, files)
             col = np.cumsum(np.r_[False, file_of[1:] != file_of[:-1]]) if len(
                 file_of) else np.zeros(0, dtype=np.int64)
-            private = np.array([bool(x) for x in filecols.column(files, "private")],
+            private = np.array([bool(x) for x in file_columns.column(files, "private")],
                                dtype=bool)[file_of]
             ids = index.cache.get("retrieve_ids") or _runs_by_path(names, first, len(file_of))
             index.cache["retrieve_ids"] = ids
@@ -155,7 +155,7 @@ def _file_runs(file_of: np.ndarray, files: list) -> tuple[list, np.ndarray]:
     file order, so each file's chunks are one run of ids."""
     first = np.flatnonzero(np.r_[True, file_of[1:] != file_of[:-1]]) if len(
         file_of) else np.zeros(0, dtype=np.int64)
-    paths = filecols.column(files, "path")
+    paths = file_columns.column(files, "path")
     return [paths[j] for j in file_of[first].tolist()], first
 
 
@@ -394,8 +394,8 @@ def _mentions(index, query: str, mask, cands, today, ranked=None) -> list[Candid
 def real_dates(index) -> list[str]:
     """The dates of the vault's notes that are not a file's mtime alone (cached)."""
     if "dates" not in index.cache:
-        index.cache["dates"] = [d for d, src in zip(filecols.column(index.files, "date"),
-                                                    filecols.column(index.files, "date_source"))
+        index.cache["dates"] = [d for d, src in zip(file_columns.column(index.files, "date"),
+                                                    file_columns.column(index.files, "date_source"))
                                 if d and src != dating.WEAK_SOURCE]
     return index.cache["dates"]
 
@@ -467,8 +467,8 @@ def _linkers(index, want: set | None = None) -> dict[str, set]:
     target or, with want, for those targets alone (notes linking to none are skipped)."""
     found: dict[str, set] = {}
     keep = index.by_path if want is None else {t for t in want if t in index.by_path}
-    for here, links in zip(filecols.column(index.files, "path"),
-                           filecols.column(index.files, "links")):
+    for here, links in zip(file_columns.column(index.files, "path"),
+                           file_columns.column(index.files, "links")):
         if links and (want is None or not keep.isdisjoint(links)):
             for target in links:
                 if target != here and target in keep:

@@ -28,7 +28,7 @@ import numpy as np
 
 from verso import embedder
 from verso import chunking
-from verso import filecols
+from verso import file_columns
 from verso import store
 
 LOAD_TRIES = 3                     # load_index re-reads a manifest a commit replaced meanwhile
@@ -355,7 +355,7 @@ class _Chunks(Sequence):
         if key == "id":
             return list(range(len(self)))
         if key in ("path", "private", "family", "is_latest"):
-            values = np.array(filecols.column(self.files, key) + [None], dtype=object)[:-1]
+            values = np.array(file_columns.column(self.files, key) + [None], dtype=object)[:-1]
             return values[self.file_of].tolist()
         if key in ("heading", "section_date", "entry_latest"):
             out = np.empty(len(self), dtype=object)
@@ -505,14 +505,14 @@ def _load(d: Path, backend, ahead: Ahead | None = None) -> Index:
     embedder = _load_embedder(d, manifest, backend, fix)
     idx = Index(d, manifest, files, _Chunks(files, segments, file_of, seg_of, row),
                 _Vectors([s.vectors for s in segments], seg_of, row, dim),
-                filecols.ByPath(files), embedder, stat=stat)
+                file_columns.ByPath(files), embedder, stat=stat)
     idx.segments, idx.places, idx.base = segments, _where(*live), base
     return idx
 
 
 def _load_files(d: Path, manifest: dict, files_file: str, vault, fix: str, read):
     """((base name, its sha, its records), the file records now): the base's columns
-    (filecols; decoded when a field is asked for), with the delta the manifest names
+    (file_columns; decoded when a field is asked for), with the delta the manifest names
     (if any) applied; each file checked against its digest. read: _digested's."""
     try:
         raw, sha = read(files_file)
@@ -522,13 +522,13 @@ def _load_files(d: Path, manifest: dict, files_file: str, vault, fix: str, read)
     cols = None
     if sha == manifest.get("files_sha"):
         try:
-            cols = filecols.Columns(raw)
+            cols = file_columns.Columns(raw)
         except (ValueError, TypeError, KeyError):
             pass
     if cols is None:
         raise store.IndexProblem(f"{files_file} in {d} does not match its manifest (edited, or an "
                                  f"ingest was interrupted): run {fix}")
-    base = (files_file, manifest["files_sha"], filecols.Files(cols))
+    base = (files_file, manifest["files_sha"], file_columns.Files(cols))
     name = manifest.get("files_delta")
     if not name:
         return base, base[2]
@@ -544,7 +544,7 @@ def _load_files(d: Path, manifest: dict, files_file: str, vault, fix: str, read)
     if None in entries:
         raise store.IndexProblem(f"{name} in {d} does not match its manifest (edited, or an "
                                  f"ingest was interrupted): run {fix}")
-    return base, filecols.Files(cols, entries)
+    return base, file_columns.Files(cols, entries)
 
 
 def _mapped(path: Path, fix: str, dtype=None, shape=None):
@@ -623,8 +623,8 @@ def _layout(d: Path, files: list, live: tuple, fix: str):
     live: _live_notes; each note not a duplicate must be there exactly once."""
     paths, loc = live
     pos = dict(zip(paths, range(len(paths))))
-    js = [j for j, dup in enumerate(filecols.column(files, "duplicate_of")) if not dup]
-    at = list(map(pos.get, map(filecols.column(files, "path").__getitem__, js)))
+    js = [j for j, dup in enumerate(file_columns.column(files, "duplicate_of")) if not dup]
+    at = list(map(pos.get, map(file_columns.column(files, "path").__getitem__, js)))
     if len(pos) != len(paths) or len(js) != len(paths) or None in at:
         raise store.IndexProblem(f"the segments in {d} do not match its files (a note missing or "
                                  f"indexed twice): run {fix}")

@@ -15,9 +15,9 @@ Not: deciding the verdict (verify, calibrate) or changing the answer text itself
 
 from __future__ import annotations
 
-from verso import extract
+from verso import builtin_writer
 from verso import generate
-from verso import reader
+from verso import line_scores
 from verso import textkit
 
 LOOK_AT = 3              # notes listed under an abstention
@@ -30,7 +30,7 @@ PLAIN = {                # the writer's and the router's own reasons, as a perso
 
 
 def _notes(cands: list) -> list[dict]:
-    """Candidates as the note dicts the builtin reader reads (extract.unit_rows)."""
+    """Candidates as the note dicts the builtin reader reads (builtin_writer.unit_rows)."""
     return [{"id": f"c{i}", "path": c.path, "section": c.chunk.get("heading", ""),
              "date": c.date, "status": generate.note_status(c), "order": i - 1,
              "text": c.chunk.get("text", "")} for i, c in enumerate(cands, 1)]
@@ -39,7 +39,7 @@ def _notes(cands: list) -> list[dict]:
 def _best_lines(question: str, notes: list[dict]) -> dict:
     """{note id: its line the builtin reader scores highest for the question}."""
     best: dict = {}
-    for u in extract.unit_rows(reader.analyse(question), notes):
+    for u in builtin_writer.unit_rows(line_scores.analyse(question), notes):
         if u.note["id"] not in best or u.ev > best[u.note["id"]].ev:
             best[u.note["id"]] = u
     return {k: u.text for k, u in best.items()}

@@ -1,7 +1,7 @@
 """verify: every sentence of an answer checked, rules in code first, then a judge.
 
 In:  the answer text, the notes it was written from (numbered c1.. in order), the time
-     mode and a judge (reader.py or models.py) with .support.
+     mode and a judge (line_scores.py or models.py) with .support.
 Out: Verdict(verdict "SHIP"|"ESCALATE", sentences, failing, rules_ok, on_question); each
      sentence is a dict {index, sentence, claim, citations, date, numbers, support,
      reasons, ok}. rules_ok: the citation checks passed; on_question: the question-aware
@@ -37,8 +37,8 @@ from verso import dating
 from verso import generate
 from verso import models
 from verso import textkit
-from verso import reader
-from verso import extract
+from verso import line_scores
+from verso import builtin_writer
 from verso import rerank
 from verso import version
 
@@ -85,7 +85,7 @@ def _answers(c) -> bool:
 def _newer(m, c) -> bool:
     if m.is_latest and not c.is_latest:
         return True
-    dated = extract.UNDATED not in (m.date, c.date)
+    dated = builtin_writer.UNDATED not in (m.date, c.date)
     return dated and m.date > c.date
 
 
@@ -136,18 +136,18 @@ def _newer_conflict(body: str, cited: list, notes: list, ids: dict) -> list:
     """A newer dated note (another document, judged to answer) has a line on the same
     topic (CONFLICT_COVERAGE of the sentence's words other than its values) that states
     values (numbers, names), none of them the sentence's."""
-    values = extract.values(body)
+    values = builtin_writer.values(body)
     words = {t for t in textkit.terms(body) if not t[0].isdigit()} - META_TERMS - values
-    dates = [c.date for c in cited if c.date != extract.UNDATED]
+    dates = [c.date for c in cited if c.date != builtin_writer.UNDATED]
     if not values or not words or not dates:
         return []
     for m in notes:
-        if any(m is c for c in cited) or m.date == extract.UNDATED or m.date <= max(dates):
+        if any(m is c for c in cited) or m.date == builtin_writer.UNDATED or m.date <= max(dates):
             continue
         if not _answers(m) or any(_same_document(m, c) for c in cited):
             continue  # the same document's newer version is the stale rule's case
         for unit in textkit.split_units(m.chunk.get("text", "")):
-            theirs = extract.values(unit)
+            theirs = builtin_writer.values(unit)
             share = len(words & set(textkit.terms(unit))) / len(words)
             if theirs and not theirs & values and share >= CONFLICT_COVERAGE:
                 return [f"a newer note ({ids[id(m)]}, {m.date}) states otherwise: "
@@ -158,7 +158,7 @@ def _newer_conflict(body: str, cited: list, notes: list, ids: dict) -> list:
 def _own_clause(body: str) -> str:
     """The sentence without the writer's "; this replaces ..." clause naming the older
     statement it supersedes (that clause cites the older note on purpose)."""
-    return body.split(extract.REPLACES.split("{")[0])[0]
+    return body.split(builtin_writer.REPLACES.split("{")[0])[0]
 
 
 def _injected(body: str, shown: list, cited: list, ids: dict) -> list[str]:
@@ -219,7 +219,7 @@ def _days_missing(body: str, have: str, cited: list, cites: list) -> list[str]:
     if not days:
         return []
     spans = asof.stated(have) + [(d, d) for d in dating.days_in(have)]
-    spans += [(c.date, c.date) for c in cited if c.date != extract.UNDATED]
+    spans += [(c.date, c.date) for c in cited if c.date != builtin_writer.UNDATED]
     wrong = [d for d in dict.fromkeys(days) if not any(lo <= d <= hi for lo, hi in spans)]
     return [f"states {', '.join(wrong)}, a day the cited {', '.join(cites)} "
             f"neither states nor is dated"] if wrong else []
@@ -281,7 +281,7 @@ def _bare_value(claim: str, ask) -> bool:
     """The sentence is a value of the kind asked and little else ("£3,840", "On 2
     December at 10:30"): the question says what it is about, not the sentence."""
     words = [t for t in textkit.terms(claim) if not t[0].isdigit()]
-    return bool(ask.kinds) and len(words) <= BARE_WORDS and reader.holds(claim, ask.kinds) > 0
+    return bool(ask.kinds) and len(words) <= BARE_WORDS and line_scores.holds(claim, ask.kinds) > 0
 
 
 def _leading_name(row: dict, by_id: dict, kinds) -> bool:
@@ -291,7 +291,7 @@ def _leading_name(row: dict, by_id: dict, kinds) -> bool:
     if "name" not in kinds or not first:
         return False
     cited = " ".join(generate.visible(by_id[i]) for i in row["citations"] if i in by_id)
-    return first.group() in reader.VALUE_RES["name"].findall(cited)
+    return first.group() in line_scores.VALUE_RES["name"].findall(cited)
 
 
 def _off_question(rows: list, notes: list, question: str) -> None:
@@ -299,7 +299,7 @@ def _off_question(rows: list, notes: list, question: str) -> None:
     under MIN_TOPIC_SHARE of the question's topic terms is off-topic; an answer to
     "how much / when / who ..." holding no value of that kind does not answer; the
     notes an answer cites name the role or attribute asked about (models focus_terms)."""
-    ask = reader.analyse(question)
+    ask = line_scores.analyse(question)
     by_id = {f"c{i}": c for i, c in enumerate(notes, 1)}
     weights = {t: 1.0 for t in ask.terms}
     cited = [r for r in rows if r["citations"]]
@@ -310,9 +310,9 @@ def _off_question(rows: list, notes: list, question: str) -> None:
             heads += " " + " ".join(generate.visible(by_id[i]) for i in r["citations"]
                                     if i in by_id)
         found = textkit.evidence_terms(f"{r['claim']} {heads}")
-        if weights and reader.term_share(weights, found) < MIN_TOPIC_SHARE:
+        if weights and line_scores.term_share(weights, found) < MIN_TOPIC_SHARE:
             r["reasons"].append("names nothing the question asks about")
-    if ask.kinds and cited and not any(reader.holds(r["claim"], ask.kinds)
+    if ask.kinds and cited and not any(line_scores.holds(r["claim"], ask.kinds)
                                        or _leading_name(r, by_id, ask.kinds) for r in cited):
         cited[0]["reasons"].append(f"holds no value of the kind asked "
                                    f"({', '.join(sorted(ask.kinds))})")
@@ -320,7 +320,7 @@ def _off_question(rows: list, notes: list, question: str) -> None:
     if not ids:
         return
     tset = textkit.evidence_terms(" ".join(generate.visible(by_id[i]) for i in ids))
-    lacking = [t for t in ask.focus if not reader.term_share({t: 1.0}, tset)]
+    lacking = [t for t in ask.focus if not line_scores.term_share({t: 1.0}, tset)]
     if lacking:
         cited[0]["reasons"].append(f"the cited {', '.join(ids)} never name "
                                    f"{', '.join(lacking)}, which the question asks about")

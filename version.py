@@ -52,7 +52,7 @@ import dataclasses
 
 from verso import asof
 from verso import dating
-from verso import filecols
+from verso import file_columns
 from verso import retrieve
 from verso import store_load
 from verso.retrieve import Candidate
@@ -104,7 +104,7 @@ def _tables(index) -> dict:
     if tables is None:
         members: dict[str, list] = {}     # family -> positions in index.files
         files = index.files
-        for i, (path, family, dup) in enumerate(zip(*(filecols.column(files, k) for k in (
+        for i, (path, family, dup) in enumerate(zip(*(file_columns.column(files, k) for k in (
                 "path", "family", "duplicate_of")))):
             if not dup:
                 members.setdefault(family or path, []).append(i)

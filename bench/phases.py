@@ -31,7 +31,7 @@ import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 
 PHASES = {"vault_walk": ["scan"], "ingest": ["_stamp", "_unchanged", "_files_and_chunks",
                                              "_write_index"],
-          "catalogue": ["changes", "catalogue"],
+          "file_records": ["changes", "catalogue"],
           "families": ["mark_duplicates", "mark_families", "resolve_links"],
           "store": ["commit"], "store_load": ["load_index"]}
 

@@ -38,8 +38,8 @@ import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 from verso import evaluate  # noqa: E402
 from verso import generate  # noqa: E402
 from verso import harness  # noqa: E402
-from verso import reader
-from verso import extract
+from verso import line_scores
+from verso import builtin_writer
 from verso import verify  # noqa: E402
 import rigfixtures  # noqa: E402
 
@@ -56,11 +56,11 @@ class ReplayWriter:
         rec = self.replies.get(request.question)
         if rec is None:
             self.missing.append(request.question)
-            return extract.Written("", self.name)
+            return builtin_writer.Written("", self.name)
         if rec["messages"][-1]["content"] != request.messages[-1]["content"]:
             self.changed.append(request.question)   # the notes differ from the recording's
-        return extract.Written(rec["reply"], self.name, rec.get("prompt_tokens", 0),
-                               rec.get("output_tokens", 0))
+        return builtin_writer.Written(rec["reply"], self.name, rec.get("prompt_tokens", 0),
+                                      rec.get("output_tokens", 0))
 
 
 def run(questions, backend, index, writer) -> list[dict]:
@@ -102,7 +102,7 @@ class _Reply:
         self.text = text
 
     def write(self, request, stage="generate", ledger=None):
-        return extract.Written(self.text, self.name)
+        return builtin_writer.Written(self.text, self.name)
 
 
 def _as_recording(rec: dict) -> dict:
@@ -118,7 +118,7 @@ def replay_prompts(recs, questions) -> list[dict]:
     """generate + verify again on each recorded reply, over the notes its prompt held;
     a question the recording abstained on before the writer counts as that abstention."""
     by_q, rows = {r["id"]: r for r in map(_as_recording, recs)}, []
-    judge = reader.BuiltinJudge()
+    judge = line_scores.BuiltinJudge()
     for q in questions:
         rec = by_q.get(q["id"])
         if rec is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from verso import extract
+from verso import builtin_writer
 from verso.retrieve import Candidate
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "rig_replies.jsonl"
@@ -26,15 +26,16 @@ def load() -> dict[str, dict]:
 def candidate(i: int, note: dict) -> Candidate:
     """A Candidate from a note as the prompt showed it (status names its version)."""
     status = note["status"]
-    _, _, newer = status.partition(extract.SUPERSEDED_MARK)
-    latest = status == extract.STATUS_LATEST
-    family = (newer.split(extract.LOG_ENTRY_MARK)[0].strip() if newer else note["path"])
+    _, _, newer = status.partition(builtin_writer.SUPERSEDED_MARK)
+    latest = status == builtin_writer.STATUS_LATEST
+    family = (newer.split(builtin_writer.LOG_ENTRY_MARK)[0].strip() if newer else note["path"])
     chunk = {"id": i, "path": note["path"], "heading": note.get("section", ""),
              "section_date": None, "date": note["date"],
-             "date_source": "mtime" if note["date"] == extract.UNDATED else "filename",
+             "date_source": "mtime" if note["date"] == builtin_writer.UNDATED else "filename",
              "family": family, "is_latest": latest or status.startswith(
-                 extract.STATUS_OLDER_ENTRY),
-             "entry_latest": False if status.startswith(extract.STATUS_OLDER_ENTRY) else None,
+                 builtin_writer.STATUS_OLDER_ENTRY),
+             "entry_latest": (False if status.startswith(builtin_writer.STATUS_OLDER_ENTRY)
+                              else None),
              "private": False, "text": note["text"].strip()}
     return Candidate(chunk=chunk, superseded_by=newer.strip() or None)
 
@@ -45,5 +46,5 @@ def notes(record: dict) -> list[Candidate]:
 
 def notes_from_prompt(user_message: str) -> tuple[str, str, list[Candidate]]:
     """(question, time mode, candidates) from a generate.build_messages user message."""
-    question, mode, parsed = extract.parse_prompt(user_message)
+    question, mode, parsed = builtin_writer.parse_prompt(user_message)
     return question, mode, [candidate(i, n) for i, n in enumerate(parsed, 1)]

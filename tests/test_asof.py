@@ -120,7 +120,7 @@ def test_a_date_given_outright_and_a_bad_one(shop, capsys):
 
 
 def test_citing_a_version_superseded_before_the_date_escalates(shop):
-    from verso import reader
+    from verso import line_scores
     from verso import retrieve
     from verso import version
     from verso import verify
@@ -136,10 +136,10 @@ def test_citing_a_version_superseded_before_the_date_escalates(shop):
     assert sept.dropped and not april.dropped
     assert by["farm/box prices 2026-06.md"]["is_latest"] is False  # marked on copies only
     kept = [april, june]
-    v = verify.verify("Small box: £10 [c1].", kept, "present", reader.BuiltinJudge())
+    v = verify.verify("Small box: £10 [c1].", kept, "present", line_scores.BuiltinJudge())
     assert v.verdict == "ESCALATE" and "older version" in v.failing[0]["reasons"][0]
     assert verify.verify("Small box: £12 [c2].", kept, "present",
-                         reader.BuiltinJudge()).verdict == "SHIP"
+                         line_scores.BuiltinJudge()).verdict == "SHIP"
 
 
 def test_mcp_search_notes_takes_an_as_of_date(shop):

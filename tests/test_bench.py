@@ -150,7 +150,7 @@ def test_the_phases_script_times_an_edit_and_a_question(tmp_path, capsys):
     note = sorted(p.relative_to(v.root).as_posix() for p in v.root.rglob("*.md"))[0]
     assert phases.main([str(v.root), "--index", str(tmp_path / "idx"), "--edit", note]) == 0
     out = capsys.readouterr().out
-    assert "catalogue.changes" in out and "vault_walk.scan" in out
+    assert "file_records.changes" in out and "vault_walk.scan" in out
     assert phases.main([str(v.root), "--index", str(tmp_path / "idx"), "--question",
                         "what is the rate"]) == 0
     assert "store_load.load_index" in capsys.readouterr().out

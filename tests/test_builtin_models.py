@@ -1,14 +1,14 @@
-"""The builtin reader (reader.py, extract.py): its features, its judge and its writer, on sentences
-of the kinds people write (a price table row, a dated log line, a bullet with a name, a
-line that holds the asked term but no value)."""
+"""The builtin reader (line_scores.py, builtin_writer.py): its features, its judge and its
+writer, on sentences of the kinds people write (a price table row, a dated log line, a
+bullet with a name, a line that holds the asked term but no value)."""
 
 import math
 
 import pytest
 
 from verso import textkit
-from verso import reader
-from verso import extract
+from verso import line_scores
+from verso import builtin_writer
 from verso import generate
 from verso.generate import ABSTAIN, build_messages
 from verso.retrieve import Candidate
@@ -22,15 +22,15 @@ def cand(i, path, text, date="2026-06-01", heading="", family=None, latest=True,
 
 
 def write(question, notes, mode):
-    w = extract.BuiltinWriter().write(generate.request(question, notes, mode))
+    w = builtin_writer.BuiltinWriter().write(generate.request(question, notes, mode))
     assert w.input_tokens > 0 and w.output_tokens > 0 and w.writer == "builtin"
     return w.text
 
 
 def feats(question, unit, heading="", title="", weights=None):
-    ask = reader.analyse(question)
+    ask = line_scores.analyse(question)
     w = weights or {t: 1.0 for t in ask.terms}
-    return reader.Scorer(ask, w).features(unit, heading, title)
+    return line_scores.Scorer(ask, w).features(unit, heading, title)
 
 
 ROW = "Item: Eggs; Price: £3.20 a dozen; Notes: free range"          # a price table row
@@ -42,29 +42,29 @@ MENTION = "Ask about the egg price at the next meeting"               # term, no
 # ---------------------------------------------------------------- the question
 
 def test_analyse_kinds_terms_and_time_words():
-    a = reader.analyse("How much is the egg price at the moment?")
+    a = line_scores.analyse("How much is the egg price at the moment?")
     assert a.terms == ("egg", "price") and a.kinds == {"money", "measure", "percent"}
-    assert reader.analyse("When is the open day now?").kinds == {"date"}
-    assert reader.analyse("Who is the vet?").kinds == {"name"}
-    assert reader.analyse("Where is the boat kept?").kinds == {"place"}
-    assert reader.analyse("What is the name of the vet?").terms == ("vet",)
-    assert "change" not in reader.analyse("How did the box price change over time?").terms
-    assert reader.analyse("What was the split from 30 to 35 km?").terms[-2:] == ("30", "35")
+    assert line_scores.analyse("When is the open day now?").kinds == {"date"}
+    assert line_scores.analyse("Who is the vet?").kinds == {"name"}
+    assert line_scores.analyse("Where is the boat kept?").kinds == {"place"}
+    assert line_scores.analyse("What is the name of the vet?").terms == ("vet",)
+    assert "change" not in line_scores.analyse("How did the box price change over time?").terms
+    assert line_scores.analyse("What was the split from 30 to 35 km?").terms[-2:] == ("30", "35")
 
 
 def test_analyse_parts_take_the_whole_topic_and_their_own_kinds():
-    a = reader.analyse("Who chairs the group, and when is the next meeting?")
+    a = line_scores.analyse("Who chairs the group, and when is the next meeting?")
     assert [p.kinds for p in a.parts] == [{"name"}, {"date"}]
     assert all(p.terms == a.terms for p in a.parts)
-    assert reader.analyse("Who chairs the group?").parts == ()
-    assert reader.analyse("What are all the crops in the tunnel?").is_list
-    assert not reader.analyse("What is the tunnel size?").is_list
+    assert line_scores.analyse("Who chairs the group?").parts == ()
+    assert line_scores.analyse("What are all the crops in the tunnel?").is_list
+    assert not line_scores.analyse("What is the tunnel size?").is_list
 
 
 def test_question_parts_keep_context_with_the_part_after_it():
-    assert reader.question_parts("For the test rounds, how many take part and what do "
-                                 "they get?") == ["how many take part For the test rounds",
-                                                  "what do they get"]
+    assert line_scores.question_parts("For the test rounds, how many take part and what do "
+                                      "they get?") == ["how many take part For the test rounds",
+                                                       "what do they get"]
 
 
 def test_months_match_the_words_a_question_uses():
@@ -72,7 +72,7 @@ def test_months_match_the_words_a_question_uses():
     assert textkit.date_terms("Date: 2026-03-09; Cost: £120") == {"mar"}
     assert textkit.date_terms("farm/vet log_2026-11.md") == {"nov"}
     assert textkit.date_terms("Sept and 4 July, INV-2026-031, 2026-13-01") == {"sep", "jul"}
-    a = reader.analyse("What did the farrier charge in Sept?")
+    a = line_scores.analyse("What did the farrier charge in Sept?")
     assert a.terms[-1] == "sep" and "sep" not in a.names and "sept" not in a.names
     assert "mar" in textkit.evidence_terms("Visit: 2; Date: 2026-03-09")
 
@@ -89,7 +89,7 @@ def test_a_possessive_question_is_answered_from_that_person_and_attribute():
     tom = cand(26, "people/Tom Reilly.md", "Tom Reilly: plumber, Hebden Bridge.\n"
                "Phone: 07700 900123.")
     sue = cand(27, "people/Sue Park.md", "Sue Park: accountant.\nEmail: sue@park.example.")
-    a = reader.analyse("What is Tom's email address?")
+    a = line_scores.analyse("What is Tom's email address?")
     assert a.owned == ("email", "address")
     # Tom's note gives no email; Sue's email is no answer about Tom
     assert write("What is Tom's email address?", [tom, sue], "any") == ABSTAIN
@@ -104,15 +104,15 @@ def test_a_possessive_question_is_answered_from_that_person_and_attribute():
 
 def test_holds_the_asked_kind_with_partial_credit_for_a_bare_number():
     money = {"money"}
-    assert reader.holds(ROW, money) == 1.0
-    assert reader.holds("The rent is 1200 a month", money) == reader.PARTIAL_CREDIT
-    assert reader.holds(MENTION, money) == 0.0
-    assert reader.holds(BULLET, {"name"}) == 1.0
-    assert reader.holds(LOG, {"name"}) == 0.0
-    assert reader.holds("Open day moved to Saturday", {"date"}) == 1.0
-    assert reader.holds("kept at pier 4", {"place"}) == 1.0
-    assert reader.holds("no values here", frozenset()) == 0.0      # no kind: any specific
-    assert reader.holds("Status: paid", frozenset()) == 1.0       # ... a "key: value"
+    assert line_scores.holds(ROW, money) == 1.0
+    assert line_scores.holds("The rent is 1200 a month", money) == line_scores.PARTIAL_CREDIT
+    assert line_scores.holds(MENTION, money) == 0.0
+    assert line_scores.holds(BULLET, {"name"}) == 1.0
+    assert line_scores.holds(LOG, {"name"}) == 0.0
+    assert line_scores.holds("Open day moved to Saturday", {"date"}) == 1.0
+    assert line_scores.holds("kept at pier 4", {"place"}) == 1.0
+    assert line_scores.holds("no values here", frozenset()) == 0.0      # no kind: any specific
+    assert line_scores.holds("Status: paid", frozenset()) == 1.0       # ... a "key: value"
 
 
 def test_features_of_four_kinds_of_line_hand_worked():
@@ -138,28 +138,28 @@ def test_heading_and_title_count_apart_and_together():
 
 
 def test_nearness_is_the_asked_share_over_the_distance():
-    ask = reader.analyse("What is the egg price?")
-    sc = reader.Scorer(ask, {"egg": 3.0, "price": 1.0})
+    ask = line_scores.analyse("What is the egg price?")
+    sc = line_scores.Scorer(ask, {"egg": 3.0, "price": 1.0})
     # egg (3/4 of the weight) is 4 tokens from 3.20; price (1/4) is 1 token from it
     assert sc.nearness("eggs sold at gate price 3.20", textkit.evidence_terms("eggs sold at gate price 3.20")) == pytest.approx(max(0.75 / 4, 0.25))
 
 
 def test_weights_drop_a_name_no_passage_uses_and_follow_idf():
-    ask = reader.analyse("What is Maren's egg price?")
+    ask = line_scores.analyse("What is Maren's egg price?")
     docs = [{"egg", "price"}, {"egg"}, {"box"}]
-    w = reader.weights_for(ask, docs)
+    w = line_scores.weights_for(ask, docs)
     assert "maren" not in w
-    assert w["price"] == pytest.approx(math.log(1 + 4 / 2) + reader.IDF_FLOOR)
-    assert w["egg"] == pytest.approx(math.log(1 + 4 / 3) + reader.IDF_FLOOR)
-    w = reader.weights_for(ask, docs, idf={"egg": 2.0, "price": 3.0, "box": 5.0})
-    assert w == {"egg": 2.0 + reader.IDF_FLOOR, "price": 3.0 + reader.IDF_FLOOR}
+    assert w["price"] == pytest.approx(math.log(1 + 4 / 2) + line_scores.IDF_FLOOR)
+    assert w["egg"] == pytest.approx(math.log(1 + 4 / 3) + line_scores.IDF_FLOOR)
+    w = line_scores.weights_for(ask, docs, idf={"egg": 2.0, "price": 3.0, "box": 5.0})
+    assert w == {"egg": 2.0 + line_scores.IDF_FLOOR, "price": 3.0 + line_scores.IDF_FLOOR}
 
 
 def test_evidence_is_the_fitted_logit():
     f = [1.0, 0.0, 0.0, 1.0, 1.0, 0.5]
-    assert reader.evidence(f) == pytest.approx(
-        reader.READER_BIAS + reader.W_TEXT + reader.W_COVER + reader.W_TYPE
-        + 0.5 * reader.W_NEAR)
+    assert line_scores.evidence(f) == pytest.approx(
+        line_scores.READER_BIAS + line_scores.W_TEXT + line_scores.W_COVER + line_scores.W_TYPE
+        + 0.5 * line_scores.W_NEAR)
 
 
 # ---------------------------------------------------------------- the judge
@@ -169,29 +169,29 @@ def test_relevance_ranks_the_answer_above_the_mention_above_the_off_topic():
                 "m": {"text": MENTION, "heading": "", "path": "journal/x.md"},
                 "o": {"text": "Hedge laying on the north side", "heading": "",
                       "path": "farm/work log.md"}}
-    p = reader.BuiltinJudge().relevance("What is the egg price?", passages)
+    p = line_scores.BuiltinJudge().relevance("What is the egg price?", passages)
     assert p["a"] > p["m"] > p["o"]
     assert p["a"] > 0.5 > p["o"]                 # 0.5 is the gate: ABSTAIN_LOGIT
 
 
 def test_relevance_is_the_sigmoid_of_the_best_unit_less_the_threshold():
     passages = {"a": {"text": f"{MENTION}\n{ROW}", "heading": "", "path": "x.md"}}
-    j = reader.BuiltinJudge()
+    j = line_scores.BuiltinJudge()
     z = j.evidence("What is the egg price?", passages)["a"][0]
-    ask = reader.analyse("What is the egg price?")
-    w = reader.weights_for(ask, [textkit.evidence_terms(f"{MENTION}\n{ROW} x.md")])
-    best = max(reader.evidence(reader.Scorer(ask, w).features(u, "", "x.md"))
+    ask = line_scores.analyse("What is the egg price?")
+    w = line_scores.weights_for(ask, [textkit.evidence_terms(f"{MENTION}\n{ROW} x.md")])
+    best = max(line_scores.evidence(line_scores.Scorer(ask, w).features(u, "", "x.md"))
                for u in (MENTION, ROW))
     assert z == pytest.approx(best)
     p = j.relevance("What is the egg price?", passages)["a"]
-    assert p == pytest.approx(1 / (1 + math.exp(-(z - reader.ABSTAIN_LOGIT))))
+    assert p == pytest.approx(1 / (1 + math.exp(-(z - line_scores.ABSTAIN_LOGIT))))
 
 
 def test_relevance_by_part_scores_each_part():
     passages = {"c": {"text": "Chair: Ruth Amos", "heading": "", "path": "meetings/agm.md"},
                 "d": {"text": "Next meeting: 12 March", "heading": "",
                       "path": "meetings/agm.md"}}
-    r = reader.BuiltinJudge().relevance_by_part(
+    r = line_scores.BuiltinJudge().relevance_by_part(
         "Who chairs the group meeting, and when is the next one?", passages)
     assert all(len(v) == 3 for v in r.values())
     assert r["c"][1] > r["d"][1] and r["d"][2] > r["c"][2]     # name part, date part
@@ -201,7 +201,7 @@ def test_support_terms_and_every_number():
     claims = {"a": {"sentence": "Eggs are £3.20 a dozen [c1].", "sources": [ROW]},
               "b": {"sentence": "Eggs are £3.60 a dozen [c1].", "sources": [ROW]},
               "c": {"sentence": "Swans are pink.", "sources": [ROW]}}
-    s = reader.BuiltinJudge().support(claims)
+    s = line_scores.BuiltinJudge().support(claims)
     assert s["a"] == pytest.approx(1.0)                 # egg, dozen found; 3.20 found
     assert s["b"] == pytest.approx(0.0)                 # its only number is not there
     assert s["c"] == 0.0
@@ -298,7 +298,7 @@ def test_a_recorded_prompt_is_read_back():
     old = cand(10, "farm/box prices 2026-04.md", "Small box: £10.", date="2026-04-01",
                latest=False, superseded_by="farm/box prices 2026-10.md")
     msgs = build_messages("What is the price?", [PRICES, old], "present")
-    q, mode, notes = extract.parse_prompt(msgs[-1]["content"])
+    q, mode, notes = builtin_writer.parse_prompt(msgs[-1]["content"])
     assert (q, mode) == ("What is the price?", "present")
     assert [n["id"] for n in notes] == ["c1", "c2"]
     assert notes[1]["status"].startswith("older version, superseded by")
@@ -308,8 +308,8 @@ def test_a_recorded_prompt_is_read_back():
 def test_the_reader_has_at_most_fifteen_tuned_numbers():
     tuned = ["READER_BIAS", "W_TEXT", "W_HEADING", "W_TITLE", "W_COVER", "W_TYPE", "W_NEAR",
              "W_RANK", "W_LATEST", "ABSTAIN_LOGIT", "PARTIAL_CREDIT", "IDF_FLOOR"]
-    assert all(isinstance(getattr(reader, n), float) for n in tuned)
-    assert isinstance(reader.PREFIX_LEN, int) and len(tuned) + 1 <= 15
+    assert all(isinstance(getattr(line_scores, n), float) for n in tuned)
+    assert isinstance(line_scores.PREFIX_LEN, int) and len(tuned) + 1 <= 15
 
 
 def test_present_answer_is_cut_before_a_value_only_older_notes_state():
@@ -340,7 +340,7 @@ def test_a_table_of_dated_rows_is_a_history_of_its_own():
 
 
 def test_a_name_that_starts_like_a_month_is_still_a_name():
-    assert reader.VALUE_RES["name"].findall("Met Janet and Marek in March") == [
+    assert line_scores.VALUE_RES["name"].findall("Met Janet and Marek in March") == [
         "Janet", "Marek"]
 
 
@@ -365,7 +365,7 @@ def test_history_line_is_the_key_most_versions_state():
     text = write("How did the Kittiwake retainer change over time?", [b, a], "history")
     assert text == ("On 2026-04-01: Retainer: £2,400 a month [c2]. "
                     "On 2026-09-01: Retainer: £3,100 a month [c1].")
-    assert reader.analyse("How did the retainer change over time?").kinds == frozenset()
+    assert line_scores.analyse("How did the retainer change over time?").kinds == frozenset()
 
 
 # ---------------------------------------------------------------- round four
@@ -373,12 +373,12 @@ def test_history_line_is_the_key_most_versions_state():
 
 def test_the_digits_of_a_date_or_clock_time_are_no_amount_or_count():
     call = "roof start now Monday 23 March instead; scaffold goes up Sat 21st"
-    assert reader.holds(call, frozenset({"money"})) == 0.0
-    assert reader.holds(call, frozenset({"number"})) == 0.0
-    assert reader.holds("rang at 5pm, back at 09:40", frozenset({"number"})) == 0.0
-    assert reader.holds(call, frozenset({"date"})) == 1.0         # asked for, it counts
-    assert reader.holds("Rent: 1200", frozenset({"money"})) == reader.PARTIAL_CREDIT
-    assert reader.holds("Run: 24:12 for 5 km", frozenset({"duration"})) == 1.0
+    assert line_scores.holds(call, frozenset({"money"})) == 0.0
+    assert line_scores.holds(call, frozenset({"number"})) == 0.0
+    assert line_scores.holds("rang at 5pm, back at 09:40", frozenset({"number"})) == 0.0
+    assert line_scores.holds(call, frozenset({"date"})) == 1.0         # asked for, it counts
+    assert line_scores.holds("Rent: 1200", frozenset({"money"})) == line_scores.PARTIAL_CREDIT
+    assert line_scores.holds("Run: 24:12 for 5 km", frozenset({"duration"})) == 1.0
     gary = cand(30, "house/call with Gary.md", f"{call}\nprice the same.", heading="call "
                 "with Gary about the roof")
     person = cand(31, "people/Gary Lister.md", "roofer, Lister & Sons\nphone: 07700 900412",
@@ -416,9 +416,9 @@ def test_hard_wrapped_sentences_and_indented_list_items_are_one_unit():
 
 
 def test_a_possessive_typed_in_lower_case_asks_its_attribute():
-    assert reader.analyse("what's callum's email address?").owned == ("email", "address")
-    assert reader.analyse("Fiona's phone number please").owned == ("phone",)
-    assert reader.analyse("where's the band playing?").owned == ()
+    assert line_scores.analyse("what's callum's email address?").owned == ("email", "address")
+    assert line_scores.analyse("Fiona's phone number please").owned == ("phone",)
+    assert line_scores.analyse("where's the band playing?").owned == ()
 
 
 def test_an_abbreviation_before_a_code_ends_no_sentence():
@@ -431,7 +431,7 @@ def test_an_abbreviation_before_a_code_ends_no_sentence():
 
 
 def test_a_date_asked_is_no_bare_number():
-    assert reader.holds("Year 10 trip to Eden Camp", frozenset({"date"})) == 0.0
-    assert reader.holds("Year 10 trip to Eden Camp", frozenset({"number"})) == 1.0
-    toks, valued = reader.value_tokens("Year 10 trip on Friday 13 November", {"date"})
+    assert line_scores.holds("Year 10 trip to Eden Camp", frozenset({"date"})) == 0.0
+    assert line_scores.holds("Year 10 trip to Eden Camp", frozenset({"number"})) == 1.0
+    toks, valued = line_scores.value_tokens("Year 10 trip on Friday 13 November", {"date"})
     assert [toks[i] for i in sorted(valued)] == ["Friday", "13", "November"]

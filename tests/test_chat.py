@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from verso import builtin_writer
 from verso import chat
 from verso import evaluate
-from verso import extract
 from verso import followup
 from verso import harness
 from verso import html_report
@@ -52,7 +52,7 @@ class Writer:
 
     def write(self, request, stage="generate", ledger=None):
         self.calls.append(request.messages)
-        return extract.Written(self.reply, self.name, 10, 5)
+        return builtin_writer.Written(self.reply, self.name, 10, 5)
 
 
 def test_a_model_rewrite_is_kept_only_when_it_names_the_follow_up_own_words():
@@ -70,9 +70,9 @@ def test_a_model_rewrite_is_kept_only_when_it_names_the_follow_up_own_words():
 def test_the_rewrite_asks_the_model_itself_not_the_line_chooser():
     """A model backend's writer chooses lines from notes; a rewrite is free text (the
     chooser, handed the rewrite prompt, found no notes and said it did not know)."""
-    from verso import choose
+    from verso import choosing_writer
     model = Writer("How much is the deposit for the Lisbon flat?")
-    assert followup.model_rewrite(choose.ChoosingWriter(model), "what about the deposit?",
+    assert followup.model_rewrite(choosing_writer.ChoosingWriter(model), "what about the deposit?",
                               FLAT) == ("How much is the deposit for the Lisbon flat?", "model")
     assert len(model.calls) == 1
     said = Writer("I don't know from my notes.")            # an answer, not a question

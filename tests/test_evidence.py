@@ -114,7 +114,7 @@ def test_verify_does_not_pass_a_sentence_citing_only_a_corrected_statement(launc
             for s in a.sources for c in [_chunk(launch, tmp_path, s)]]
     n = next(i for i, s in enumerate(a.sources, 1) if s["path"] == "work/launch plan.md")
     v = verify.verify(f"The launch date is 3 March [c{n}].", kept, "present",
-                      harness.reader.BuiltinJudge(), question="When is the launch date?")
+                      harness.line_scores.BuiltinJudge(), question="When is the launch date?")
     assert v.verdict != "SHIP" and not v.sentences[0]["ok"]
     (why,) = v.sentences[0]["reasons"]                  # the version check, and no other
     assert why.startswith(f"cites an older version (c{n}, 2026-01-10) while a newer one ")

@@ -1,5 +1,6 @@
 """tools/fit_reader.py: the fitting procedure on hand-worked data, and the constants in
-reader.py are what it prints for the dev split (re-run it and paste when this fails)."""
+line_scores.py are what it prints for the dev split (re-run it and paste when this
+fails)."""
 
 import sys
 from pathlib import Path
@@ -7,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from verso import reader
+from verso import line_scores
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 import fit_reader  # noqa: E402
@@ -40,13 +41,13 @@ def test_curve_and_pick_hand_worked():
 
 @pytest.mark.slow
 def test_reader_constants_are_the_fit_on_dev():
-    shipped = {name: getattr(reader, name) for name in
+    shipped = {name: getattr(line_scores, name) for name in
                ["READER_BIAS", "ABSTAIN_LOGIT"] + list(fit_reader.WEIGHT_NAMES)}
     got = fit_reader.fit()
     assert got.keys() == shipped.keys()
     for name, value in got.items():
         assert shipped[name] == pytest.approx(value, abs=2e-3), name
-        assert getattr(reader, name) == shipped[name], f"fit() left {name} changed"
+        assert getattr(line_scores, name) == shipped[name], f"fit() left {name} changed"
 
 
 def test_question_files_name_their_vault_or_take_the_default():

@@ -1,7 +1,7 @@
 """generate: the prompt, citation parsing, and the Draft from a writer."""
 
 from verso import generate
-from verso import extract
+from verso import builtin_writer
 from verso import cost_ledger
 from verso.generate import ABSTAIN, build_messages, parse_citations
 from verso.retrieve import Candidate
@@ -20,7 +20,7 @@ class FakeWriter:
 
     def write(self, request, stage="generate", ledger=None):
         self.calls.append((request, stage))
-        return extract.Written(self.reply, "fake", 123, 7, {"seen": len(request.notes)})
+        return builtin_writer.Written(self.reply, "fake", 123, 7, {"seen": len(request.notes)})
 
 
 NOTES = [
@@ -32,7 +32,7 @@ NOTES = [
 
 
 def test_abstain_sentence_is_shared_with_models():
-    assert ABSTAIN == extract.ABSTAIN_SENTENCE == "I don't know from my notes."
+    assert ABSTAIN == builtin_writer.ABSTAIN_SENTENCE == "I don't know from my notes."
 
 
 def test_build_messages_system_rules():
@@ -110,15 +110,15 @@ def test_generate_abstain_and_think_block():
 def test_generate_with_builtin_writer_records_ledger():
     ledger = cost_ledger.Ledger()
     d = generate.generate("What is the day rate?", NOTES[:1], "present",
-                          extract.BuiltinWriter(), ledger=ledger)
+                          builtin_writer.BuiltinWriter(), ledger=ledger)
     assert d.text == "Day rate: £600 [c1]." and d.citations == ["c1"]
     assert ledger.rows[0]["stage"] == "generate"
-    assert ledger.rows[0]["model"] == extract.WRITER_MODEL
+    assert ledger.rows[0]["model"] == builtin_writer.WRITER_MODEL
 
 
 def read_back(request) -> tuple:
     """(question, mode, notes) the request's own messages state (its text stripped)."""
-    q, mode, notes = extract.parse_prompt(request.messages[-1]["content"])
+    q, mode, notes = builtin_writer.parse_prompt(request.messages[-1]["content"])
     return q, mode, [{**n, "text": n["text"].strip()} for n in notes]
 
 

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from verso import extract
+from verso import builtin_writer
 from verso import harness
 from verso import models
 from verso import route
@@ -143,7 +143,7 @@ class UncitedWriter:
     name = "uncited"
 
     def write(self, request, stage="generate", ledger=None):
-        return extract.Written("The standard day rate is £760 per day.", self.name, 40, 9)
+        return builtin_writer.Written("The standard day rate is £760 per day.", self.name, 40, 9)
 
 
 def test_a_citation_repair_reaches_the_answer_trace(loaded):

@@ -13,10 +13,10 @@ PACKAGE = "verso"           # the modules import each other as verso.x
 LAYERS = [
     {"textkit", "cost_ledger", "embedder", "selective", "asof", "timewords",
      "wordforms", "plain_bm25"},   # helpers
-    {"reader", "extract", "choose"},          # the builtin reader, writer; the chooser
+    {"line_scores", "builtin_writer", "choosing_writer"},        # the readers and writers
     {"models"},                                                  # model clients, backends
-    {"vault_walk", "dating", "families", "filecols", "chunking", "store", "store_load",
-     "bm25", "catalogue"},                                                           # the index
+    {"vault_walk", "dating", "families", "file_columns", "chunking", "store", "store_load",
+     "bm25", "file_records"},                                                        # the index
     {"ingest", "retrieve", "version", "route", "rerank", "generate", "verify",
      "calibrate", "unsure", "registry", "evidence", "passages", "verdict_fit", "followup"},  # stages
     {"scorecard", "html_report"},                                # renderers of plain data

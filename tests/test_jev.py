@@ -6,7 +6,7 @@ import os
 import pytest
 
 from verso import models
-from verso import reader
+from verso import line_scores
 from verso import cost_ledger
 from fakes import FakeJev, closed_port_url
 
@@ -181,5 +181,5 @@ def test_load_backend_with_jev_judge_keeps_a_local_judge(monkeypatch):
     monkeypatch.setenv("TYPESAFE_API_KEY", "sk-env")
     b = models.load_backend("builtin", judge="jev")
     assert isinstance(b.judge, models.JevJudge)
-    assert isinstance(b.judge.local, reader.BuiltinJudge)
+    assert isinstance(b.judge.local, line_scores.BuiltinJudge)
     assert "private text judged locally by builtin" in b.note

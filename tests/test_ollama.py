@@ -9,9 +9,9 @@ import pytest
 import verso
 
 from verso import embedder
-from verso import extract
+from verso import builtin_writer
 from verso import models
-from verso import reader
+from verso import line_scores
 from verso import cost_ledger
 from fakes import FakeOllama, closed_port_url
 
@@ -133,7 +133,7 @@ MESSAGES = [{"role": "system", "content": "Cite every sentence."},
              "The day rate is 1550 per day from October. Parking is extra.\n"
              "[c2] handovers/2026-05.md (2026-05-01)\nThe day rate was 1510.\n\n"
              "Question: What is the day rate now?"}]
-REQUEST = extract.WriteRequest(MESSAGES, "What is the day rate now?")
+REQUEST = builtin_writer.WriteRequest(MESSAGES, "What is the day rate now?")
 
 
 def test_write_request_and_ledger(fake):
@@ -274,7 +274,7 @@ def test_auto_uses_ollama_when_it_has_the_models(fake):
     assert b.name == "ollama" and isinstance(b.writer.inner, models.OllamaWriter)
     assert b.writer.name == "choose" and "chooses lines" in b.note
     assert isinstance(b.embedder, models.OllamaEmbedder)
-    assert isinstance(b.judge, reader.BuiltinJudge)
+    assert isinstance(b.judge, line_scores.BuiltinJudge)
     assert b.note == ("ollama: verso-writer writes, nomic-embed-text embeds; the model "
                       "chooses lines, code writes them; judge: builtin ("
                       + models.AUTO_JUDGE_WHY + ")")
@@ -291,14 +291,14 @@ def test_one_default_judge_whatever_way_the_backend_is_named(fake, monkeypatch):
     auto = models.load_backend("auto", host=fake.url, timeout=T)
     named = models.load_backend("ollama", host=fake.url, timeout=T)
     for b in (auto, named):
-        assert b.name == "ollama" and isinstance(b.judge, reader.BuiltinJudge)
+        assert b.name == "ollama" and isinstance(b.judge, line_scores.BuiltinJudge)
         assert b.note.endswith(f"; judge: builtin ({models.AUTO_JUDGE_WHY})")
     assert auto.note == named.note and "judges," not in named.note
     asked = models.load_backend("ollama", judge="ollama", host=fake.url, timeout=T)
     assert isinstance(asked.judge, models.OllamaJudge) and asked.judge.writer is asked.writer.inner
     monkeypatch.setenv("TYPESAFE_API_KEY", "sk-env")          # a hosted judge: private
     jev = models.load_backend("ollama", judge="jev", host=fake.url, timeout=T)  # text stays
-    assert isinstance(jev.judge.local, reader.BuiltinJudge)   # with the default judge
+    assert isinstance(jev.judge.local, line_scores.BuiltinJudge)   # with the default judge
     assert not fake.bodies("/api/chat")                       # no model judged anything
 
 
@@ -417,7 +417,7 @@ def test_cascade_asks_the_model_about_the_builtin_judges_first_passages_only(fak
                           "date": "2026-01-01", "dense_score": None, "private": False}
                 for i, t in enumerate(topics, 1)}
     query = "When is the boiler service?"
-    cheap = reader.BuiltinJudge().relevance(query, passages)
+    cheap = line_scores.BuiltinJudge().relevance(query, passages)
     first = sorted(cheap, key=lambda k: -cheap[k])[:2]
     j = models.CascadeJudge(judge(fake, systemone=False), top=2)
     got = j.relevance(query, passages, stage="rerank")
@@ -465,7 +465,7 @@ def test_a_timed_out_reply_names_the_setting_to_raise(fake, monkeypatch):
     w = models.OllamaWriter(host=fake.url)
     assert w.api.timeout == 0.3
     with pytest.raises(models.BackendError, match=r"within 0.3 s: .*--timeout SECONDS"):
-        w.write(extract.WriteRequest([{"role": "user", "content": "hi"}]))
+        w.write(builtin_writer.WriteRequest([{"role": "user", "content": "hi"}]))
 
 
 def _rent_vault(tmp_path, n=3):

@@ -4,7 +4,7 @@ own token counts."""
 
 from pathlib import Path
 
-from verso import extract
+from verso import builtin_writer
 from verso import generate
 from verso import models
 from fakes import FakeOllama
@@ -54,7 +54,7 @@ def test_modelfile_and_writer_agree_on_num_ctx():
 def test_writer_sends_the_modelfile_num_ctx_within_the_model_context():
     with FakeOllama(context=32768) as f:              # show: "num_ctx 8192"
         w = models.OllamaWriter(host=f.url, timeout=T)
-        w.write(extract.WriteRequest([{"role": "user", "content": "Notes:\n\nQuestion: q"}]))
+        w.write(builtin_writer.WriteRequest([{"role": "user", "content": "Notes:\n\nQuestion: q"}]))
         assert f.bodies("/api/chat")[0]["options"]["num_ctx"] == 8192
     with ShowFake(parameters="temperature 0", context=4096) as f:   # no num_ctx set
         w = models.OllamaWriter(host=f.url, timeout=T)
@@ -69,10 +69,10 @@ def test_prompt_budget_follows_the_servers_token_count():
         before = w.prompt_budget
         assert before == (8192 - models.WRITE_MAX_TOKENS) * models.WRITE_CHARS_PER_TOKEN
         text = "x" * 3000                              # the fake counts len // 4 + 1
-        w.write(extract.WriteRequest([{"role": "user", "content": text}]))
+        w.write(builtin_writer.WriteRequest([{"role": "user", "content": text}]))
         assert w.chars_per_token == 3.0                # 3000 / 751 > 3: kept conservative
         w.chars_per_token = 10.0
-        w.write(extract.WriteRequest([{"role": "user", "content": text}]))
+        w.write(builtin_writer.WriteRequest([{"role": "user", "content": text}]))
         assert abs(w.chars_per_token - 3000 / 751) < 1e-9
         assert w.prompt_budget == int((8192 - models.WRITE_MAX_TOKENS) * 3000 / 751)
 
@@ -85,7 +85,7 @@ class SmallWriter:
 
     def write(self, request, stage="generate", ledger=None):
         self.messages, self.notes = request.messages, request.notes
-        return extract.Written("Rate £600 [c1].", "small", 1, 1)
+        return builtin_writer.Written("Rate £600 [c1].", "small", 1, 1)
 
 
 def test_prompt_kept_within_the_budget_by_leaving_out_the_last_notes():

@@ -68,9 +68,13 @@ def test_the_wheel_holds_the_verso_package_and_its_data_only(wheel):
     for needed in ("verso/harness.py", "verso/__init__.py", "verso/Modelfile",
                    "verso/sample-vault/work/rates card 2026-10-05.md",
                    "verso/questions/dev.jsonl", "verso/questions/splits.json",
-                   "verso/vaults/second-vault/verso.toml"):
+                   "verso/vaults/second-vault/verso.toml", "verso/line_scores.py",
+                   "verso/builtin_writer.py", "verso/choosing_writer.py",
+                   "verso/file_columns.py", "verso/file_records.py"):
         assert needed in names, needed
     assert not any(n.startswith("verso/tests/") for n in names)
+    gone = ("reader", "extract", "choose", "filecols", "catalogue")   # renamed in issue 45
+    assert not [n for n in names if n in {f"verso/{m}.py" for m in gone}]
 
 
 @pytest.mark.slow

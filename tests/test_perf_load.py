@@ -1,7 +1,7 @@
 """What made a one-note refresh and a cold question cheaper (issue 37, item 5) gives what
 the slower way gave: a segment's headings decoded per row (store_load._Strings) equal
 json.loads of the list, the tricky strings included, and lists that are not plain
-strings are decoded whole; a record compared field by field (filecols.Columns.equals)
+strings are decoded whole; a record compared field by field (file_columns.Columns.equals)
 is dict(Record) == rec; files read ahead in a thread (store_load.Ahead) load the same
 index, and a file changed after that read is read again, so damage is still found; a
 builtin refresh imports no model module."""
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from verso import filecols
+from verso import file_columns
 from verso import ingest
 from verso import store
 from verso import store_load
@@ -81,15 +81,15 @@ def test_a_count_that_does_not_match_is_not_read_per_row():
 def test_a_record_compared_field_by_field_is_dict_equality():
     recs = [{"path": f"n{i}.md", "size": i, "tags": ["t", str(i)], "date": None}
             for i in range(5)]
-    cols = filecols.Columns(filecols.encode(recs))
+    cols = file_columns.Columns(file_columns.encode(recs))
     cols.column("size")                            # decoded first, as a refresh does
     same = dict(recs[2])
     variants = [same, {**same, "size": 9}, {**same, "tags": ["t"]}, {**same, "date": "x"},
                 {**same, "extra": 1}, {k: v for k, v in same.items() if k != "date"},
                 {**same, "path": "n3.md"}]
     for rec in variants:
-        assert cols.equals(2, rec) == (dict(filecols.Record(cols, 2)) == rec), rec
-    edited = filecols.Columns(filecols.encode(recs))
+        assert cols.equals(2, rec) == (dict(file_columns.Record(cols, 2)) == rec), rec
+    edited = file_columns.Columns(file_columns.encode(recs))
     edited.column("size")
     assert not edited.equals(2, {**same, "size": 9})
     assert set(edited.cols) == {"size"}            # the rest stays undecoded
@@ -157,8 +157,8 @@ def test_a_builtin_refresh_imports_no_model_module(tmp_path):
     (v / "f2" / "n2.md").write_text("# Note 2\n\nrate 2 per week\n")
     code = ("import sys, _checkout\nfrom verso import ingest\n"
             f"ingest.build_index({str(v)!r}, {str(d)!r})\n"
-            "print(sorted(m for m in ('verso.models', 'verso.reader', 'verso.choose') "
-            "if m in sys.modules))")
+            "print(sorted(m for m in ('verso.models', 'verso.line_scores',"
+            " 'verso.choosing_writer') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.stdout.strip() == "[]"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from verso import harness
-from verso import extract
+from verso import builtin_writer
 from verso import generate
 from verso.retrieve import Candidate
 
@@ -33,9 +33,9 @@ def _answer(cands, gate=True):
     if not gate:
         return harness.Answer(question=Q["question"], sources=sources, abstained=True)
     request = generate.request(Q["question"], cands, "any")
-    text = extract.BuiltinWriter().write(request).text
+    text = builtin_writer.BuiltinWriter().write(request).text
     return harness.Answer(question=Q["question"], sources=sources, messages=request.messages,
-                          answer=text, abstained=text == extract.ABSTAIN_SENTENCE)
+                          answer=text, abstained=text == builtin_writer.ABSTAIN_SENTENCE)
 
 
 def _steps(got):

@@ -1,5 +1,5 @@
 """A refresh that few notes changed does work in proportion to them (issue 37, item 5):
-catalogue.changes re-marks only the changed notes' neighbourhoods and the writer keeps
+file_records.changes re-marks only the changed notes' neighbourhoods and the writer keeps
 every other record and row as it was. Checked three ways: after random edits, adds,
 deletes, renames, copies and redates the files it writes are byte for byte those of the
 full catalogue on the same previous index (and its records a rebuild's); one edited
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from verso import catalogue
 from verso import families
+from verso import file_records
 from verso import ingest
 from verso import store
 from verso import store_load
@@ -44,7 +44,7 @@ def _both(monkeypatch, vault: Path, d: Path, tmp: Path) -> tuple[dict, dict]:
     for share, name in ((1.0, "by_changes"), (-1.0, "by_all")):
         shutil.rmtree(tmp / name, ignore_errors=True)
         shutil.copytree(d, tmp / name)
-        monkeypatch.setattr(catalogue, "CHANGES_SHARE", share)
+        monkeypatch.setattr(file_records, "CHANGES_SHARE", share)
         ingest.build_index(vault, tmp / name)
         out.append(tmp / name)
     shutil.rmtree(d)
@@ -98,9 +98,9 @@ def test_one_edited_note_reads_one_note_and_writes_a_delta(tmp_path, monkeypatch
     d = tmp_path / "idx"
     ingest.build_index(tmp_path / "v", d)
     reads, records, written = [], [], []
-    real_read, real_reused, real_write = vault_walk.read, catalogue.reused, store.write_atomic
+    real_read, real_reused, real_write = vault_walk.read, file_records.reused, store.write_atomic
     monkeypatch.setattr(vault_walk, "read", lambda p: reads.append(p) or real_read(p))
-    monkeypatch.setattr(catalogue, "reused", lambda *a: records.append(a[0]["path"])
+    monkeypatch.setattr(file_records, "reused", lambda *a: records.append(a[0]["path"])
                         or real_reused(*a))
     monkeypatch.setattr(store, "write_atomic", lambda p, data: written.append(Path(p).name)
                         or real_write(p, data))

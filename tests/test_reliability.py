@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 
 import verso
+from verso import builtin_writer
 from verso import calibrate
 from verso import chunking
 from verso import dating
-from verso import extract
 from verso import harness
 from verso import ingest
 from verso import models
@@ -796,8 +796,8 @@ class Obedient:
         ids = {path: cid for cid, path in notes.items()}
         cid = {"rent note": ids.get("home/rent 2026-03-01.md"), "missing": "c9",
                "none": None}[self.cite]
-        return extract.Written(f"The rent is {self.says}{f' [{cid}]' if cid else ''}.",
-                               self.name, 50, 8)
+        return builtin_writer.Written(f"The rent is {self.says}{f' [{cid}]' if cid else ''}.",
+                                      self.name, 50, 8)
 
 
 @pytest.fixture
@@ -844,7 +844,7 @@ def test_no_shipped_answer_carries_an_injected_value(hostile, writer):
                 notes = dict(re.findall(r"(?m)^\[(c\d+)\] path: (.+?) \|",
                                         request.messages[-1]["content"]))
                 cid = next(c for c, p in notes.items() if p == "home/landlord.md")
-                return extract.Written(f"The rent is 9999 [{cid}].", self.name, 50, 8)
+                return builtin_writer.Written(f"The rent is 9999 [{cid}].", self.name, 50, 8)
         be = models.Backend("obedient", builtin.embedder, builtin.judge, CitesPlanted(None))
     a = harness.ask(Q, index=idx, backend=be)
     assert not (a.checks.get("passed") and "9999" in a.answer)

@@ -3,7 +3,7 @@
 import pytest
 
 from verso import models
-from verso import reader
+from verso import line_scores
 from verso import cost_ledger
 from verso.rerank import RELEVANCE_THRESHOLD, gate, rerank
 from verso.retrieve import Candidate
@@ -61,7 +61,7 @@ def test_builtin_judge_puts_the_answer_first():
              cand(2, "The flat has two bedrooms.", fused=0.02, dense=0.2),
              cand(3, "Maren's day rate is £600 from October.", fused=0.01, dense=0.5)]
     ledger = cost_ledger.Ledger()
-    out = rerank("What is Maren's day rate?", cands, reader.BuiltinJudge(), ledger=ledger)
+    out = rerank("What is Maren's day rate?", cands, line_scores.BuiltinJudge(), ledger=ledger)
     assert [c.id for c in out] == [3, 1, 2]
     assert out[0].relevance >= RELEVANCE_THRESHOLD > out[2].relevance
     assert len(ledger.rows) == 1 and ledger.rows[0]["stage"] == "rerank"

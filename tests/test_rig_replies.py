@@ -5,9 +5,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from verso import extract
+from verso import builtin_writer
 from verso import generate
-from verso import reader
+from verso import line_scores
 import rigfixtures
 from verso import verify
 from verso.generate import ABSTAIN, parse_citations
@@ -22,7 +22,7 @@ class Reply:
         self.text = text
 
     def write(self, request, stage="generate", ledger=None):
-        return extract.Written(self.text, "recorded", 10, 2)
+        return builtin_writer.Written(self.text, "recorded", 10, 2)
 
 
 def run(shape, reply=None):
@@ -30,7 +30,7 @@ def run(shape, reply=None):
     r = FIX[shape]
     notes = rigfixtures.notes(r)
     d = generate.generate(r["question"], notes, r["time_mode"], Reply(reply or r["reply"]))
-    v = verify.verify(d.text, notes, r["time_mode"], reader.BuiltinJudge(),
+    v = verify.verify(d.text, notes, r["time_mode"], line_scores.BuiltinJudge(),
                       question=r["question"], repairs=d.repairs)
     return d, v
 
@@ -213,11 +213,11 @@ def test_a_name_no_cited_note_holds_escalates():
     r = FIX["citation_own_line"]
     notes = rigfixtures.notes(r)
     text = generate.normalise_citations(r["reply"])          # the writer's own citation
-    v = verify.verify(text, notes, r["time_mode"], reader.BuiltinJudge())
+    v = verify.verify(text, notes, r["time_mode"], line_scores.BuiltinJudge())
     reasons = [x for row in v.sentences for x in row["reasons"]]
     assert "names Aire, Valley, Striders, not in the cited c1" in reasons
     fixed = text.replace("[c1]", "[c2]")                     # the note that names them
-    v = verify.verify(fixed, notes, r["time_mode"], reader.BuiltinJudge())
+    v = verify.verify(fixed, notes, r["time_mode"], line_scores.BuiltinJudge())
     assert not any(x.startswith("names ") for row in v.sentences for x in row["reasons"])
 
 
@@ -240,8 +240,8 @@ def test_cited_notes_must_name_what_the_question_asks_for():
     ("What time am I aiming for?", []),
 ])
 def test_focus_terms(question, focus):
-    assert list(reader.focus_terms(question, reader.analyse(question).names)) == focus
-    assert list(reader.analyse(question).focus) == focus
+    assert list(line_scores.focus_terms(question, line_scores.analyse(question).names)) == focus
+    assert list(line_scores.analyse(question).focus) == focus
 
 
 def test_a_name_first_in_the_sentence_answers_who():

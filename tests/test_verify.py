@@ -2,7 +2,7 @@
 
 import pytest
 
-from verso import reader
+from verso import line_scores
 from verso import cost_ledger
 from verso.generate import ABSTAIN
 from verso.retrieve import Candidate
@@ -185,9 +185,9 @@ def test_more_than_five_sentences_escalates():
 
 def test_builtin_judge_end_to_end():
     ledger = cost_ledger.Ledger()
-    good = verify("Day rate: £1,550 [c1].", [RATES], "present", reader.BuiltinJudge(), ledger)
+    good = verify("Day rate: £1,550 [c1].", [RATES], "present", line_scores.BuiltinJudge(), ledger)
     assert good.verdict == "SHIP" and ledger.rows[0]["stage"] == "verify"
-    off = verify("The flat has a balcony [c1].", [RATES], "present", reader.BuiltinJudge())
+    off = verify("The flat has a balcony [c1].", [RATES], "present", line_scores.BuiltinJudge())
     assert off.verdict == "ESCALATE" and off.rules_ok
     assert len(reasons(off)) == 1 and reasons(off)[0].startswith("support ")   # the judge's
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from verso import asof, followup, reader, route, textkit, timewords
+from verso import asof, followup, line_scores, route, textkit, timewords
 
 
 def _matches(words, text: str) -> bool:
@@ -106,7 +106,7 @@ def test_asof_and_the_reader_read_them():
     assert asof.PAST_RE.search("what did it cost") and asof.PAST_RE.search("what i used to pay")
     assert asof.PAST_RE.search("what we'd paid") and not asof.PAST_RE.search("what is it")
     assert asof.ordinal("when did we last go") == "last"
-    ask = reader.analyse("What is my rate presently, and how has it changed over time?")
+    ask = line_scores.analyse("What is my rate presently, and how has it changed over time?")
     assert "presently" not in ask.terms and "time" not in ask.terms and "rate" in ask.terms
-    assert reader.question_parts("How much is it and who pays?") == ["How much is it",
-                                                                     "who pays"]
+    assert line_scores.question_parts("How much is it and who pays?") == ["How much is it",
+                                                                          "who pays"]

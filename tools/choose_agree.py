@@ -21,13 +21,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 
+from verso import builtin_writer  # noqa: E402
 from verso import evaluate  # noqa: E402
-from verso import extract  # noqa: E402
 
 
 def _right(q: dict, answer: str) -> bool:
     return evaluate.answer_correct(q, {"answer": answer,
-                                       "abstained": answer == extract.ABSTAIN_SENTENCE})
+                                       "abstained": answer == builtin_writer.ABSTAIN_SENTENCE})
 
 
 def tally(run: Path, questions: Path) -> dict:

@@ -1,11 +1,11 @@
 """How many lines the choosing reader must offer: on each split, the share of answerable
-questions whose key facts stand in the first k lines offered (choose.offered), and the
-words those k lines cost. No model is called: the kept notes are the builtin backend's.
+questions whose key facts stand in the first k lines offered (choosing_writer.offered), and
+the words those k lines cost. No model is called: the kept notes are the builtin backend's.
 
     python tools/choose_reach.py [--splits dev dev2 dev3 dev4 dev5 dev6] [--pick]
 
 --pick prints the smallest k (from KS) whose reach on the given splits, pooled, is within
-TOLERANCE of the reach at the largest k: the value of choose.MAX_LINES it supports
+TOLERANCE of the reach at the largest k: the value of choosing_writer.MAX_LINES it supports
 (fitted on the tuning splits; run it on test, second and sixth only to report).
 """
 
@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 
-from verso import choose  # noqa: E402
+from verso import builtin_writer  # noqa: E402
+from verso import choosing_writer  # noqa: E402
 from verso import evaluate  # noqa: E402
-from verso import extract  # noqa: E402
 from verso import harness  # noqa: E402
 from verso.textkit import count_tokens  # noqa: E402
 
@@ -43,20 +43,21 @@ def reach(split: str, info: dict) -> tuple[list, list]:
         if not a.messages:
             firsts.append(None)
             continue
-        question, mode, notes = extract.parse_prompt(a.messages[-1]["content"])
-        saved = choose.MAX_LINES, choose.MAX_PROMPT_TOKENS
-        choose.MAX_LINES, choose.MAX_PROMPT_TOKENS = max(KS), 10 ** 6
+        question, mode, notes = builtin_writer.parse_prompt(a.messages[-1]["content"])
+        saved = choosing_writer.MAX_LINES, choosing_writer.MAX_PROMPT_TOKENS
+        choosing_writer.MAX_LINES, choosing_writer.MAX_PROMPT_TOKENS = max(KS), 10 ** 6
         try:
-            lines, _ = choose.offered(question, mode, notes)
+            lines, _ = choosing_writer.offered(question, mode, notes)
         finally:
-            choose.MAX_LINES, choose.MAX_PROMPT_TOKENS = saved
+            choosing_writer.MAX_LINES, choosing_writer.MAX_PROMPT_TOKENS = saved
         text, first = "", None
         for k, u in enumerate(lines, 1):
             text += " " + u.text
             if first is None and all(evaluate.has_fact(text, f) for f in q["key_facts"]):
                 first = k
         firsts.append(first)
-        costs.append([sum(count_tokens(choose._line(0, u)) + 1 for u in lines[:k]) for k in KS])
+        costs.append([sum(count_tokens(choosing_writer._line(0, u)) + 1 for u in lines[:k])
+                      for k in KS])
     return firsts, costs
 
 

@@ -4,7 +4,7 @@ variant), and compare with the shipped dev-only fit on the same split.
 
     python tools/fit_cv.py [SPLIT ...]      (default: every tuning split below)
 
-Each fold works in a temporary copy of the repo (reader.py's constants replaced there);
+Each fold works in a temporary copy of the repo (line_scores.py's constants replaced there);
 the frozen splits (test, second) are never passed.
 """
 
@@ -45,10 +45,10 @@ def fold(split: str, tmp: Path) -> str:
     out = subprocess.run([sys.executable, "tools/fit_reader.py", "--questions", *others],
                          cwd=repo, capture_output=True, text=True, check=True).stdout
     shipped = _score(repo, split, "runs/shipped")
-    text = (repo / "reader.py").read_text()
+    text = (repo / "line_scores.py").read_text()
     for name, value in CONSTANT_RE.findall(out):
         text = re.sub(rf"^{name} = -?[\d.]+", f"{name} = {value}", text, flags=re.M)
-    (repo / "reader.py").write_text(text)
+    (repo / "line_scores.py").write_text(text)
     return f"{split}: others' fit {_score(repo, split, 'runs/pooled')} | dev fit {shipped}"
 
 

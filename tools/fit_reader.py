@@ -1,12 +1,12 @@
-"""Fit the builtin reader (reader.py) on the dev split; print its fitted constants.
+"""Fit the builtin reader (line_scores.py) on the dev split; print its fitted constants.
 
     python tools/fit_reader.py [--vault sample-vault] [--questions questions/dev.jsonl ...]
     (a question file over another vault: questions/dev4.jsonl=vaults/third-vault)
 
 Step 1, the weights. Each question is routed and retrieved as the harness does (hybrid,
 k=20, version.apply) and its candidates become the writer's notes in retrieval order
-(generate.build_messages, read back by extract.parse_prompt). Every unit (sentence or
-table row) of those notes is one row of reader.FEATURES; its label is 1 when it holds a
+(generate.build_messages, read back by builtin_writer.parse_prompt). Every unit (sentence or
+table row) of those notes is one row of line_scores.FEATURES; its label is 1 when it holds a
 key fact of the question (evaluate.has_fact) and its note is a gold file, else 0 (every
 unit of an unanswerable question is 0). A logistic regression, Newton steps with a
 small ridge (RIDGE) so that a feature no positive row has stays finite, gives the bias
@@ -39,8 +39,8 @@ import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 from verso import evaluate  # noqa: E402
 from verso import generate  # noqa: E402
 from verso import harness  # noqa: E402
-from verso import reader  # noqa: E402
-from verso import extract  # noqa: E402
+from verso import line_scores  # noqa: E402
+from verso import builtin_writer  # noqa: E402
 from verso import rerank  # noqa: E402
 from verso import retrieve  # noqa: E402
 from verso import route  # noqa: E402
@@ -58,7 +58,7 @@ def _notes(idx, question: str) -> list[dict]:
     qvec = idx.embedder.embed_query(question)
     cands = version.apply(idx, retrieve.search(idx, question, qvec, k=20), mode, qvec)
     user = generate.build_messages(question, cands, mode)[-1]["content"]
-    return extract.parse_prompt(user)[2]
+    return builtin_writer.parse_prompt(user)[2]
 
 
 def rows(idx, questions: list[dict]) -> tuple[np.ndarray, np.ndarray]:
@@ -66,9 +66,9 @@ def rows(idx, questions: list[dict]) -> tuple[np.ndarray, np.ndarray]:
     X, y = [], []
     for q in questions:
         notes = _notes(idx, q["question"])
-        for u in extract.unit_rows(reader.analyse(q["question"]), notes):
+        for u in builtin_writer.unit_rows(line_scores.analyse(q["question"]), notes):
             rank = 1.0 / (1 + u.note["order"])
-            X.append(list(u.f) + [rank, float(u.note["status"] == extract.STATUS_LATEST)])
+            X.append(list(u.f) + [rank, float(u.note["status"] == builtin_writer.STATUS_LATEST)])
             y.append(float(q["answerable"] and u.note["path"] in q["gold_files"]
                            and any(evaluate.has_fact(u.text, f) for f in q["key_facts"])))
     return np.array(X, dtype=np.float64), np.array(y, dtype=np.float64)
@@ -81,9 +81,9 @@ def logistic(X: np.ndarray, y: np.ndarray, steps: int = 50, ridge: float = RIDGE
 
 
 def set_weights(w) -> None:
-    reader.READER_BIAS = float(w[0])
+    line_scores.READER_BIAS = float(w[0])
     for name, v in zip(WEIGHT_NAMES, w[1:]):
-        setattr(reader, name, float(v))
+        setattr(line_scores, name, float(v))
 
 
 def statistics(idx, be, questions: list[dict]) -> list[tuple[float, bool]]:
@@ -137,12 +137,12 @@ def _sets(vault, questions) -> dict:
 
 def fit(vault=ROOT / "sample-vault", questions=ROOT / "questions" / "dev.jsonl",
         verbose=False, max_answered=None) -> dict:
-    """{constant name: value} for reader.py, fitted on `questions` (one question file
+    """{constant name: value} for line_scores.py, fitted on `questions` (one question file
     or several, pooled; "FILE=VAULT" for a file over another vault) over `vault`. The
     reader is frozen as the offline floor: its constants are the fit on the notes as
     written, before time words were resolved (timewords.py), and stay so."""
     sets = _sets(vault, questions)
-    shipped = [reader.READER_BIAS] + [getattr(reader, n) for n in WEIGHT_NAMES]
+    shipped = [line_scores.READER_BIAS] + [getattr(line_scores, n) for n in WEIGHT_NAMES]
     resolve = timewords.resolve
     timewords.resolve = lambda text, written: text      # the notes as written (see below)
     with tempfile.TemporaryDirectory() as tmp:
@@ -161,7 +161,7 @@ def fit(vault=ROOT / "sample-vault", questions=ROOT / "questions" / "dev.jsonl",
         try:
             stats = [st for idx, be, vqs in loaded for st in statistics(idx, be, vqs)]
         finally:
-            set_weights(shipped)       # the fit leaves reader.py's constants as they were
+            set_weights(shipped)       # the fit leaves line_scores.py's constants as they were
             timewords.resolve = resolve
     points = curve(stats)
     n_ans = sum(1 for q in qs if q["answerable"])

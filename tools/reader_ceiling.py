@@ -6,10 +6,11 @@ Each answerable question is asked as evaluate.py's full variant asks it (harness
 builtin backend), and six steps are counted, each needing the one before:
   kept      a gold note is among the kept passages
   gate      the gate passed them to the writer
-  in unit   every key fact stands in some unit of the writer's notes (extract.unit_rows
-            over the notes of its prompt, extract.parse_prompt): an extractive answer exists
+  in unit   every key fact stands in some unit of the writer's notes
+            (builtin_writer.unit_rows over the notes of its prompt,
+            builtin_writer.parse_prompt): an extractive answer exists
   named     ... in units that name an asked term (in their words or heading, or in a
-            note without headings its title: extract._Unit.named)
+            note without headings its title: builtin_writer._Unit.named)
   answers   ... in units that also answer (a value of the asked kind near an asked term)
   lead      the answer's first sentence holds a key fact
 Of the questions that reach "answers" and miss "lead", the last line says how many were
@@ -31,8 +32,8 @@ import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 from verso import evaluate  # noqa: E402
 from verso import generate  # noqa: E402
 from verso import harness  # noqa: E402
-from verso import reader
-from verso import extract
+from verso import line_scores
+from verso import builtin_writer
 
 STEPS = ("kept", "gate", "in unit", "named", "answers", "lead")
 
@@ -56,8 +57,8 @@ def funnel(q: dict, a) -> dict:
     got["gate"] = got["kept"] and bool(user)
     if not got["gate"]:
         return got
-    question, _, notes = extract.parse_prompt(user)
-    units = extract.unit_rows(reader.analyse(question), notes)
+    question, _, notes = builtin_writer.parse_prompt(user)
+    units = builtin_writer.unit_rows(line_scores.analyse(question), notes)
     named = [u for u in units if u.named]
     answering = [u for u in named if u.answers]
     got["in unit"] = _covered(facts, units)

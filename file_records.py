@@ -1,4 +1,4 @@
-"""catalogue: the notes of a vault -> their file records, whole or for what changed.
+"""file_records: the notes of a vault -> their file records, whole or for what changed.
 
 In:  the vault, the scan's paths and stats (vault_walk.scan), the config; the previous
      index (its file records by column, its rows per note) when there is one.
@@ -29,7 +29,7 @@ from pathlib import Path
 from verso import chunking
 from verso import dating
 from verso import families
-from verso import filecols
+from verso import file_columns
 from verso import vault_walk
 
 CHANGES_SHARE = 0.1                # more notes read, added or gone than this share:
@@ -149,13 +149,13 @@ class _Old:
 
     def __init__(self, prev):
         self.files, self.where = prev.files, prev.where
-        self.at = prev.by_path.at if isinstance(prev.by_path, filecols.ByPath) else {
-            p: i for i, p in enumerate(filecols.column(prev.files, "path"))}
+        self.at = prev.by_path.at if isinstance(prev.by_path, file_columns.ByPath) else {
+            p: i for i, p in enumerate(file_columns.column(prev.files, "path"))}
         self.cols: dict[str, list] = {}
 
     def col(self, key: str) -> list:
         if key not in self.cols:
-            self.cols[key] = filecols.column(self.files, key)
+            self.cols[key] = file_columns.column(self.files, key)
         return self.cols[key]
 
     def rec(self, path: str):

@@ -3,7 +3,7 @@
 In:  a question; passages or note units (sentences, table rows) to read.
 Out: an Ask (terms, kinds of value asked, focus), per-unit features and scores, and the
      builtin judge's probabilities (relevance, support) recorded in a ledger.
-Not: composing answers (extract.py), model clients (models.py), or any file access.
+Not: composing answers (builtin_writer.py), model clients (models.py), or any file access.
 The builtin reader is frozen as the offline floor: its weights are refitted only by
 `python tools/fit_reader.py`, and no rules are added to it.
 """

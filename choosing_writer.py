@@ -1,15 +1,16 @@
 """The choosing reader: a model picks the lines that answer, code writes and cites them.
 
-In:  an extract.WriteRequest (generate.request: the messages, and the question, time
+In:  a builtin_writer.WriteRequest (generate.request: the messages, and the question, time
      mode and notes they were written from; the model's calibrated policy), and a model
      writer with chat() (models.OllamaWriter).
-Out: an extract.Written: an answer whose sentences are note lines verbatim with their
+Out: a builtin_writer.Written: an answer whose sentences are note lines verbatim with their
      [cN] citations (valid, and every number and name in the cited note, by
      construction), or the abstain sentence, and its trace (the lines offered and
      chosen, the builtin reader's answer, whether the two readers agree, what is shown);
      one ledger row per call carrying that trace.
-Not: scoring lines (reader.py, extract.unit_rows) or writing free text: a question that
-     asks for synthesis ("summarise", "compare", "give an overview") goes to the model
+Not: scoring lines (line_scores.py, builtin_writer.unit_rows) or writing free text: a
+     question that asks for synthesis ("summarise", "compare", "give an overview") goes
+     to the model
      writer as before (SYNTHESIS_RE), and generate + verify check it as any writer's.
 
 Rules, decided by code, not by the model:
@@ -43,9 +44,9 @@ import math
 import re
 import time
 
+from verso import builtin_writer
 from verso import cost_ledger
-from verso import extract
-from verso.reader import analyse
+from verso.line_scores import analyse
 from verso.textkit import count_tokens, number_keys
 
 CHOOSER_MODEL_PREFIX = "choose:"
@@ -56,7 +57,7 @@ CHOOSER_MODEL_PREFIX = "choose:"
 # tuning questions (40 lines: 0.77; 1 line, the builtin reader's own: 0.35).
 MAX_LINES = 12
 MAX_PROMPT_TOKENS = 400
-MAX_CHOSEN = extract.MAX_SENTENCES
+MAX_CHOSEN = builtin_writer.MAX_SENTENCES
 CHOOSE_PREDICT = 32                 # tokens of reply: a short list of line numbers
 LINE_CHARS = 300                    # a longer line is shown cut (it is cited whole)
 # Until a model is calibrated: where its reading and the builtin reader's disagree both
@@ -91,11 +92,11 @@ def offered(question: str, mode: str, notes: list[dict]) -> tuple[list, list]:
     module rules."""
     ask = analyse(question)
     paths = {n["path"] for n in notes}
-    units = extract.unit_rows(ask, notes)
+    units = builtin_writer.unit_rows(ask, notes)
     pool = units
     if mode == "present":          # a version another kept note supersedes
-        pool = [u for u in units if extract._document(u.note) == u.note["path"]
-                or extract._document(u.note) not in paths]
+        pool = [u for u in units if builtin_writer._document(u.note) == u.note["path"]
+                or builtin_writer._document(u.note) not in paths]
     pool = sorted(pool, key=lambda u: (-u.score, u.note["order"], u.at))
     if asks_set(question) or mode == "history":
         pool = by_turns(pool)
@@ -133,8 +134,9 @@ def _line(n: int, u) -> str:
     where = title + (f" > {note['section'].split(' > ')[-1]}" if note["section"] else "")
     text = " ".join(u.text.split())
     text = text if len(text) <= LINE_CHARS else text[:LINE_CHARS - 1] + "…"
-    status = "latest" if note["status"] == extract.STATUS_LATEST else note["status"].split(",")[0]
-    return f"{n}. {text} (from: {where}, {extract._when(u)}, {status})"
+    status = ("latest" if note["status"] == builtin_writer.STATUS_LATEST
+              else note["status"].split(",")[0])
+    return f"{n}. {text} (from: {where}, {builtin_writer._when(u)}, {status})"
 
 
 def schema(n: int, most: int) -> dict:
@@ -199,7 +201,7 @@ def compose(question: str, mode: str, chosen: list, units: list) -> tuple[str, l
     """(the cited answer, what code overruled) from the chosen units; units: every unit
     of the notes (offered's second value), which the present-mode rules read."""
     if not chosen:
-        return extract.ABSTAIN_SENTENCE, []
+        return builtin_writer.ABSTAIN_SENTENCE, []
     ask = analyse(question)
     chosen = chosen[:picks_allowed(question, mode)]
     if mode == "history":
@@ -208,14 +210,14 @@ def compose(question: str, mode: str, chosen: list, units: list) -> tuple[str, l
     for u in chosen:
         old, text = None, u.text
         if mode == "present":
-            win, old = extract._newest(u, units, ask.parts[0] if ask.parts else ask)
+            win, old = builtin_writer._newest(u, units, ask.parts[0] if ask.parts else ask)
             if old is not None:
                 overruled.append({"chosen": u.text, "by": win.text, "note": win.note["path"],
                                   "why": "a newer dated note of another document states "
                                          "another value"})
                 u = win
-            text = extract._without_superseded(u, units, ask.kinds)
-        cited = extract._cite(u, old, text)
+            text = builtin_writer._without_superseded(u, units, ask.kinds)
+        cited = builtin_writer._cite(u, old, text)
         if cited not in lines:
             lines.append(cited)
     return " ".join(lines), overruled
@@ -225,8 +227,8 @@ def _history(chosen: list) -> str:
     """A change: one chosen line per version (the first picked), oldest first."""
     per: dict = {}
     for u in chosen:
-        per.setdefault((extract._when(u), u.note["path"]), u)
-    return " ".join(extract.dated_line(u) for u in sorted(per.values(), key=_oldest_first))
+        per.setdefault((builtin_writer._when(u), u.note["path"]), u)
+    return " ".join(builtin_writer.dated_line(u) for u in sorted(per.values(), key=_oldest_first))
 
 
 def versions_in(answer: str) -> int:
@@ -235,8 +237,8 @@ def versions_in(answer: str) -> int:
 
 
 def _oldest_first(u) -> tuple:
-    when = extract._when(u)
-    return (when if when != extract.UNDATED else "9999", u.note["order"], u.at)
+    when = builtin_writer._when(u)
+    return (when if when != builtin_writer.UNDATED else "9999", u.note["order"], u.at)
 
 
 class ChoosingWriter:
@@ -249,7 +251,7 @@ class ChoosingWriter:
         self.model = getattr(inner, "model", "model")
         self.policy = policy          # fixed (tests, `verso calibrate`), else the request's
 
-    def policy_for(self, request: extract.WriteRequest) -> dict:
+    def policy_for(self, request: builtin_writer.WriteRequest) -> dict:
         """The fixed policy, else the model's calibrated one the request carries
         (calibrate.policy), else UNCALIBRATED_POLICY."""
         return self.policy or request.policy or dict(UNCALIBRATED_POLICY)
@@ -274,20 +276,21 @@ class ChoosingWriter:
                 "model_p": first_pick_p(getattr(r, "logprobs", None)),
                 "inp": r.prompt_eval_count or 0, "out": r.eval_count or 0}
 
-    def write(self, request: extract.WriteRequest, stage="generate",
-              ledger=None) -> extract.Written:
+    def write(self, request: builtin_writer.WriteRequest, stage="generate",
+              ledger=None) -> builtin_writer.Written:
         question, mode, notes = request.question, request.mode, request.notes
         policy = self.policy_for(request)
         kind = "synthesis" if SYNTHESIS_RE.match(question) else \
             "change" if mode == "history" else None
         if kind and policy.get(kind, "choose") == "generate":
             free = self.inner.write(request, stage=stage, ledger=ledger)
-            return extract.Written(free.text, "generate", free.input_tokens,
-                                   free.output_tokens, {"why": f"a {kind} question: the "
-                                   "model's policy gives it to the free-text writer"})
+            return builtin_writer.Written(free.text, "generate", free.input_tokens,
+                                          free.output_tokens, {"why": f"a {kind} question: "
+                                          "the model's policy gives it to the free-text "
+                                          "writer"})
         started = time.perf_counter()
         lines, units = offered(question, mode, notes)
-        builtin = extract.extract_answer(question, mode, notes)
+        builtin = builtin_writer.extract_answer(question, mode, notes)
         trace = {"offered": len(lines), "builtin": builtin}
         asked = self._ask(question, mode, lines) if lines else {"picks": [], "inp": 0,
                                                                  "out": 0}
@@ -306,7 +309,7 @@ class ChoosingWriter:
             trace["again"] = bool(again["picks"]) and \
                 lines[::-1][again["picks"][0] - 1] is first
         shown = "model" if agree or _model_shown(rule, trace) else "reader"
-        if rule == "both" and text == extract.ABSTAIN_SENTENCE:
+        if rule == "both" and text == builtin_writer.ABSTAIN_SENTENCE:
             shown = "reader"          # no reading of its own: the reader's answer stands
         if not agree and rule == "both" and shown == "model":
             trace["alternate"] = {"by": "reader", "text": builtin}
@@ -319,7 +322,7 @@ class ChoosingWriter:
         if ledger is not None:
             ledger.rows[-1]["choose"] = {"writer": self.name, **{
                 k: v for k, v in trace.items() if k != "messages"}}
-        return extract.Written(text, self.name, inp, out, trace)
+        return builtin_writer.Written(text, self.name, inp, out, trace)
 
 
 def _model_shown(rule: str, trace: dict) -> bool:

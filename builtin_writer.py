@@ -6,10 +6,10 @@ In:  a WriteRequest (generate.request writes it): the messages a model is sent (
      written from: the question, the time mode, the notes as this reader reads them.
 Out: a Written: an answer whose sentences are the reader's best units with their [cN]
      citations, or the abstain sentence; one ledger row per call.
-Not: scoring lines (reader.py) or calling a model; reading the prompt text back (only
+Not: scoring lines (line_scores.py) or calling a model; reading the prompt text back (only
      parse_prompt does, for prompts recorded in runs). The protocol and the prompt format
      live here so that generate (which writes requests) and every writer (this one,
-     choose.py, models.py) share one home and models.py imports no stage.
+     choosing_writer.py, models.py) share one home and models.py imports no stage.
 
 The writer protocol: every writer (builtin, choosing, model, registry, the tests' fakes)
 has `write(request: WriteRequest, stage="generate", ledger=None) -> Written`. What a
@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from verso import cost_ledger
-from verso.reader import (VALUE_RES, W_LATEST, W_RANK, Ask, Scorer, analyse, evidence, holds,
-                    label, match, sigmoid, value_tokens, weights_for)
+from verso.line_scores import (VALUE_RES, W_LATEST, W_RANK, Ask, Scorer, analyse, evidence,
+                               holds, label, match, sigmoid, value_tokens, weights_for)
 from verso.textkit import (INSTRUCTION_RE, KEY_RE, STOPWORDS, TOKEN_RE, count_tokens,
                      evidence_terms, number_key, number_keys, split_units, terms)
 WRITER_MODEL = "builtin-writer-v2"
@@ -72,8 +72,9 @@ class Written:
     #                               text writer a chooser handed a question to), registry
     input_tokens: int = 0
     output_tokens: int = 0
-    trace: dict = field(default_factory=dict)   # the chooser's (choose.py): offered,
-    # chosen, builtin, agree, model_p, shown, policy, alternate, model_answer, again, why
+    trace: dict = field(default_factory=dict)   # the chooser's (choosing_writer.py):
+    # offered, chosen, builtin, agree, model_p, shown, policy, alternate, model_answer,
+    # again, why
 
 
 def parse_prompt(prompt: str) -> tuple[str, str, list[dict]]:
