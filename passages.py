@@ -48,7 +48,7 @@ from pathlib import PurePosixPath
 
 import numpy as np
 
-from verso import reader
+from verso import line_scores
 from verso import rerank
 from verso import retrieve
 from verso import textkit
@@ -215,7 +215,7 @@ def _read(question: str, pool: list, index) -> list[float]:
     candidate was not judged at all; this one reads them all, by code."""
     texts = {str(i): {"text": s.chunk.get("text") or "", "heading": s.chunk.get("heading")
                       or "", "path": s.path} for i, s in enumerate(pool)}
-    got = reader.BuiltinJudge().relevance(question, texts, idf=rerank.corpus_idf(index))
+    got = line_scores.BuiltinJudge().relevance(question, texts, idf=rerank.corpus_idf(index))
     return [got[str(i)] for i in range(len(pool))]
 
 
