@@ -22,19 +22,19 @@ How it chooses, by one model and one fill:
   dense, term shares), what the builtin reader reads in it and in its note's best
   section (every section read by code, whichever judge reranked the candidates: a
   model judge's scale is not the one fitted), the note's rank, whether it is current,
-  its place in the note. The weights are fitted by tools/fit_evidence.py
-  on the tuning splits (never a frozen one) and written below between the FITTED marks.
+  its place in the note. The weights are fitted by tools/fit_evidence.py on the tuning
+  splits (never a frozen one) and written below between the FITTED marks.
 - The fill: sections in order of P per word (the expected key facts a word buys, words
   raised to WORDS_POWER: a long section that likely answers is not put behind every
-  short one) while the words fit (a short note is one section: chunking merges short sections); a
-  section that does not fit is cut to its lines naming the most asked terms when
-  CUT_MIN words are left (CUT_MIN and WORDS_POWER: tools/fit_evidence.py --grid); a note not yet chosen comes in
-  only while fewer than `notes` are.
+  short one) while the words fit (a short note is one section: chunking merges short
+  sections); a section that does not fit is cut to its lines naming the most asked
+  terms when CUT_MIN words are left (CUT_MIN and WORDS_POWER: tools/fit_evidence.py
+  --grid); a note not yet chosen comes in only while fewer than `notes` are.
 - Versions label and order; they never remove. A change question: a section taken
   brings the best section stating the asked field (naming an asked term, or a number
   counted as its own are) of every other version of its document and of every other
-  dated entry of its log. Any other question: an older version's
-  section comes after the best section of the version that supersedes it.
+  dated entry of its log. Any other question: an older version's section comes after
+  the best section of the version that supersedes it.
 - Order: notes by their best P ("last time" mention first); the versions of a document
   together, oldest first for a change question, else the current one first; a log's
   older entries a passage of their own after its current part.
