@@ -13,10 +13,8 @@ Not: retrieval, judging relevance (rerank.py), deciding versions (version.py), l
 
 How it chooses, by one model and one fill:
 - The pool: every section (chunk) of every note among the candidates that names an
-  asked word, was a candidate or opens its note, and every dated entry of a log stating
-  a number counted in what its entries naming an asked word count in ("76.0 kg" under
-  "Weight 73.2 kg"). A note whose candidates arrive changed by the time stage (as-of cut
-  its lines) gives only those.
+  asked word, was a candidate or opens its note. A note whose candidates arrive changed
+  by the time stage (as-of cut its lines) gives only those.
 - Each section gets P(it holds a key fact) from one logistic model over FEATURES: how
   well the section, its heading trail and its note's title match the question (BM25,
   dense, term shares), what the builtin reader reads in it and in its note's best
@@ -31,9 +29,8 @@ How it chooses, by one model and one fill:
   terms when CUT_MIN words are left (CUT_MIN and WORDS_POWER: tools/fit_evidence.py
   --grid); a note not yet chosen comes in only while fewer than `notes` are.
 - Versions label and order; they never remove. A change question: a section taken
-  brings the best section stating the asked field (naming an asked term, or a number
-  counted as its own are) of every other version of its document and of every other
-  dated entry of its log. Any other question: an older version's section comes after
+  brings the best section naming an asked term of every other version of its document
+  and of every other dated entry of its log. Any other question: an older version's section comes after
   the best section of the version that supersedes it.
 - Order: notes by their best P ("last time" mention first); the versions of a document
   together, oldest first for a change question, else the current one first; a log's
@@ -60,7 +57,7 @@ CUT_MIN = 10            # a section that does not fit is cut only with this many
                         # (tools/fit_evidence.py --grid; a note given whole below some size,
                         # 50, 100 or 200 words, handed on no more key facts: left out)
 WORDS_POWER = 0.6       # the fill's order: P / words ** WORDS_POWER (tools/fit_evidence.py
-                        # --grid: 0.6 handed on 531 key facts at the three budgets, 1.0 530)
+                        # --grid: 0.6 handed on 728 key facts at the three budgets, 1.0 725)
 ELIDED = "…"            # stands where a cut section leaves lines out
 HEADING_MARK = "## "    # a later section's heading trail inside a note's passage
 LOG_HEADER = "log_header"   # chunk key of a log's undated top as a passage of its own
@@ -69,12 +66,12 @@ FEATURES = ("bm25", "dense", "terms", "heading", "title", "candidate",
             "note_rank", "note_bm25", "current", "first", "words",
             "later", "bm25_rank", "dense_rank", "reader", "note_reader")
 # ---- FITTED: tools/fit_evidence.py --write (raw-scale weights; do not edit by hand)
-BIAS = -6.4119
+BIAS = -6.8924
 WEIGHTS = {
-    "bm25": 1.4124, "dense": 3.9164, "terms": -0.5352, "heading": -1.7418, "title": 1.706,
-    "candidate": -0.1711, "note_rank": 1.6615, "note_bm25": 0.5573, "current": -0.0734,
-    "first": 0.2645, "words": 0.3214, "later": 0.1972, "bm25_rank": 0.7832,
-    "dense_rank": 0.0959, "reader": 4.245, "note_reader": -1.209}
+    "bm25": 1.6918, "dense": 3.9849, "terms": -0.553, "heading": -1.714, "title": 1.6981,
+    "candidate": 0.2501, "note_rank": 1.6006, "note_bm25": 0.2611, "current": -0.0705,
+    "first": 0.2772, "words": 0.3405, "later": 0.27, "bm25_rank": 0.8076,
+    "dense_rank": 0.103, "reader": 4.3598, "note_reader": -1.3091}
 # ---- end FITTED
 
 
@@ -150,12 +147,10 @@ def sections(question: str, cands: list[Candidate], index, qvec) -> tuple[list, 
     out, at, heads = [], 0, {}
     for path, (rank, own, note_ids) in list(notes.items()):
         title = _share(asked, PurePosixPath(path).stem)
-        units = _units_asked(index, note_ids, lexical[at:at + len(note_ids)])
         rows, kept = [], []
         for j, cid in enumerate(note_ids):
             at += 1
-            if not (lexical[at - 1] > 0 or cid in own or j == 0
-                    or units and _entry_in(index.chunks[cid], units)):
+            if not (lexical[at - 1] > 0 or cid in own or j == 0):
                 continue       # no asked word, never a candidate: not read (a long log)
             kept.append(cid)
             c = own.get(cid)
@@ -190,23 +185,6 @@ def sections(question: str, cands: list[Candidate], index, qvec) -> tuple[list, 
     for s in out:
         s.p = probability(s.features)
     return out, notes
-
-
-def _units_asked(index, note_ids: list, lexical) -> frozenset:
-    """What the numbers of a log's entries that name an asked word are counted in
-    (textkit.counted_in): its other entries stating a number in one of these state the
-    same field tersely ("76.0 kg" under "Weight 73.2 kg"); empty for a note without
-    dated entries."""
-    if not any(index.chunks[cid].get("section_date") for cid in note_ids):
-        return frozenset()
-    return frozenset().union(*(textkit.counted_in(index.chunks[cid].get("text") or "")
-                               for cid, hit in zip(note_ids, lexical) if hit > 0))
-
-
-def _entry_in(chunk: dict, units: frozenset) -> bool:
-    """A dated entry stating a number counted in one of `units`."""
-    return bool(chunk.get("section_date")) and not units.isdisjoint(
-        textkit.counted_in(chunk.get("text") or ""))
 
 
 def _read(question: str, pool: list, index) -> list[float]:
@@ -323,18 +301,15 @@ def _newer(s: Section, groups: dict) -> Section | None:
 
 def _versions(s: Section, groups: dict) -> list:
     """A change question: the other versions of s's document, and the other dated
-    entries of s's log, each by its best section (by P) stating the asked field: naming
-    an asked term, or a number counted in what s's numbers are (textkit.counted_in: "76.0
-    kg" under "Weight 73.2 kg"), oldest first."""
+    entries of s's log, each by its best section (by P) naming an asked term, oldest
+    first."""
     best: dict = {}
     family = groups.get(("family", s.chunk.get("family") or s.path), [])
     entries = groups.get(("log", s.path), []) if s.chunk.get("section_date") else []
-    units = textkit.counted_in(s.chunk.get("text") or "")
     for key_of, group in ((lambda x: x.path, family),
                           (lambda x: x.chunk.get("section_date"), entries)):
         for x in group:
-            if x.id != s.id and (x.names_asked or not units.isdisjoint(
-                    textkit.counted_in(x.chunk.get("text") or ""))):
+            if x.id != s.id and x.names_asked:
                 key = key_of(x)
                 if key not in best or x.p > best[key].p:
                     best[key] = x

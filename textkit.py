@@ -207,21 +207,6 @@ EMPHASIS_RE = re.compile(r"\*\*|__|`")
 WIKILINK_RE = re.compile(r"\[\[([^\]|]+)(?:\|([^\]]+))?\]\]")
 
 
-ORDINAL_ENDS = ("st", "nd", "rd", "th")    # "3rd": a day or a place in a list, no unit
-COUNTED_IN_RE = re.compile(r"([£$€¥])\s?\d|\d(?:[\d.,]*\d)?\s?(%|[^\W\d_]{1,10}\b)")
-
-
-@functools.lru_cache(maxsize=1 << 14)
-def counted_in(text: str) -> frozenset:
-    """What the text's numbers are counted in: the word or sign right after a number,
-    or the currency sign before it ("76.0 kg" -> kg, "£1,240" -> £, "22 mins" -> mins):
-    a terse log entry names its field only by its unit. Memoised: the evidence asks it
-    of one entry once per version it compares."""
-    found = ((m.group(1) or m.group(2)).lower() for m in COUNTED_IN_RE.finditer(text))
-    return frozenset(u for u in found if u not in STOPWORDS and u not in ORDINAL_ENDS
-                     and not month_term(u) and u.rstrip("s") not in WEEKDAYS)
-
-
 def number_key(tok: str) -> str:
     """Canonical number for comparison: "04" -> "4", "550.00" -> "550"."""
     whole, _, frac = tok.partition(".")

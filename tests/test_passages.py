@@ -80,37 +80,6 @@ def test_a_change_question_gets_every_version_oldest_first(boat, tmp_path):
     assert "£900" in a.sources[0]["text"] and "£980" in a.sources[1]["text"]
 
 
-def test_a_change_question_gets_the_log_entries_that_name_the_field_by_its_unit(tmp_path):
-    """A terse log names the field once ("Weight 73.2 kg") and after that only by its
-    unit ("76.0 kg"): from the one entry that names it, every entry stating it in that
-    unit reaches a change question, oldest first; an entry of other numbers does not."""
-    from verso import retrieve
-    v = tmp_path / "notes"
-    easy = "".join(f"## 2026-{m:02d}-02\nEasy {m} km along the canal with Sam.\n"
-                   for m in range(4, 11))
-    write(v, "health/running log.md", "# Running\n## 2026-01-03\n32:05, post-Christmas "
-          "legs. 76.0 kg, blame the trifle.\n## 2026-03-21\nSub 30 at last. Weight "
-          "73.2 kg.\n" + easy + "## 2026-11-07\n29:10, wind on the back straight. "
-          "70.6 kg this morning.\n")
-    idx, _ = harness.load(tmp_path / "idx", v, "builtin")
-    q = "How has my weight changed?"
-    qvec = idx.embedder.embed_query(q)
-    named = [c for c in retrieve.search(idx, q, qvec, k=40) if "Weight 73.2" in c.chunk["text"]]
-    got = passages.choose(q, named, idx, qvec, 300, history=True)
-    text = "\n".join(c.chunk["text"] for c in got)
-    assert [text.find(kg) >= 0 for kg in ("76.0 kg", "73.2 kg", "70.6 kg")] == [True] * 3
-    assert text.find("76.0 kg") < text.find("73.2 kg") < text.find("70.6 kg")
-    assert "canal" not in text
-
-
-def test_what_numbers_are_counted_in():
-    from verso import textkit
-    assert textkit.counted_in("32:05, heavy legs. 76.0 kg today") == {"kg"}
-    assert textkit.counted_in("settled on £1,240 pcm") == {"£", "pcm"}
-    assert textkit.counted_in("10 km in 50 minutes, 5% faster") == {"km", "minutes", "%"}
-    assert textkit.counted_in("on 14 March, the 3rd, 2 Mondays running") == frozenset()
-
-
 def test_the_ranker_reads_every_section_itself_whatever_the_judge(boat, tmp_path):
     """The fitted ranker's reading feature is the builtin reader's, on every section of
     the pool, not the rerank judge's (a model judge's scale was never fitted): a judge
