@@ -6,8 +6,9 @@ Out: per variant and budget: evidence recall (every key fact of an answerable qu
      inside what is handed on: evaluate.evidence_recall), by kind of question (change:
      category change; as-of: gold time mode as_of; current: gold time mode present),
      stale evidence (evaluate.evidence_stale), words per question, and the labels a
-     later note of another name put on a passage (why: a newer dated statement) with
-     how many join two passages sharing no asked term (false labels); the baseline's
+     later note of another name put on a passage (why: a newer dated statement), each
+     right (the passage holds a forbidden fact: a value the notes changed) or wrong (it
+     holds a key fact and no forbidden one: the current value labelled old); the baseline's
      recall at each budget; found@5 (a gold note among the first five passages at the
      largest budget). Rendered as one table.
 Not: answering (no writer is called) or scoring answers (evaluate.py).
@@ -55,31 +56,30 @@ def measure(questions, ask_fn, baseline, evaluate, budgets=BUDGETS, variants=("f
                     stale.append(evaluate.evidence_stale(q["forbidden_facts"], src,
                                                          q["key_facts"]))
                 words += evaluate.evidence_words(src)
-                labels += statement_labels(q["question"], src)
+                labels += statement_labels(q, src, evaluate.has_fact)
                 if b == budgets[-1] and q["gold_files"]:
                     found.append(evaluate.source_found_at5(q["gold_files"], src))
             row[b] = {"recall": _rate(hits), "by_kind": _by_kind(qs, hits),
                       "stale": _rate(stale), "words": round(words / max(len(qs), 1)),
-                      "labels": {"n": len(labels), "false": labels.count(False)}}
+                      "labels": {"n": len(labels), "right": labels.count("right"),
+                                 "wrong": labels.count("wrong")}}
             if b == budgets[-1]:
                 out["missed"][v] = [q["id"] for q, h in zip(qs, hits) if not h]
         out["variants"][v] = {"budgets": row, "found_at5": _rate(found)}
     return out
 
 
-def statement_labels(question: str, sources: list[dict]) -> list[bool]:
-    """For each passage labelled superseded by a dated statement in another note: True
-    when it and the note that supersedes it (among the sources) share an asked term."""
-    from verso import textkit
-    asked = textkit.evidence_terms(question)      # terms, numbers canonical, months named
-
-    def words(x) -> set:
-        return asked & textkit.evidence_terms(f"{x.get('heading') or ''} {x.get('text') or ''}")
+def statement_labels(q: dict, sources: list[dict], has_fact) -> list[str]:
+    """For each passage labelled superseded by a dated statement in another note:
+    "right" when it holds a forbidden fact of question q, else "wrong" when it holds a
+    key fact, else "other" (has_fact: evaluate.has_fact)."""
     out = []
     for s in sources:
-        by = [x for x in sources if x["path"] == s.get("superseded_by")]
-        if by and (s.get("why") or "").startswith(STATEMENT):   # a log may be two passages
-            out.append(any(words(s) & words(x) for x in by))
+        if not (s.get("why") or "").startswith(STATEMENT):
+            continue
+        text = f"{s.get('heading') or ''}\n{s.get('text') or ''}"
+        out.append("right" if any(has_fact(text, f) for f in q["forbidden_facts"]) else
+                   "wrong" if any(has_fact(text, f) for f in q["key_facts"]) else "other")
     return out
 
 
@@ -97,7 +97,7 @@ def render(result: dict) -> str:
     budgets = result["budgets"]
     head = ["evidence", *[f"{b} words" for b in budgets],
             *[f"{k} @{b}" for b in budgets for k in KINDS], "stale", "words", "found@5",
-            "labels (false)"]
+            "labels (right/wrong)"]
     rows = [head]
     base = result["baseline"]
     rows.append(["plain BM25", *[_cell(base[b]["recall"]) for b in budgets],
@@ -110,8 +110,8 @@ def render(result: dict) -> str:
                      " ".join(_cell(row[b]["stale"]) for b in budgets),
                      " ".join(str(row[b]["words"]) for b in budgets),
                      _cell(got["found_at5"]),
-                     " ".join(f"{row[b]['labels']['n']} ({row[b]['labels']['false']})"
-                              for b in budgets)])
+                     " ".join(f"{row[b]['labels']['n']} ({row[b]['labels']['right']}/"
+                              f"{row[b]['labels']['wrong']})" for b in budgets)])
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     for v, ids in result["missed"].items():

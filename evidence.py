@@ -23,9 +23,14 @@ Rules, decided by code:
   names QUALIFIED or more). The frozen reader takes the line naming the asked terms
   best whatever its label, so a restated older version would mislead it; a model or a
   host, given a budget, reads the labels.
-- A newer dated statement in another note (label_statements): a current passage whose
-  line states a value of an asked field that a later-dated passage of another document
-  states otherwise is labelled superseded (why: WHY_STATEMENT).
+- A newer dated statement in another note (label_statements): a current passage is
+  labelled superseded (why: WHY_STATEMENT) when one of its lines and a line of a
+  later-dated passage of another document name an asked field and state different
+  values (statement_pairs) and one fitted model (STATEMENT_FEATURES: the field both
+  name, the values, how each line answers, the two passages' likeness and titles, the
+  days between, whether the newer says the value changed) gives P(the newer replaces
+  it) >= STATEMENT_CUT; tools/fit_statements.py fits it on the tuning splits and picks
+  the cut that labels right more often than wrong.
 - "When did I last ...", "the first time I ...": the latest (earliest) mention of what
   is asked (the sentence naming most of its words) comes first, whatever its rank
   (retrieval added the latest and earliest mentions it found: retrieve._mentions).
@@ -34,6 +39,9 @@ Rules, decided by code:
 from __future__ import annotations
 
 import dataclasses
+from pathlib import PurePosixPath
+
+import numpy as np
 
 from verso import asof
 from verso import builtin_writer
@@ -41,12 +49,29 @@ from verso import generate
 from verso import line_scores
 from verso import passages
 from verso import rerank
+from verso import textkit
 from verso import timewords
 from verso import version
 from verso.retrieve import Candidate
 from verso.textkit import INSTRUCTION_RE, evidence_terms
 
 WHY_STATEMENT = builtin_writer.STATEMENT_WHY + " ({})"   # Candidate.why of a statement label
+STATEMENT_FEATURES = ("shared", "covered", "old_fields", "new_fields", "changed",
+                      "restates", "old_reader", "new_reader", "old_answers",
+                      "new_answers", "dense", "title", "days", "undated", "new_revises",
+                      "old_revises", "old_place", "new_place", "revised_field")
+# ---- FITTED: tools/fit_statements.py --write (raw-scale weights; do not edit by hand)
+STATEMENT_BIAS = -8.8036
+STATEMENT_WEIGHTS = {
+    "shared": 1.1626, "covered": -0.7802, "old_fields": 0.42, "new_fields": -0.5091,
+    "changed": 0.2294, "restates": 1.0258, "old_reader": -0.1615, "new_reader": 3.2022,
+    "old_answers": 0.5981, "new_answers": 0.3019, "dense": 2.933, "title": 2.5216,
+    "days": 0.3955, "undated": -0.219, "new_revises": 0.6886, "old_revises": -0.3174,
+    "old_place": 1.4979, "new_place": 1.9999, "revised_field": 3.3862}
+# ---- end FITTED
+STATEMENT_CUT = 0.3     # a pair labels at this P (tools/fit_statements.py: of its CUTS, held out
+                        # right 4, wrong 1 of the passages labelled on the tuning splits)
+YEAR = 365              # days: a later statement's distance, counted up to a year
 QUALIFIED = 3           # a line naming this many asked fields may lose one in a rewrite
 KEEP = 5                # the builtin reader's own evidence: the first KEEP passages, whole
 BUDGET_WORDS = None     # ask()'s default: the reader's own (reader_budget)
@@ -198,53 +223,117 @@ def _document(c: Candidate) -> str:
     return c.chunk.get("family") or c.path
 
 
-def label_statements(question: str, kept: list[Candidate]) -> list[Candidate]:
-    """kept, where a current passage whose statement of an asked field a later-dated
-    passage of another document states with another value is a copy labelled superseded
-    by it (the newest such; why: WHY_STATEMENT). A value of any kind the question asks
-    (line_scores.analyse: an amount, a count, a date, a name, a place...); a question asking
-    no kind of value ("why did ...") has no value to replace. Both lines must name the
-    same asked field (they share an asked term, in themselves or their headings, and
-    every one the older line names the newer names too, or its note's title does), so
-    a label never joins two lines sharing no asked term; a newer line that restates
-    every old value beside a new one (a record of past values) does not contradict it.
-    A log's own later entry labels its undated header (passages.LOG_HEADER) the same
-    way."""
+def label_statements(question: str, kept: list[Candidate], index=None) -> list[Candidate]:
+    """kept, where a current passage one of whose lines a later-dated passage of another
+    document replaces (statement_pairs, scored by replaces) is a copy labelled
+    superseded by it (the newest such; why: WHY_STATEMENT). A log's own later entry
+    labels its undated header (passages.LOG_HEADER) the same way. `index` gives the
+    passages' vectors (the pair's dense likeness; 0 without it)."""
+    newer: dict[int, set] = {}
+    for i, j, _, _, features in statement_pairs(question, kept, index):
+        if replaces(features) >= STATEMENT_CUT:
+            newer.setdefault(i, set()).add(j)
+    out = list(kept)
+    for i, js in newer.items():
+        x, by = kept[i], kept[max(js, key=lambda j: (kept[j].date, -j))]
+        own = by.path == x.path         # a log's own later entry: its header is older
+        label = f"{by.path}{version.SECTION_MARK}{by.date}" if own else by.path
+        out[i] = dataclasses.replace(x, superseded_by=label, why=version.WHY_ENTRY
+                                     if own else WHY_STATEMENT.format(by.date))
+    return out
+
+
+def statement_pairs(question: str, kept: list[Candidate], index=None) -> list[tuple]:
+    """(i, j, older line, newer line, features) for every pair of lines that could be
+    a value and its replacement: the older line in a current passage kept[i], the newer
+    in kept[j], a later-dated passage of another document (or of the log whose undated
+    header kept[i] is); each line names an asked term (in itself or its heading) and
+    states a value of a kind the question asks (line_scores.analyse: an amount, a count,
+    a date, a name, a place...), the two share an asked term, and the newer states a
+    value the older does not. A question asking no kind of value ("why did ...") has no
+    value to replace: no pairs. Lines addressing the assistant are never read."""
     ask = line_scores.analyse(question)
     if len(kept) < 2 or not ask.terms or not ask.kinds:
-        return kept                      # no kind of value asked: no value to replace
+        return []
     stating = {}
     for i, units in enumerate(_units_by_candidate(ask, kept, written=True)):
         own = [(u, f, v) for u in units if not INSTRUCTION_RE.search(u.text)
                and (f := _fields(u, ask)) and (v := _values(u, ask, f))]
         if own:
             stating[i] = own
-    out = list(kept)
+    likeness = _likeness(index, kept)
+    idf = line_scores.weights_for(ask, [evidence_terms(
+        f"{c.chunk.get('text', '')} {c.chunk.get('heading', '')} {c.path}") for c in kept])
+    total = sum(idf.values()) or 1.0
+
+    def weight(terms) -> float:
+        return sum(idf.get(t, 0.0) for t in terms) / total
+    by_ev = sorted((u.ev for own in stating.values() for u, _, _ in own), reverse=True)
+    place = {id(u): 1.0 / (1 + by_ev.index(u.ev))
+             for own in stating.values() for u, _, _ in own}
+    out = []
     for i, x in enumerate(kept):
         if x.superseded_by or not x.is_latest or i not in stating:
             continue
-        newer = [j for j in stating if kept[j].date != builtin_writer.UNDATED
-                 and (x.date == builtin_writer.UNDATED or kept[j].date > x.date)
-                 and (_document(kept[j]) != _document(x) or x.chunk.get(passages.LOG_HEADER))
-                 and _contradicts(stating[j], stating[i])]
-        if newer:
-            by = kept[max(newer, key=lambda j: (kept[j].date, -j))]
-            own = by.path == x.path         # a log's own later entry: its header is older
-            label = f"{by.path}{version.SECTION_MARK}{by.date}" if own else by.path
-            out[i] = dataclasses.replace(x, superseded_by=label, why=version.WHY_ENTRY
-                                         if own else WHY_STATEMENT.format(by.date))
+        for j in stating:
+            y = kept[j]
+            if not (y.date != builtin_writer.UNDATED
+                    and (x.date == builtin_writer.UNDATED or y.date > x.date)
+                    and (_document(y) != _document(x) or x.chunk.get(passages.LOG_HEADER))):
+                continue
+            pair = (x, y, likeness[i, j], weight, place)
+            out.extend((i, j, old[0], new[0], _pair_features(pair, old, new))
+                       for old in stating[i] for new in stating[j]
+                       if old[1] & new[1] and not new[2] <= old[2])
     return out
+
+
+def replaces(features: dict) -> float:
+    """P(the newer line replaces the older line's value): the fitted model."""
+    z = STATEMENT_BIAS + sum(STATEMENT_WEIGHTS[k] * features[k] for k in STATEMENT_FEATURES)
+    return line_scores.sigmoid(z)
+
+
+def _pair_features(pair: tuple, old: tuple, new: tuple) -> dict:
+    """STATEMENT_FEATURES of one older line and one newer line, each (unit, the asked
+    terms it names, the values it states), of the passages x and y."""
+    x, y, dense, weight, place = pair
+    (o, f_old, v_old), (n, f_new, v_new) = old, new
+    undated = x.date == builtin_writer.UNDATED
+    days = 0 if undated else (np.datetime64(y.date[:10]) - np.datetime64(x.date[:10])).astype(int)
+    out = {"shared": weight(f_old & f_new),
+           "covered": float(f_old <= f_new | builtin_writer.label_terms(n.note)),
+           "old_fields": weight(f_old), "new_fields": weight(f_new),
+           "changed": len(v_new - v_old) / len(v_new | v_old),
+           "restates": float(v_old <= v_new),
+           "old_reader": line_scores.sigmoid(o.ev), "new_reader": line_scores.sigmoid(n.ev),
+           "old_answers": float(o.answers), "new_answers": float(n.answers),
+           "dense": dense, "title": _title_share(x.path, y.path),
+           "days": min(int(days), YEAR) / YEAR, "undated": float(undated),
+           "new_revises": float(bool(textkit.REVISION_RE.search(n.text))),
+           "old_revises": float(bool(textkit.REVISION_RE.search(o.text))),
+           "old_place": place[id(o)], "new_place": place[id(n)]}
+    out["revised_field"] = out["new_revises"] * out["shared"]   # a change said of the field
+    return out
+
+
+def _likeness(index, kept: list[Candidate]) -> np.ndarray:
+    """Cosine of every two passages' vectors (their chunks'); zeros without an index."""
+    n = len(kept)
+    vectors = getattr(index, "vectors", None)
+    if vectors is None or n == 0:
+        return np.zeros((n, n))
+    m = np.asarray(vectors[np.asarray([c.id for c in kept])], dtype=np.float64)
+    m /= np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
+    return m @ m.T
+
+
+def _title_share(a: str, b: str) -> float:
+    """The terms two notes' titles (file names) share, of those either has."""
+    ta, tb = (set(textkit.terms(PurePosixPath(p).stem)) for p in (a, b))
+    return len(ta & tb) / len(ta | tb) if ta | tb else 0.0
 
 
 def _values(u, ask, fields) -> frozenset:
     """The values of the asked kinds a line states, less the asked terms themselves."""
     return frozenset(builtin_writer.stated_values(u, ask.kinds)) - fields - frozenset(ask.terms)
-
-
-def _contradicts(newer: list, older: list) -> bool:
-    """Some newer line names the field an older line names and states a value it does
-    not, without restating all of the older line's values."""
-    return any(f_old & f_new and f_old <= f_new | builtin_writer.label_terms(n.note)
-               and not v_new <= v_old
-               and not v_old <= v_new
-               for _, f_old, v_old in older for n, f_new, v_new in newer)

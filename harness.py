@@ -342,7 +342,7 @@ def _evidence(out: Answer, question, cands, budget, keep, idx, qvec,
     kept = evidence.select(question, cands, budget, history=mode == "history", keep=keep,
                            index=idx, qvec=qvec, present=mode in ("present", "as_of"))
     if mode in ("present", "as_of") or (budget is not None and mode == "any"):
-        kept = evidence.label_statements(question, kept)     # not how it changed
+        kept = evidence.label_statements(question, kept, idx)    # not how it changed
     out.candidates["version"] = _trace(cands + dropped)    # with what evidence set aside
     return kept, version.versions_answer(idx, kept, threshold)
 

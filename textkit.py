@@ -182,6 +182,18 @@ INSTRUCTION_RE = re.compile(  # text in a note that addresses the assistant, not
     r"(?:reply|respond|answer) only with|as an ai)\b", re.IGNORECASE)
 
 
+REVISION_WORDS = (   # how a note says a value replaced another: written from English usage
+    "now", "new", "newly", "no longer", "any more", "anymore", "instead", "instead of",
+    "moved", "moves", "changed", "changes", "switched", "swapped", "replaced", "updated",
+    "revised", "rescheduled", "postponed", "delayed", "pushed back", "brought forward",
+    "rebooked", "cancelled", "called off", "fell through", "was", "were", "used to",
+    "previously", "originally", "actually", "correction", "corrected", "turns out",
+    "went up", "goes up", "going up", "gone up", "went down", "goes down", "going down",
+    "up to", "down to", "increased", "decreased", "raised", "lowered", "reduced",
+    "from now on")
+REVISION_RE = re.compile(rf"\b{one_of(REVISION_WORDS)}\b", re.IGNORECASE)
+
+
 def sentences(text: str) -> list[str]:
     """The one sentence splitter (models, generate, verify): after . ! ? and a space
     (not after "Dr." or "e.g."), and at every line break; pieces as they stand."""

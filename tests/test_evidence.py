@@ -232,19 +232,85 @@ def test_last_and_first_are_read_from_the_question():
     assert asof.mention(words, "Swam in the sea.", "2026-05-03") == (2, "2026-05-03")
 
 
-def test_a_later_meeting_that_moves_a_venue_labels_the_plan(tmp_path):
-    """A plan naming a venue as a field ("**Venue:** Aldhelm Hall", no "at" or "in" to
-    mark it a place) and a later meeting note of another name that moves it: the plan is
-    labelled superseded by the meeting whatever the kind of value, and a note sharing
-    no asked term is not."""
+def _venue(tmp_path):
+    """A plan naming a venue as a field ("**Venue:** Aldhelm Hall"), a later meeting note
+    that moves it, and a note that shares no asked term."""
     v = tmp_path / "notes"
     write(v, "choir/concert plan.md", "---\ndate: 2026-01-12\n---\n# Plans for March\n"
           "- **Venue:** Aldhelm Hall\n- **Tickets:** £12 on the door\n")
     write(v, "meetings/2026-02-10 committee.md", "---\ndate: 2026-02-10\n---\n# Committee\n"
           "- The concert venue moved to the Corn Exchange: the hall roof is being fixed.\n")
     write(v, "garden/seeds.md", "# Seeds\nSow the broad beans in November, Gareth says.\n")
-    a = _ask(v, tmp_path, "Where is the concert venue?", budget=300)
-    plan = next(s for s in a.sources if s["path"] == "choir/concert plan.md")
-    assert plan["superseded_by"] == "meetings/2026-02-10 committee.md"
-    assert plan["why"].startswith(evidence.WHY_STATEMENT.split(" (")[0])
-    assert all(s["superseded_by"] is None for s in a.sources if s["path"] != plan["path"])
+    return v
+
+
+def _kept(vault, tmp_path, question, monkeypatch):
+    """The evidence label_statements is given for `question` at 300 words, and its index."""
+    seen, real = [], evidence.label_statements
+
+    def spy(q, kept, index=None):
+        seen.append((list(kept), index))
+        return real(q, kept, index)
+    monkeypatch.setattr(evidence, "label_statements", spy)
+    _ask(vault, tmp_path, question, budget=300)
+    monkeypatch.setattr(evidence, "label_statements", real)
+    return seen[0]
+
+
+def test_a_statement_pair_needs_a_shared_asked_field_and_a_new_value(tmp_path, monkeypatch):
+    """The one pair the venue vault holds is the plan's venue and the meeting's new one:
+    the seeds note shares no asked term, the plan's tickets line names no asked field."""
+    question = "Where is the concert venue?"
+    kept, idx = _kept(_venue(tmp_path), tmp_path, question, monkeypatch)
+    pairs = evidence.statement_pairs(question, kept, idx)
+    assert [(kept[i].path, kept[j].path, o.text, n.text) for i, j, o, n, _ in pairs] == [
+        ("choir/concert plan.md", "meetings/2026-02-10 committee.md", "Venue: Aldhelm Hall",
+         "The concert venue moved to the Corn Exchange: the hall roof is being fixed.")]
+    (features,) = [f for *_, f in pairs]
+    assert set(features) == set(evidence.STATEMENT_FEATURES)
+    assert features["new_revises"] == 1.0 and features["old_revises"] == 0.0
+    assert features["restates"] == 0.0 and features["covered"] == 1.0
+
+
+def test_a_pair_labels_exactly_when_the_model_reaches_the_cut(tmp_path, monkeypatch):
+    """label_statements labels the older passage when the fitted P(the newer line
+    replaces it) reaches STATEMENT_CUT, and nothing else; the newer passage never."""
+    question = "Where is the concert venue?"
+    kept, idx = _kept(_venue(tmp_path), tmp_path, question, monkeypatch)
+    (p,) = [evidence.replaces(f) for *_, f in evidence.statement_pairs(question, kept, idx)]
+    for cut, labelled in ((p, True), (min(1.0, p + 1e-6), False)):
+        monkeypatch.setattr(evidence, "STATEMENT_CUT", cut)
+        out = {c.path: c for c in evidence.label_statements(question, kept, idx)}
+        plan = out["choir/concert plan.md"]
+        assert (plan.superseded_by == "meetings/2026-02-10 committee.md") is labelled
+        assert (plan.why or "").startswith(evidence.WHY_STATEMENT.split(" (")[0]) is labelled
+        assert all(c.superseded_by is None for path, c in out.items() if path != plan.path)
+
+
+def test_a_newer_line_restating_the_same_value_is_no_pair(tmp_path, monkeypatch):
+    """A later note that gives the same venue again replaces nothing."""
+    v = _venue(tmp_path)
+    write(v, "meetings/2026-02-10 committee.md", "---\ndate: 2026-02-10\n---\n# Committee\n"
+          "- The concert venue stays Aldhelm Hall.\n")
+    question = "Where is the concert venue?"
+    kept, idx = _kept(v, tmp_path, question, monkeypatch)
+    assert evidence.statement_pairs(question, kept, idx) == []
+
+
+@pytest.mark.slow
+def test_the_shipped_statement_weights_are_what_the_fit_gives(tmp_path):
+    """evidence.py's FITTED block is what tools/fit_statements.py fits on the tuning
+    splits today: refit (--write) whenever the evidence before the labels changes."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    import fit_evidence
+    import fit_statements
+    from verso import verdict_fit
+    sets = fit_evidence.tuning_sets()
+    loaded = {name: harness.load(index=str(tmp_path / name), vault=vault, backend="builtin")
+              for name, vault, _ in sets}
+    rows, _ = fit_statements.collect(sets, loaded)
+    bias, weights = fit_evidence.raw(verdict_fit.fit(rows, evidence.STATEMENT_FEATURES))
+    assert bias == pytest.approx(evidence.STATEMENT_BIAS, abs=2e-3)
+    assert weights == pytest.approx(evidence.STATEMENT_WEIGHTS, abs=2e-3)

@@ -186,15 +186,19 @@ def test_stale_evidence_spares_a_passage_stating_the_current_value_too():
     assert evaluate.evidence_stale(["1150"], src, ["1300"])
 
 
-def test_a_statement_label_is_false_when_the_two_passages_share_no_asked_term():
+def test_a_statement_label_is_right_on_an_old_value_and_wrong_on_the_current_one():
     why = "a newer dated statement in another note (2026-06-03)"
+    q = {"key_facts": ["Harlow Mutual"], "forbidden_facts": ["Northgate"]}
     src = [{"path": "a.md", "heading": "", "text": "Lender: Northgate", "why": why,
             "superseded_by": "b.md"},
            {"path": "b.md", "heading": "", "text": "The lender is now Harlow Mutual",
             "why": None, "superseded_by": None},
-           {"path": "c.md", "heading": "", "text": "Sow beans in November", "why": why,
+           {"path": "c.md", "heading": "Lender", "text": "Harlow Mutual, 4.19%", "why": why,
+            "superseded_by": "b.md"},
+           {"path": "d.md", "heading": "", "text": "Sow beans in November", "why": why,
             "superseded_by": "b.md"}]
-    assert budget_eval.statement_labels("Which lender are we with?", src) == [True, False]
+    assert budget_eval.statement_labels(q, src, evaluate.has_fact) == ["right", "wrong",
+                                                                        "other"]
 
 
 def test_a_logs_later_entry_labels_its_own_header(tmp_path):

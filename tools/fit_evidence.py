@@ -139,9 +139,11 @@ def grid(sets, loaded) -> dict:
     return best
 
 
-def write(bias: float, weights: dict) -> None:
-    path = ROOT / "passages.py"
-    body = [f"BIAS = {round(bias, 4)}", "WEIGHTS = {"]
+def write(bias: float, weights: dict, module: str = "passages.py",
+          names: tuple = ("BIAS", "WEIGHTS")) -> None:
+    """The weights into `module` between its FITTED marks, as the constants `names`."""
+    path = ROOT / module
+    body = [f"{names[0]} = {round(bias, 4)}", f"{names[1]} = {{"]
     items = [f'"{k}": {v}' for k, v in weights.items()]
     line = "    "
     for item in items:

@@ -133,7 +133,8 @@ def run_all(out: Path, extra: list[str]) -> int:
 
 
 BUDGET_HEADER = ("split", "role", "verso 300", "600", "1000", "plain BM25 300", "600", "1000",
-                 "change @1000", "stale @1000", "found@5", "missed @1000")
+                 "change @1000", "stale @1000", "labels @1000 (right/wrong)", "found@5",
+                 "missed @1000")
 
 
 def budgets_all(out: Path, extra: list[str]) -> list[list[str]]:
@@ -164,7 +165,9 @@ def budget_row(split: str, role: str, got: dict) -> list[str]:
     last = v["budgets"][b[-1]]
     return [split, role, *(kn(v["budgets"][x]["recall"]) for x in b),
             *(kn(got["baseline"][x]["recall"]) for x in b),
-            kn(last["by_kind"]["change"]), kn(last["stale"]), kn(v["found_at5"]),
+            kn(last["by_kind"]["change"]), kn(last["stale"]),
+            f"{last['labels']['n']} ({last['labels']['right']}/{last['labels']['wrong']})",
+            kn(v["found_at5"]),
             " ".join(got["missed"][variant]) or "-"]
 
 

@@ -1,0 +1,159 @@
+"""Fit the statement labels (evidence.label_statements) on the tuning splits: one
+logistic model of "this newer line replaces that older line's value" over
+evidence.STATEMENT_FEATURES.
+
+In:  the tuning splits of questions/splits.json (never a frozen one), the builtin backend.
+Rows: every pair of lines evidence.statement_pairs finds in the evidence handed on at
+     1,000 words (captured while harness.ask runs) for each answerable question,
+     labelled 1 when the older line (with its heading) holds one of the question's
+     forbidden facts (a value the notes once stated and later changed) and the newer
+     line a key fact; every other pair 0 (a line holding a key fact, or no changed
+     value, is not replaced).
+Fit: verdict_fit.fit (standardised ridge logistic regression), raw-scale weights.
+Scored, in sample and held out (for each tuning split, the model fitted on the others),
+     on the passages the labels fall on: right (the passage holds a forbidden fact),
+     wrong (it holds a key fact and no forbidden one), other (neither), and stale
+     evidence (evaluate.evidence_stale) on the one-version questions.
+
+    python tools/fit_statements.py            # print the fit and the figures
+    python tools/fit_statements.py --write    # and write the weights into evidence.py
+
+The cut: of CUTS, the one whose held-out labels are right most often more than wrong
+(right minus wrong; a label on the passage holding the current value misleads as much
+as a missing one), ties to the higher cut (fewer labels); set STATEMENT_CUT to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
+import _checkout  # noqa: E402,F401  (`verso` is this checkout)
+
+import fit_evidence  # noqa: E402
+
+from verso import evaluate  # noqa: E402
+from verso import evidence  # noqa: E402
+from verso import harness  # noqa: E402
+from verso import verdict_fit  # noqa: E402
+
+BUDGET = 1000
+CUTS = (0.5, 0.3, 0.2, 0.1, 0.05)   # STATEMENT_CUT's choices; ties go to the first
+NAMES = ("STATEMENT_BIAS", "STATEMENT_WEIGHTS")
+
+
+def _holds(text: str, facts) -> bool:
+    return any(evaluate.has_fact(text, f) for f in facts)
+
+
+def _line(unit) -> str:
+    return f"{unit.note['section']}\n{unit.text}"
+
+
+def collect(sets, loaded) -> tuple[list[dict], list[dict]]:
+    """(one row per line pair, one case per question: the evidence it was found in)."""
+    rows, cases, real = [], [], evidence.label_statements
+    for name, _, questions in sets:
+        idx, be = loaded[name]
+        for q in questions:
+            seen = []
+
+            def spy(question, kept, index=None):
+                seen.append(list(kept))
+                return real(question, kept, index)
+            evidence.label_statements = spy
+            try:
+                harness.ask(q["question"], index=idx, backend=be, write=False,
+                            budget=BUDGET)
+            finally:
+                evidence.label_statements = real
+            if not seen:
+                continue
+            pairs = evidence.statement_pairs(q["question"], seen[0], idx)
+            cases.append({"split": name, "q": q, "kept": seen[0], "index": idx,
+                          "pairs": pairs})
+            rows.extend({"split": name, "q": q["id"], "features": f,
+                         "right": _holds(_line(o), q["forbidden_facts"])
+                         and _holds(_line(n), q["key_facts"])}
+                        for _, _, o, n, f in pairs)
+    return rows, cases
+
+
+def score(cases, bias: float, weights: dict) -> dict:
+    """Passages labelled right, wrong and other, and stale evidence, with these weights."""
+    saved = evidence.STATEMENT_BIAS, dict(evidence.STATEMENT_WEIGHTS)
+    evidence.STATEMENT_BIAS, evidence.STATEMENT_WEIGHTS = bias, weights
+    out = {"right": 0, "wrong": 0, "other": 0, "stale": 0, "one_version": 0}
+    try:
+        for case in cases:
+            q = case["q"]
+            labelled = evidence.label_statements(q["question"], case["kept"], case["index"])
+            sources = harness._sources(labelled)
+            for before, s in zip(case["kept"], sources):
+                if s["superseded_by"] == before.superseded_by:
+                    continue
+                text = f"{s['heading']}\n{s['text']}"
+                out["right" if _holds(text, q["forbidden_facts"]) else
+                    "wrong" if _holds(text, q["key_facts"]) else "other"] += 1
+            if q["forbidden_facts"] and q["time_mode"] in ("present", "as_of"):
+                out["one_version"] += 1
+                out["stale"] += evaluate.evidence_stale(q["forbidden_facts"], sources,
+                                                        q["key_facts"])
+    finally:
+        evidence.STATEMENT_BIAS, evidence.STATEMENT_WEIGHTS = saved
+    return out
+
+
+def _show(name: str, got: dict) -> str:
+    return (f"{name:<9} right {got['right']:>3}  wrong {got['wrong']:>3}  other "
+            f"{got['other']:>4}  stale {got['stale']}/{got['one_version']}")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="tools/fit_statements.py",
+                                description=__doc__.split("\n")[0])
+    p.add_argument("--write", action="store_true", help="write the weights into evidence.py")
+    args = p.parse_args(argv)
+    sets, home = fit_evidence.tuning_sets(), Path(tempfile.mkdtemp(prefix="fit-statements-"))
+    loaded = {name: harness.load(index=str(home / name), vault=vault, backend="builtin")
+              for name, vault, _ in sets}
+    rows, cases = collect(sets, loaded)
+    names = evidence.STATEMENT_FEATURES
+    print(f"{len(rows)} line pairs, {sum(r['right'] for r in rows)} replacing, "
+          f"{len(cases)} questions")
+    bias, weights = fit_evidence.raw(verdict_fit.fit(rows, names))
+    print(f"STATEMENT_BIAS = {bias:.4f}\nSTATEMENT_WEIGHTS = {json.dumps(weights)}")
+    if set(evidence.STATEMENT_WEIGHTS) == set(names):     # the weights evidence.py ships
+        print(_show("shipped", score(cases, evidence.STATEMENT_BIAS,
+                                     evidence.STATEMENT_WEIGHTS)))
+    folds = {name: fit_evidence.raw(verdict_fit.fit([r for r in rows if r["split"] != name],
+                                                    names)) for name, _, _ in sets}
+    picks = []
+    saved = evidence.STATEMENT_CUT
+    try:
+        for cut in CUTS:
+            evidence.STATEMENT_CUT = cut
+            total = dict.fromkeys(("right", "wrong", "other", "stale", "one_version"), 0)
+            for name, fold in folds.items():
+                got = score([c for c in cases if c["split"] == name], *fold)
+                total = {k: total[k] + got[k] for k in total}
+            print(f"cut {cut}: " + _show("in", score(cases, bias, weights)) + " | "
+                  + _show("held out", total), flush=True)
+            picks.append((total["wrong"] - total["right"], CUTS.index(cut), cut))
+    finally:
+        evidence.STATEMENT_CUT = saved
+    print(f"picked: STATEMENT_CUT = {min(picks)[2]}")
+    if args.write:
+        fit_evidence.write(bias, weights, "evidence.py", NAMES)
+        print("written: evidence.py between the FITTED marks")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
