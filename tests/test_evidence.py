@@ -7,7 +7,6 @@ import pytest
 from verso import evidence
 from verso import passages
 from verso import harness
-from verso import ingest
 from verso import route
 from verso import verify
 from vaults import write
@@ -123,18 +122,6 @@ def test_verify_does_not_pass_a_sentence_citing_only_a_corrected_statement(launc
 def _chunk(vault, tmp_path, source):
     idx, _ = harness.load(tmp_path / "idx", vault, "builtin")
     return idx.chunks[source["id"]]
-
-
-def test_a_note_that_repeats_the_old_value_does_not_correct_it(tmp_path):
-    v = tmp_path / "notes"
-    write(v, "work/retainer 2026-04.md", "# Retainer\nRetainer: £2,400 per month.\n")
-    write(v, "work/invoice tracker.md", "---\ndate: 2026-10-30\n---\n# Invoices\n"
-          "Invoice 11: retainer for April, £2,400, paid.\nInvoice 19: retainer for "
-          "September, £3,100, paid.\n")
-    ingest.build_index(v, tmp_path / "idx")
-    a = _ask(v, tmp_path, "How much is the retainer per month?", mode="present")
-    retainer = next(s for s in a.sources if s["path"] == "work/retainer 2026-04.md")
-    assert retainer["superseded_by"] is None
 
 
 def test_evaluate_can_stop_at_the_evidence(tenancy, tmp_path, capsys):
