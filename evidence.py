@@ -261,16 +261,8 @@ def statement_pairs(question: str, kept: list[Candidate], index=None) -> list[tu
                and (f := _fields(u, ask)) and (v := _values(u, ask, f))]
         if own:
             stating[i] = own
+    lines = _line_reads(ask, kept, stating)
     likeness = _likeness(index, kept)
-    idf = line_scores.weights_for(ask, [evidence_terms(
-        f"{c.chunk.get('text', '')} {c.chunk.get('heading', '')} {c.path}") for c in kept])
-    total = sum(idf.values()) or 1.0
-
-    def weight(terms) -> float:
-        return sum(idf.get(t, 0.0) for t in terms) / total
-    by_ev = sorted((u.ev for own in stating.values() for u, _, _ in own), reverse=True)
-    place = {id(u): 1.0 / (1 + by_ev.index(u.ev))
-             for own in stating.values() for u, _, _ in own}
     out = []
     for i, x in enumerate(kept):
         if x.superseded_by or not x.is_latest or i not in stating:
@@ -281,8 +273,8 @@ def statement_pairs(question: str, kept: list[Candidate], index=None) -> list[tu
                     and (x.date == builtin_writer.UNDATED or y.date > x.date)
                     and (_document(y) != _document(x) or x.chunk.get(passages.LOG_HEADER))):
                 continue
-            pair = (x, y, likeness[i, j], weight, place)
-            out.extend((i, j, old[0], new[0], _pair_features(pair, old, new))
+            pair = _passage_pair(x, y, likeness[i, j])
+            out.extend((i, j, old[0], new[0], _pair_features(pair, lines, old, new))
                        for old in stating[i] for new in stating[j]
                        if old[1] & new[1] and not new[2] <= old[2])
     return out
@@ -294,27 +286,54 @@ def replaces(features: dict) -> float:
     return line_scores.sigmoid(z)
 
 
-def _pair_features(pair: tuple, old: tuple, new: tuple) -> dict:
-    """STATEMENT_FEATURES of one older line and one newer line, each (unit, the asked
-    terms it names, the values it states), of the passages x and y."""
-    x, y, dense, weight, place = pair
-    (o, f_old, v_old), (n, f_new, v_new) = old, new
+def _line_reads(ask, kept: list[Candidate], stating: dict) -> dict:
+    """What a pair's features read of each stating line, once a line: id(unit) ->
+    (the IDF weight of terms (a function), the reader's P, whether it answers, whether
+    it says a value changed, its rank's inverse among the stating lines by the reader's
+    score, the terms labelling it)."""
+    idf = line_scores.weights_for(ask, [evidence_terms(
+        f"{c.chunk.get('text', '')} {c.chunk.get('heading', '')} {c.path}") for c in kept])
+    total, seen = sum(idf.values()) or 1.0, {}
+
+    def weight(terms: frozenset) -> float:
+        if terms not in seen:
+            seen[terms] = sum(idf.get(t, 0.0) for t in terms) / total
+        return seen[terms]
+    units = [u for own in stating.values() for u, _, _ in own]
+    rank: dict[float, int] = {}
+    for k, ev in enumerate(sorted((u.ev for u in units), reverse=True)):
+        rank.setdefault(ev, k)
+    return {"weight": weight, **{id(u): (
+        line_scores.sigmoid(u.ev), float(u.answers),
+        float(bool(textkit.REVISION_RE.search(u.text))), 1.0 / (1 + rank[u.ev]),
+        builtin_writer.label_terms(u.note)) for u in units}}
+
+
+def _passage_pair(x: Candidate, y: Candidate, dense: float) -> dict:
+    """The features of a pair that its passages decide, x older than y."""
     undated = x.date == builtin_writer.UNDATED
     days = 0 if undated else (np.datetime64(y.date[:10]) - np.datetime64(x.date[:10])).astype(int)
-    out = {"shared": weight(f_old & f_new),
-           "covered": float(f_old <= f_new | builtin_writer.label_terms(n.note)),
-           "old_fields": weight(f_old), "new_fields": weight(f_new),
-           "changed": len(v_new - v_old) / len(v_new | v_old),
-           "restates": float(v_old <= v_new),
-           "old_reader": line_scores.sigmoid(o.ev), "new_reader": line_scores.sigmoid(n.ev),
-           "old_answers": float(o.answers), "new_answers": float(n.answers),
-           "dense": dense, "title": _title_share(x.path, y.path),
-           "days": min(int(days), YEAR) / YEAR, "undated": float(undated),
-           "new_revises": float(bool(textkit.REVISION_RE.search(n.text))),
-           "old_revises": float(bool(textkit.REVISION_RE.search(o.text))),
-           "old_place": place[id(o)], "new_place": place[id(n)]}
-    out["revised_field"] = out["new_revises"] * out["shared"]   # a change said of the field
-    return out
+    return {"dense": float(dense), "title": _title_share(x.path, y.path),
+            "days": min(int(days), YEAR) / YEAR, "undated": float(undated)}
+
+
+def _pair_features(pair: dict, lines: dict, old: tuple, new: tuple) -> dict:
+    """STATEMENT_FEATURES of one older line and one newer line, each (unit, the asked
+    terms it names, the values it states), `pair` their passages' (_passage_pair),
+    `lines` what _line_reads read of each."""
+    (o, f_old, v_old), (n, f_new, v_new) = old, new
+    weight = lines["weight"]
+    o_p, o_answers, o_revises, o_place, _ = lines[id(o)]
+    n_p, n_answers, n_revises, n_place, n_labels = lines[id(n)]
+    shared = weight(f_old & f_new)
+    return {**pair, "shared": shared, "covered": float(f_old <= f_new | n_labels),
+            "old_fields": weight(f_old), "new_fields": weight(f_new),
+            "changed": len(v_new - v_old) / len(v_new | v_old),
+            "restates": float(v_old <= v_new),
+            "old_reader": o_p, "new_reader": n_p, "old_answers": o_answers,
+            "new_answers": n_answers, "new_revises": n_revises, "old_revises": o_revises,
+            "old_place": o_place, "new_place": n_place,
+            "revised_field": n_revises * shared}   # a change said of the field
 
 
 def _likeness(index, kept: list[Candidate]) -> np.ndarray:
