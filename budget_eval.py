@@ -56,7 +56,7 @@ def measure(questions, ask_fn, baseline, evaluate, budgets=BUDGETS, variants=("f
                     stale.append(evaluate.evidence_stale(q["forbidden_facts"], src,
                                                          q["key_facts"]))
                 words += evaluate.evidence_words(src)
-                labels += statement_labels(q, src, evaluate.has_fact)
+                labels += statement_labels(q, src, evaluate.has_any)
                 if b == budgets[-1] and q["gold_files"]:
                     found.append(evaluate.source_found_at5(q["gold_files"], src))
             row[b] = {"recall": _rate(hits), "by_kind": _by_kind(qs, hits),
@@ -69,17 +69,17 @@ def measure(questions, ask_fn, baseline, evaluate, budgets=BUDGETS, variants=("f
     return out
 
 
-def statement_labels(q: dict, sources: list[dict], has_fact) -> list[str]:
+def statement_labels(q: dict, sources: list[dict], has_any) -> list[str]:
     """For each passage labelled superseded by a dated statement in another note:
     "right" when it holds a forbidden fact of question q, else "wrong" when it holds a
-    key fact, else "other" (has_fact: evaluate.has_fact)."""
+    key fact, else "other" (has_any: evaluate.has_any)."""
     out = []
     for s in sources:
         if not (s.get("why") or "").startswith(STATEMENT):
             continue
         text = f"{s.get('heading') or ''}\n{s.get('text') or ''}"
-        out.append("right" if any(has_fact(text, f) for f in q["forbidden_facts"]) else
-                   "wrong" if any(has_fact(text, f) for f in q["key_facts"]) else "other")
+        out.append("right" if has_any(text, q["forbidden_facts"]) else
+                   "wrong" if has_any(text, q["key_facts"]) else "other")
     return out
 
 

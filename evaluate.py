@@ -245,6 +245,11 @@ def has_fact(text: str, fact: str) -> bool:
     return re.search(left + re.escape(f) + right, normalise(text)) is not None
 
 
+def has_any(text: str, facts) -> bool:
+    """Some fact of `facts` inside text (has_fact)."""
+    return any(has_fact(text, f) for f in facts)
+
+
 def count_sentences(text: str) -> int:
     """Sentences and lines with words in them; citation markers are ignored."""
     parts = SENTENCE_SPLIT_RE.split(CITATION_RE.sub("", text).strip())
@@ -257,7 +262,7 @@ def answer_correct(q: dict, a: dict) -> bool:
         return not q["answerable"] and bool(a.get("abstained"))
     text = CITATION_RE.sub("", a.get("answer") or "")
     return (all(has_fact(text, f) for f in q["key_facts"])
-            and not any(has_fact(text, f) for f in q["forbidden_facts"])
+            and not has_any(text, q["forbidden_facts"])
             and count_sentences(text) <= MAX_SENTENCES)
 
 
@@ -335,7 +340,7 @@ def evidence_stale(forbidden_facts, sources, key_facts=()) -> bool:
     superseded may hold it."""
     current = _passages(s for s in sources or [] if isinstance(s, dict)
                         and s.get("superseded_by") is None and s.get("is_latest", True))
-    return any(any(has_fact(t, f) for f in forbidden_facts)
+    return any(has_any(t, forbidden_facts)
                and not (key_facts and all(has_fact(t, k) for k in key_facts))
                for t in current)
 
@@ -387,7 +392,7 @@ def score(q: dict, a: dict, variant: str) -> dict:
         "recall_all_at10": (recall_all_at10(gold, a.get("retrieved"))
                             if answerable and q["category"] == "change" else None),
         "reciprocal_rank": reciprocal_rank(gold, a.get("ranking")) if answerable else None,
-        "stale": (any(has_fact(CITATION_RE.sub("", text), f) for f in q["forbidden_facts"])
+        "stale": (has_any(CITATION_RE.sub("", text), q["forbidden_facts"])
                   if present else None),
         **_evidence(q, a),
         "abstain_correct": None if q["answerable"] else abstained,

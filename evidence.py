@@ -29,8 +29,8 @@ Rules, decided by code:
   values (statement_pairs) and one fitted model (STATEMENT_FEATURES: the field both
   name, the values, how each line answers, the two passages' likeness and titles, the
   days between, whether the newer says the value changed) gives P(the newer replaces
-  it) >= STATEMENT_CUT; tools/fit_statements.py fits it on the tuning splits and picks
-  the cut that labels right more often than wrong.
+  it) >= STATEMENT_CUT; tools/fit_statements.py fits it on the tuning splits (at 1,000
+  words) and picks the cut whose held-out labels are right most often more than wrong.
 - "When did I last ...", "the first time I ...": the latest (earliest) mention of what
   is asked (the sentence naming most of its words) comes first, whatever its rank
   (retrieval added the latest and earliest mentions it found: retrieve._mentions).
@@ -59,7 +59,7 @@ WHY_STATEMENT = builtin_writer.STATEMENT_WHY + " ({})"   # Candidate.why of a st
 STATEMENT_FEATURES = ("shared", "covered", "old_fields", "new_fields", "changed",
                       "restates", "old_reader", "new_reader", "old_answers",
                       "new_answers", "dense", "title", "days", "undated", "new_revises",
-                      "old_revises", "old_place", "new_place", "revised_field")
+                      "old_revises", "old_rank", "new_rank", "revised_field")
 # ---- FITTED: tools/fit_statements.py --write (raw-scale weights; do not edit by hand)
 STATEMENT_BIAS = -8.5784
 STATEMENT_WEIGHTS = {
@@ -67,7 +67,7 @@ STATEMENT_WEIGHTS = {
     "changed": 0.3092, "restates": 0.9107, "old_reader": 0.5364, "new_reader": 2.2925,
     "old_answers": 0.5213, "new_answers": 0.3957, "dense": 1.2459, "title": 0.3722,
     "days": 0.586, "undated": 0.6698, "new_revises": 0.3196, "old_revises": -0.7214,
-    "old_place": 1.3888, "new_place": 2.0836, "revised_field": 2.8498}
+    "old_rank": 1.3888, "new_rank": 2.0836, "revised_field": 2.8498}
 # ---- end FITTED
 STATEMENT_CUT = 0.1     # a pair labels at this P (tools/fit_statements.py: of its CUTS, held out
                         # right 11, wrong 5 of the passages labelled on the tuning splits)
@@ -287,12 +287,12 @@ def replaces(features: dict) -> float:
 
 
 def _line_reads(ask, kept: list[Candidate], stating: dict) -> dict:
-    """What a pair's features read of each stating line, once a line: id(unit) ->
-    (the IDF weight of terms (a function), the reader's P, whether it answers, whether
-    it says a value changed, its rank's inverse among the stating lines by the reader's
-    score, the terms labelling it)."""
+    """What a pair's features read of each stating line, once a line: "weight" -> the
+    IDF share of a set of asked terms (over the evidence), and id(unit) -> (the reader's
+    P, whether it answers, whether it says a value changed, 1 / (1 + its rank among the
+    stating lines by the reader's score), the terms labelling it)."""
     idf = line_scores.weights_for(ask, [evidence_terms(
-        f"{c.chunk.get('text', '')} {c.chunk.get('heading', '')} {c.path}") for c in kept])
+        f"{c.chunk.get('text') or ''} {c.chunk.get('heading') or ''} {c.path}") for c in kept])
     total, seen = sum(idf.values()) or 1.0, {}
 
     def weight(terms: frozenset) -> float:
@@ -312,9 +312,19 @@ def _line_reads(ask, kept: list[Candidate], stating: dict) -> dict:
 def _passage_pair(x: Candidate, y: Candidate, dense: float) -> dict:
     """The features of a pair that its passages decide, x older than y."""
     undated = x.date == builtin_writer.UNDATED
-    days = 0 if undated else (np.datetime64(y.date[:10]) - np.datetime64(x.date[:10])).astype(int)
     return {"dense": float(dense), "title": _title_share(x.path, y.path),
-            "days": min(int(days), YEAR) / YEAR, "undated": float(undated)}
+            "days": 0.0 if undated else min(_days(x.date, y.date), YEAR) / YEAR,
+            "undated": float(undated)}
+
+
+def _days(a: str, b: str) -> int:
+    """Days from date a to date b (YYYY-MM-DD, or a month or year); 0 when either is
+    no date."""
+    try:
+        return max(0, int((np.datetime64(b[:10], "D") - np.datetime64(a[:10], "D"))
+                          .astype(int)))
+    except ValueError:
+        return 0
 
 
 def _pair_features(pair: dict, lines: dict, old: tuple, new: tuple) -> dict:
@@ -323,8 +333,8 @@ def _pair_features(pair: dict, lines: dict, old: tuple, new: tuple) -> dict:
     `lines` what _line_reads read of each."""
     (o, f_old, v_old), (n, f_new, v_new) = old, new
     weight = lines["weight"]
-    o_p, o_answers, o_revises, o_place, _ = lines[id(o)]
-    n_p, n_answers, n_revises, n_place, n_labels = lines[id(n)]
+    o_p, o_answers, o_revises, o_rank, _ = lines[id(o)]
+    n_p, n_answers, n_revises, n_rank, n_labels = lines[id(n)]
     shared = weight(f_old & f_new)
     return {**pair, "shared": shared, "covered": float(f_old <= f_new | n_labels),
             "old_fields": weight(f_old), "new_fields": weight(f_new),
@@ -332,7 +342,7 @@ def _pair_features(pair: dict, lines: dict, old: tuple, new: tuple) -> dict:
             "restates": float(v_old <= v_new),
             "old_reader": o_p, "new_reader": n_p, "old_answers": o_answers,
             "new_answers": n_answers, "new_revises": n_revises, "old_revises": o_revises,
-            "old_place": o_place, "new_place": n_place,
+            "old_rank": o_rank, "new_rank": n_rank,
             "revised_field": n_revises * shared}   # a change said of the field
 
 

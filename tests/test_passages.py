@@ -197,8 +197,8 @@ def test_a_statement_label_is_right_on_an_old_value_and_wrong_on_the_current_one
             "superseded_by": "b.md"},
            {"path": "d.md", "heading": "", "text": "Sow beans in November", "why": why,
             "superseded_by": "b.md"}]
-    assert budget_eval.statement_labels(q, src, evaluate.has_fact) == ["right", "wrong",
-                                                                        "other"]
+    assert budget_eval.statement_labels(q, src, evaluate.has_any) == ["right", "wrong",
+                                                                       "other"]
 
 
 def test_a_logs_later_entry_labels_its_own_header(tmp_path):

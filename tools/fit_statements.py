@@ -10,10 +10,12 @@ Rows: every pair of lines evidence.statement_pairs finds in the evidence handed 
      line a key fact; every other pair 0 (a line holding a key fact, or no changed
      value, is not replaced).
 Fit: verdict_fit.fit (standardised ridge logistic regression), raw-scale weights.
-Scored, in sample and held out (for each tuning split, the model fitted on the others),
-     on the passages the labels fall on: right (the passage holds a forbidden fact),
-     wrong (it holds a key fact and no forbidden one), other (neither), and stale
-     evidence (evaluate.evidence_stale) on the one-version questions.
+Scored, in sample and held out (for each tuning vault, the model fitted on the splits
+     of the others: dev, dev2 and dev3 share one vault, so they are held out together),
+     on the passages the statement labels fall on (budget_eval.statement_labels): right
+     (the passage holds a forbidden fact), wrong (it holds a key fact and no forbidden
+     one), other (neither), and stale evidence (evaluate.evidence_stale) on the
+     one-version questions.
 
     python tools/fit_statements.py            # print the fit and the figures
     python tools/fit_statements.py --write    # and write the weights into evidence.py
@@ -38,6 +40,7 @@ import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 
 import fit_evidence  # noqa: E402
 
+from verso import budget_eval  # noqa: E402
 from verso import evaluate  # noqa: E402
 from verso import evidence  # noqa: E402
 from verso import harness  # noqa: E402
@@ -46,10 +49,6 @@ from verso import verdict_fit  # noqa: E402
 BUDGET = 1000
 CUTS = (0.5, 0.3, 0.2, 0.1, 0.05)   # STATEMENT_CUT's choices; ties go to the first
 NAMES = ("STATEMENT_BIAS", "STATEMENT_WEIGHTS")
-
-
-def _holds(text: str, facts) -> bool:
-    return any(evaluate.has_fact(text, f) for f in facts)
 
 
 def _line(unit) -> str:
@@ -79,28 +78,24 @@ def collect(sets, loaded) -> tuple[list[dict], list[dict]]:
             cases.append({"split": name, "q": q, "kept": seen[0], "index": idx,
                           "pairs": pairs})
             rows.extend({"split": name, "q": q["id"], "features": f,
-                         "right": _holds(_line(o), q["forbidden_facts"])
-                         and _holds(_line(n), q["key_facts"])}
+                         "right": evaluate.has_any(_line(o), q["forbidden_facts"])
+                         and evaluate.has_any(_line(n), q["key_facts"])}
                         for _, _, o, n, f in pairs)
     return rows, cases
 
 
 def score(cases, bias: float, weights: dict) -> dict:
-    """Passages labelled right, wrong and other, and stale evidence, with these weights."""
+    """Statement labels right, wrong and other, and stale evidence, with these weights."""
     saved = evidence.STATEMENT_BIAS, dict(evidence.STATEMENT_WEIGHTS)
     evidence.STATEMENT_BIAS, evidence.STATEMENT_WEIGHTS = bias, weights
     out = {"right": 0, "wrong": 0, "other": 0, "stale": 0, "one_version": 0}
     try:
         for case in cases:
             q = case["q"]
-            labelled = evidence.label_statements(q["question"], case["kept"], case["index"])
-            sources = harness._sources(labelled)
-            for before, s in zip(case["kept"], sources):
-                if s["superseded_by"] == before.superseded_by:
-                    continue
-                text = f"{s['heading']}\n{s['text']}"
-                out["right" if _holds(text, q["forbidden_facts"]) else
-                    "wrong" if _holds(text, q["key_facts"]) else "other"] += 1
+            sources = harness._sources(evidence.label_statements(q["question"], case["kept"],
+                                                                 case["index"]))
+            for verdict in budget_eval.statement_labels(q, sources, evaluate.has_any):
+                out[verdict] += 1
             if q["forbidden_facts"] and q["time_mode"] in ("present", "as_of"):
                 out["one_version"] += 1
                 out["stale"] += evaluate.evidence_stale(q["forbidden_facts"], sources,
@@ -132,16 +127,18 @@ def main(argv=None) -> int:
     if set(evidence.STATEMENT_WEIGHTS) == set(names):     # the weights evidence.py ships
         print(_show("shipped", score(cases, evidence.STATEMENT_BIAS,
                                      evidence.STATEMENT_WEIGHTS)))
-    folds = {name: fit_evidence.raw(verdict_fit.fit([r for r in rows if r["split"] != name],
-                                                    names)) for name, _, _ in sets}
+    vault_of = {name: vault for name, vault, _ in sets}
+    folds = {vault: fit_evidence.raw(verdict_fit.fit(
+        [r for r in rows if vault_of[r["split"]] != vault], names))
+        for vault in dict.fromkeys(vault_of.values())}
     picks = []
     saved = evidence.STATEMENT_CUT
     try:
         for cut in CUTS:
             evidence.STATEMENT_CUT = cut
             total = dict.fromkeys(("right", "wrong", "other", "stale", "one_version"), 0)
-            for name, fold in folds.items():
-                got = score([c for c in cases if c["split"] == name], *fold)
+            for vault, fold in folds.items():
+                got = score([c for c in cases if vault_of[c["split"]] == vault], *fold)
                 total = {k: total[k] + got[k] for k in total}
             print(f"cut {cut}: " + _show("in", score(cases, bias, weights)) + " | "
                   + _show("held out", total), flush=True)
