@@ -290,8 +290,9 @@ def test_a_newer_line_restating_the_same_value_is_no_pair(tmp_path, monkeypatch)
 
 @pytest.mark.slow
 def test_the_shipped_statement_weights_are_what_the_fit_gives(tmp_path):
-    """evidence.py's FITTED block is what tools/fit_statements.py fits on the tuning
-    splits today: refit (--write) whenever the evidence before the labels changes."""
+    """evidence.py's FITTED block and STATEMENT_CUT are what tools/fit_statements.py fits
+    and picks on the tuning splits today: refit (--write) whenever the evidence before
+    the labels changes."""
     import sys
     from pathlib import Path
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
@@ -301,7 +302,8 @@ def test_the_shipped_statement_weights_are_what_the_fit_gives(tmp_path):
     sets = fit_evidence.tuning_sets()
     loaded = {name: harness.load(index=str(tmp_path / name), vault=vault, backend="builtin")
               for name, vault, _ in sets}
-    rows, _ = fit_statements.collect(sets, loaded)
+    rows, cases = fit_statements.collect(sets, loaded)
     bias, weights = fit_evidence.raw(verdict_fit.fit(rows, evidence.STATEMENT_FEATURES))
     assert bias == pytest.approx(evidence.STATEMENT_BIAS, abs=2e-3)
     assert weights == pytest.approx(evidence.STATEMENT_WEIGHTS, abs=2e-3)
+    assert fit_statements.pick_cut(sets, rows, cases, (bias, weights)) == evidence.STATEMENT_CUT

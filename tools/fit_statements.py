@@ -22,13 +22,14 @@ Scored, in sample and held out (for each tuning vault, the model fitted on the s
 
 The cut: of CUTS, the one whose held-out labels are right most often more than wrong
 (right minus wrong; a label on the passage holding the current value misleads as much
-as a missing one), ties to the higher cut (fewer labels); set STATEMENT_CUT to it.
+as a missing one), ties to the higher cut (fewer labels); --write sets STATEMENT_CUT.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -49,6 +50,7 @@ from verso import verdict_fit  # noqa: E402
 BUDGET = 1000
 CUTS = (0.5, 0.3, 0.2, 0.1, 0.05)   # STATEMENT_CUT's choices; ties go to the first
 NAMES = ("STATEMENT_BIAS", "STATEMENT_WEIGHTS")
+CUT_RE = re.compile(r"^STATEMENT_CUT = [0-9.]+", re.M)
 
 
 def _line(unit) -> str:
@@ -105,6 +107,31 @@ def score(cases, bias: float, weights: dict) -> dict:
     return out
 
 
+def pick_cut(sets, rows, cases, model: tuple) -> float:
+    """Of CUTS, the one whose held-out labels are right most often more than wrong (each
+    vault's cases scored by the model fitted on the other vaults' rows), ties to the
+    first; prints a row per cut, beside `model`'s (bias, weights) in sample."""
+    names = evidence.STATEMENT_FEATURES
+    vault_of = {name: vault for name, vault, _ in sets}
+    folds = {vault: fit_evidence.raw(verdict_fit.fit(
+        [r for r in rows if vault_of[r["split"]] != vault], names))
+        for vault in dict.fromkeys(vault_of.values())}
+    picks, saved = [], evidence.STATEMENT_CUT
+    try:
+        for cut in CUTS:
+            evidence.STATEMENT_CUT = cut
+            total = dict.fromkeys(("right", "wrong", "other", "stale", "one_version"), 0)
+            for vault, fold in folds.items():
+                got = score([c for c in cases if vault_of[c["split"]] == vault], *fold)
+                total = {k: total[k] + got[k] for k in total}
+            print(f"cut {cut}: " + _show("in", score(cases, *model)) + " | "
+                  + _show("held out", total), flush=True)
+            picks.append((total["wrong"] - total["right"], CUTS.index(cut), cut))
+    finally:
+        evidence.STATEMENT_CUT = saved
+    return min(picks)[2]
+
+
 def _show(name: str, got: dict) -> str:
     return (f"{name:<9} right {got['right']:>3}  wrong {got['wrong']:>3}  other "
             f"{got['other']:>4}  stale {got['stale']}/{got['one_version']}")
@@ -127,28 +154,14 @@ def main(argv=None) -> int:
     if set(evidence.STATEMENT_WEIGHTS) == set(names):     # the weights evidence.py ships
         print(_show("shipped", score(cases, evidence.STATEMENT_BIAS,
                                      evidence.STATEMENT_WEIGHTS)))
-    vault_of = {name: vault for name, vault, _ in sets}
-    folds = {vault: fit_evidence.raw(verdict_fit.fit(
-        [r for r in rows if vault_of[r["split"]] != vault], names))
-        for vault in dict.fromkeys(vault_of.values())}
-    picks = []
-    saved = evidence.STATEMENT_CUT
-    try:
-        for cut in CUTS:
-            evidence.STATEMENT_CUT = cut
-            total = dict.fromkeys(("right", "wrong", "other", "stale", "one_version"), 0)
-            for vault, fold in folds.items():
-                got = score([c for c in cases if vault_of[c["split"]] == vault], *fold)
-                total = {k: total[k] + got[k] for k in total}
-            print(f"cut {cut}: " + _show("in", score(cases, bias, weights)) + " | "
-                  + _show("held out", total), flush=True)
-            picks.append((total["wrong"] - total["right"], CUTS.index(cut), cut))
-    finally:
-        evidence.STATEMENT_CUT = saved
-    print(f"picked: STATEMENT_CUT = {min(picks)[2]}")
+    cut = pick_cut(sets, rows, cases, (bias, weights))
+    print(f"picked: STATEMENT_CUT = {cut}")
     if args.write:
         fit_evidence.write(bias, weights, "evidence.py", NAMES)
-        print("written: evidence.py between the FITTED marks")
+        path = ROOT / "evidence.py"
+        path.write_text(CUT_RE.sub(f"STATEMENT_CUT = {cut}", path.read_text(encoding="utf-8"),
+                                   count=1), encoding="utf-8")
+        print("written: evidence.py between the FITTED marks, and STATEMENT_CUT")
     return 0
 
 
