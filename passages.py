@@ -53,11 +53,13 @@ from verso import version
 from verso.retrieve import Candidate
 
 MAX_NOTES = 20          # notes one evidence holds when no cap is given
-CUT_MIN = 10            # a section that does not fit is cut only with this many words left
-                        # (tools/fit_evidence.py --grid; a note given whole below some size,
-                        # 50, 100 or 200 words, handed on no more key facts: left out)
-WORDS_POWER = 0.6       # the fill's order: P / words ** WORDS_POWER (tools/fit_evidence.py
-                        # --grid: 0.6 handed on 728 key facts at the three budgets, 1.0 725)
+CUT_MIN = 25            # a section that does not fit is cut only with this many words left
+                        # (tools/fit_evidence.py --grid on ten tuning splits; a note given
+                        # whole below some size, 50, 100 or 200 words, handed on no more
+                        # key facts: left out)
+WORDS_POWER = 1.0       # the fill's order: P / words ** WORDS_POWER (tools/fit_evidence.py
+                        # --grid on ten splits: 1.0 handed on 929 key facts at the three
+                        # budgets, 0.6 926)
 ELIDED = "…"            # stands where a cut section leaves lines out
 HEADING_MARK = "## "    # a later section's heading trail inside a note's passage
 LOG_HEADER = "log_header"   # chunk key of a log's undated top as a passage of its own
@@ -66,12 +68,12 @@ FEATURES = ("bm25", "dense", "terms", "heading", "title", "candidate",
             "note_rank", "note_bm25", "current", "first", "words",
             "later", "bm25_rank", "dense_rank", "reader", "note_reader")
 # ---- FITTED: tools/fit_evidence.py --write (raw-scale weights; do not edit by hand)
-BIAS = -6.8924
+BIAS = -7.4189
 WEIGHTS = {
-    "bm25": 1.6918, "dense": 3.9849, "terms": -0.553, "heading": -1.714, "title": 1.6981,
-    "candidate": 0.2501, "note_rank": 1.6006, "note_bm25": 0.2611, "current": -0.0705,
-    "first": 0.2772, "words": 0.3405, "later": 0.27, "bm25_rank": 0.8076,
-    "dense_rank": 0.103, "reader": 4.3598, "note_reader": -1.3091}
+    "bm25": 1.2417, "dense": 3.7226, "terms": -0.6335, "heading": -1.2348, "title": 1.6296,
+    "candidate": 0.294, "note_rank": 1.4304, "note_bm25": 0.8168, "current": -0.086,
+    "first": 0.104, "words": 0.51, "later": 0.1576, "bm25_rank": 0.5721,
+    "dense_rank": 0.329, "reader": 4.7455, "note_reader": -2.0418}
 # ---- end FITTED
 
 
