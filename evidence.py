@@ -69,8 +69,8 @@ STATEMENT_WEIGHTS = {
     "days": 0.8015, "undated": 0.3226, "new_revises": 1.2494, "old_revises": 0.4165,
     "old_rank": 1.8233, "new_rank": 2.207, "revised_field": 0.4285}
 # ---- end FITTED
-STATEMENT_CUT = 0.1     # a pair labels at this P (tools/fit_statements.py: of its CUTS, the
-                        # most held-out labels right less wrong on the tuning splits: 10, 7)
+STATEMENT_CUT = 0.1     # a pair labels at this P (tools/fit_statements.py --write: of its
+                        # CUTS, the one whose held-out labels are most right less wrong)
 YEAR = 365              # days: a later statement's distance, counted up to a year
 QUALIFIED = 3           # a line naming this many asked fields may lose one in a rewrite
 KEEP = 5                # the builtin reader's own evidence: the first KEEP passages, whole
