@@ -50,21 +50,25 @@ SEPARATORS_RE = re.compile(r"[\s_\-.,()\[\]]+")   # after dating.fold: every das
 WIKILINK_RE = re.compile(r"\[\[([^\]|#\n]*)(?:#[^\]|\n]*)?(?:\|[^\]\n]*)?\]\]")
 
 
+def _undated(stem: str) -> str:
+    """A name folded (dating.fold), every date form in it blanked: d/m/y digits too,
+    whatever the order ("2026-10" is no v-number, "Oct" no word)."""
+    s = dating.fold(stem)
+    for rx, _ in dating.DATE_PATTERNS:
+        s = rx.sub(" ", s)
+    return s
+
+
 def _family_name(stem: str) -> str:
     """"Rates v2 (1)", "rates_2026-06", "Rates – Sept 2026", "Rates copy 2" -> "rates"."""
-    s = dating.fold(stem)
-    for rx, _ in dating.DATE_PATTERNS:   # every date form, d/m/y digits too, whatever the order
-        s = rx.sub(" ", s)
-    s = VERSION_RE.sub(" ", COPY_N_RE.sub(" ", s))
+    s = VERSION_RE.sub(" ", COPY_N_RE.sub(" ", _undated(stem)))
     return " ".join(w for w in SEPARATORS_RE.sub(" ", s).split() if w not in MARKER_WORDS)
 
 
 def version_marker(stem: str) -> str:
     """The version words of a name, as written in it, folded: "Budget v2 - FINAL" ->
     "v2 final", "budget (1)" -> "copy", "budget" -> ""."""
-    s = dating.fold(stem)
-    for rx, _ in dating.DATE_PATTERNS:          # "2026-10" is no v-number, "Oct" no word
-        s = rx.sub(" ", s)
+    s = _undated(stem)
     words = [m.group(0) for m in VERSION_RE.finditer(s)] + RANK_WORD_RE.findall(s)
     return " ".join(words + (["copy"] if _a_copy(stem) else []))
 
