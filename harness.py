@@ -271,7 +271,7 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     clock = _Clock(ledger)
     out = Answer(question=question, backend=be.name, backend_note=be.note,
                  sample_vault=from_sample(idx), index_config=ingest.config_of(idx.manifest))
-    out.route = clock.run("route", route_stage.route, question, ledger=ledger)
+    out.route = clock.run("route", route_stage.route, question)
     when = _choose_time(out.route, mode, as_of, idx)
     out.time_mode, out.as_of = when.mode, when.as_of
     want = registry.asks(question, _projects(idx, include_private)) if write else None

@@ -125,10 +125,9 @@ def _time_mode(msg: str) -> tuple[str, float, str, dict | None]:
     return "any", LOW, "no time cue", None
 
 
-def route(message: str, ledger=None) -> dict:
+def route(message: str) -> dict:
     """Intent and time mode; retrieval when the intent is notes (the rules name another
-    intent only on a strong cue). Rules call no model: `ledger` records nothing (it
-    stays while harness.ask passes it)."""
+    intent only on a strong cue). Rules call no model, so nothing is recorded."""
     msg = _norm(message)
     intent, conf = _intent(msg)
     mode, tconf, why, spec = _time_mode(LEADING_SMALL_TALK_RE.sub("", msg))
