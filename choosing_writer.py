@@ -23,8 +23,9 @@ Rules, decided by code, not by the model:
   disagree, to tell the model's reading from that pull.
 - Present mode: a line of a version superseded by another kept note is not offered; a
   chosen line whose value a newer dated note of another document replaces is overruled
-  (extract's present-mode rule) and the trace says so. History mode: every version's
-  lines are offered and the chosen ones are written oldest first, each with its date.
+  (the builtin writer's present-mode rule) and the trace says so. History mode: every
+  version's lines are offered and the chosen ones are written oldest first, each with
+  its date.
 - The reply is JSON {"lines": [n, ...]} under Ollama's `format` schema; any digits are
   read when a server ignores the schema. No line chosen: the abstain sentence.
 - Two readers, one decision: the builtin reader answers the same notes; where the two

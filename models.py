@@ -320,7 +320,7 @@ class OllamaWriter:
 
     def write(self, request: builtin_writer.WriteRequest, stage="generate",
               ledger=None) -> builtin_writer.Written:
-        """The request's messages answered in free text (extract's writer protocol)."""
+        """The request's messages answered in free text (builtin_writer's writer protocol)."""
         started = time.perf_counter()
         r = self.chat(request.messages)
         text = self.text_of(r)

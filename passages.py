@@ -30,8 +30,8 @@ How it chooses, by one model and one fill:
   --grid); a note not yet chosen comes in only while fewer than `notes` are.
 - Versions label and order; they never remove. A change question: a section taken
   brings the best section naming an asked term of every other version of its document
-  and of every other dated entry of its log. Any other question: an older version's section comes after
-  the best section of the version that supersedes it.
+  and of every other dated entry of its log. Any other question: an older version's
+  section comes after the best section of the version that supersedes it.
 - Order: notes by their best P ("last time" mention first); the versions of a document
   together, oldest first for a change question, else the current one first; a log's
   older entries a passage of their own after its current part.
