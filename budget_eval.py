@@ -18,8 +18,9 @@ Not: answering (no writer is called) or scoring answers (evaluate.py).
 
 from __future__ import annotations
 
+from verso import builtin_writer
+
 BUDGETS = (300, 600, 1000)
-STATEMENT = "a newer dated statement"   # the start of evidence.WHY_STATEMENT
 KINDS = {"change": lambda q: q["category"] == "change",
          "as-of": lambda q: q["time_mode"] == "as_of",
          "current": lambda q: q["time_mode"] == "present"}
@@ -75,7 +76,7 @@ def statement_labels(q: dict, sources: list[dict], has_any) -> list[str]:
     key fact, else "other" (has_any: evaluate.has_any)."""
     out = []
     for s in sources:
-        if not (s.get("why") or "").startswith(STATEMENT):
+        if not (s.get("why") or "").startswith(builtin_writer.STATEMENT_WHY):
             continue
         text = f"{s.get('heading') or ''}\n{s.get('text') or ''}"
         out.append("right" if has_any(text, q["forbidden_facts"]) else
