@@ -629,6 +629,7 @@ def main(argv=None) -> int:
     if a.work and work.exists() and any(work.iterdir()):
         print(f"bench: --work {work} is not empty: pass a new folder", file=sys.stderr)
         return 2
+    _own_home(work)
     try:
         import report
         run = run_all(sorted(sizes), a.seed, n_queries, work, Path(a.out),
@@ -638,6 +639,16 @@ def main(argv=None) -> int:
         if not a.work:
             shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def _own_home(work: Path) -> Path:
+    """Give the benchmark (this process and every child) a Verso home in its work
+    folder: its `python ingest.py` makes the index it builds the default of the home it
+    runs in, and a user's own default index and calibration must stay theirs."""
+    home = work / "verso-home"
+    home.mkdir(parents=True, exist_ok=True)
+    os.environ["VERSO_HOME"] = str(home)
+    return home
 
 
 def _real(a, p) -> int:
@@ -650,6 +661,7 @@ def _real(a, p) -> int:
     if a.work and work.exists() and any(work.iterdir()):
         print(f"bench: --work {work} is not empty: pass a new folder", file=sys.stderr)
         return 2
+    _own_home(work)
     try:
         return real.main(work, chunks, a.baseline, max(1, a.runs), Path(a.out),
                          log=lambda m: print(m, file=sys.stderr, flush=True),

@@ -154,3 +154,20 @@ def test_the_phases_script_times_an_edit_and_a_question(tmp_path, capsys):
     assert phases.main([str(v.root), "--index", str(tmp_path / "idx"), "--question",
                         "what is the rate"]) == 0
     assert "store_load.load_index" in capsys.readouterr().out
+
+
+def test_a_benchmark_never_changes_the_users_default_index(tmp_path, monkeypatch):
+    """bench/run.py runs `python ingest.py` as a user would, and ingest makes the index
+    it builds the default of its home: the benchmark's children get a home of its own."""
+    import subprocess
+    user = tmp_path / "user-home"
+    monkeypatch.setenv("VERSO_HOME", str(user))
+    home = bench._own_home(tmp_path / "work")
+    vault = tmp_path / "notes"
+    vault.mkdir()
+    (vault / "a.md").write_text("# A\nThe vendor rate is 1,200 a day.\n", encoding="utf-8")
+    subprocess.run([sys.executable, str(BENCH.parent / "ingest.py"), str(vault), "--index",
+                    str(tmp_path / "idx")], check=True, capture_output=True,
+                   env=bench._user_env())
+    assert (home / "default-index.json").is_file()
+    assert not (user / "default-index.json").exists()
