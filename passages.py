@@ -208,9 +208,9 @@ def probability(features: dict, weights=None, bias=None) -> float:
 
 
 def _superseded(c, chunk) -> bool:
-    if c is not None:
-        return bool(c.superseded_by) or not c.is_latest
-    return not chunk.get("is_latest", True) or chunk.get("entry_latest") is False
+    """An older version, an older entry of its log, or labelled superseded."""
+    older = not chunk.get("is_latest", True) or chunk.get("entry_latest") is False
+    return older or c is not None and (bool(c.superseded_by) or not c.is_latest)
 
 
 def choose(question: str, cands: list[Candidate], index, qvec, budget: int,

@@ -11,9 +11,11 @@ In:  retrieve.Candidate lists; the Index for families, dates and dated sections 
      as ingest computed them (file date/date_source/is_latest/family/duplicate_of, chunk
      section_date); the query vector to pick the closest chunk of a pulled-in version.
 Out: Candidate lists. Every candidate leaving apply carries its date ("undated" for an
-     mtime date), is_latest, and superseded_by (newer file path, or "path @ YYYY-MM-DD"
-     for a newer section of the same log) whenever a newer version is known, in every
-     mode (marking is not filtering; "any" adds, reorders and drops nothing).
+     mtime date), is_latest, and superseded_by (the newer file's path) whenever a newer
+     version of its file is known, in every mode (marking is not filtering; "any" adds,
+     reorders and drops nothing). A log's entries are a series, not versions: an entry
+     is labelled ("path @ YYYY-MM-DD") only by settle, when a later entry among the
+     candidates answers too (the newest entry of a log is often about something else).
 Not: dating files, grouping families or deciding what is latest (dating.py,
      families.py), judging relevance (rerank.py), guessing topics. settle only compares
      dates and relevance.
@@ -372,7 +374,7 @@ def _is_versioned(tables, c: Candidate) -> bool:
 
 
 def mark(index, cands) -> None:
-    """superseded_by: the newest newer file of the family, else the log's newest entry."""
+    """superseded_by: the newest newer file of the family."""
     tables = _tables(index)
     for c in cands:
         c.superseded_by = c.why = None
@@ -381,11 +383,6 @@ def mark(index, cands) -> None:
                  if f["path"] != c.path and _newer(_view(f), own)]
         if newer:
             c.superseded_by, c.why = max(newer, key=_strength)["path"], WHY_VERSION
-            continue
-        day, sections = c.chunk.get("section_date"), tables["sections"].get(c.path)
-        if day and sections and max(sections) > day:
-            c.superseded_by = f"{c.path}{SECTION_MARK}{max(sections)}"
-            c.why = WHY_ENTRY
 
 
 # ----------------------------------------------------------------------- settle

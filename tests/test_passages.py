@@ -220,6 +220,23 @@ def test_a_logs_later_entry_labels_its_own_header(tmp_path):
     assert top["why"] == "a newer entry of this log"
 
 
+def test_a_logs_older_entry_is_no_older_version_of_a_later_one_about_something_else(
+        tmp_path):
+    """A log's entries are a series: the entry that answers is handed on unlabelled
+    when the log's later entries are about something else, whatever the question's
+    time words."""
+    v = tmp_path / "notes"
+    write(v, "van/workshop log.md", "# Workshop log\n\n## 2026-09-14\nVan MOT passed at "
+          "Ferry Road, advisory on the rear tyres. Next MOT due 14 September 2027.\n\n"
+          "## 2026-10-02\nNew drill bits and a box of wall plugs.\n\n## 2026-11-20\n"
+          "Swept the unit out, sharpened the chisels.\n")
+    write(v, "garden/seeds.md", "# Seeds\nSow the broad beans in November.\n")
+    for question in ("When is the van's next MOT due?", "When was the van's MOT?"):
+        a = _ask(v, tmp_path, question, budget=300)
+        held = [s for s in a.sources if "September 2027" in s["text"]]
+        assert held and all(s["superseded_by"] is None for s in held), question
+
+
 @pytest.mark.slow
 def test_the_shipped_evidence_weights_are_what_the_fit_gives(tmp_path):
     """passages.py's FITTED block is what tools/fit_evidence.py fits on the tuning
