@@ -8,7 +8,10 @@ Out: per variant and budget: evidence recall (every key fact of an answerable qu
      stale evidence (evaluate.evidence_stale), words per question, and the labels a
      later note of another name put on a passage (why: a newer dated statement), each
      right (the passage holds a forbidden fact: a value the notes changed) or wrong (it
-     holds a key fact and no forbidden one: the current value labelled old); the baseline's
+     holds a key fact and no forbidden one: the current value labelled old), and the
+     same counts for every kind of label over the questions asking the value in force
+     (labels_by_kind: LABEL_KINDS; a change question's older versions hold its key
+     facts and are rightly labelled); the baseline's
      recall at each budget; found@5 (a gold note among the first five passages at the
      largest budget). Rendered as one table.
 Not: answering (no writer is called) or scoring answers (evaluate.py).
@@ -19,8 +22,12 @@ Not: answering (no writer is called) or scoring answers (evaluate.py).
 from __future__ import annotations
 
 from verso import builtin_writer
+from verso import version
 
 BUDGETS = (300, 600, 1000)
+LABEL_KINDS = ("statement", "version", "entry", "as of")     # labels' kinds (labels)
+IN_FORCE = version.WHY_IN_FORCE.split("{")[0]
+CURRENT = ("present", "as_of")    # questions asking the value in force: labels_by_kind
 KINDS = {"change": lambda q: q["category"] == "change",
          "as-of": lambda q: q["time_mode"] == "as_of",
          "current": lambda q: q["time_mode"] == "present"}
@@ -48,7 +55,7 @@ def measure(questions, ask_fn, baseline, evaluate, budgets=BUDGETS, variants=("f
         kw = (variant_kwargs or {}).get(v, {})
         row, found = {}, []
         for b in budgets:
-            hits, stale, words, labels = [], [], 0, []
+            hits, stale, words, said, marks = [], [], 0, [], []
             for q in qs:
                 a = ask_fn(q["question"], budget=b, **kw)
                 src = (a if isinstance(a, dict) else a.to_dict())["sources"]
@@ -57,13 +64,17 @@ def measure(questions, ask_fn, baseline, evaluate, budgets=BUDGETS, variants=("f
                     stale.append(evaluate.evidence_stale(q["forbidden_facts"], src,
                                                          q["key_facts"]))
                 words += evaluate.evidence_words(src)
-                labels += statement_labels(q, src, evaluate.has_any)
+                said += statement_labels(q, src, evaluate.has_any)
+                if q["time_mode"] in CURRENT:
+                    marks += labels(q, src, evaluate.has_any)
                 if b == budgets[-1] and q["gold_files"]:
                     found.append(evaluate.source_found_at5(q["gold_files"], src))
             row[b] = {"recall": _rate(hits), "by_kind": _by_kind(qs, hits),
                       "stale": _rate(stale), "words": round(words / max(len(qs), 1)),
-                      "labels": {"n": len(labels), "right": labels.count("right"),
-                                 "wrong": labels.count("wrong")}}
+                      "labels": _label_counts(said),
+                      "labels_by_kind": {kind: _label_counts([v for k, v in marks
+                                                              if k == kind])
+                                         for kind in LABEL_KINDS}}
             if b == budgets[-1]:
                 out["missed"][v] = [q["id"] for q, h in zip(qs, hits) if not h]
         out["variants"][v] = {"budgets": row, "found_at5": _rate(found)}
@@ -74,14 +85,30 @@ def statement_labels(q: dict, sources: list[dict], has_any) -> list[str]:
     """For each passage labelled superseded by a dated statement in another note:
     "right" when it holds a forbidden fact of question q, else "wrong" when it holds a
     key fact, else "other" (has_any: evaluate.has_any)."""
+    return [verdict for kind, verdict in labels(q, sources, has_any) if kind == "statement"]
+
+
+def labels(q: dict, sources: list[dict], has_any) -> list[tuple[str, str]]:
+    """(kind, verdict) of every passage labelled superseded: kind "statement" (a dated
+    statement in another note), "entry" (a later entry of its log), "as of" (the
+    version in force on a date) or "version" (a newer version of its note); verdict as
+    statement_labels gives it."""
     out = []
     for s in sources:
-        if not (s.get("why") or "").startswith(builtin_writer.STATEMENT_WHY):
+        why = s.get("why") or ""
+        if not s.get("superseded_by"):
             continue
+        kind = ("statement" if why.startswith(builtin_writer.STATEMENT_WHY) else
+                "entry" if why == version.WHY_ENTRY else
+                "as of" if why.startswith(IN_FORCE) else "version")
         text = f"{s.get('heading') or ''}\n{s.get('text') or ''}"
-        out.append("right" if has_any(text, q["forbidden_facts"]) else
-                   "wrong" if has_any(text, q["key_facts"]) else "other")
+        out.append((kind, "right" if has_any(text, q["forbidden_facts"]) else
+                    "wrong" if has_any(text, q["key_facts"]) else "other"))
     return out
+
+
+def _label_counts(verdicts: list[str]) -> dict:
+    return {"n": len(verdicts), **{v: verdicts.count(v) for v in ("right", "wrong", "other")}}
 
 
 def _by_kind(qs, hits) -> dict:

@@ -229,3 +229,14 @@ def test_splits_table_one_row_per_split(tmp_path, capsys, fake_harness):
     assert held[2:4] == ["4/5", "0/0"]                      # nothing shipped
     assert splits.main(["table", str(tmp_path / "nothing")]) == 2
     assert "holds no SPLIT/records.jsonl" in capsys.readouterr().err
+
+
+def test_splits_budget_rows_show_every_kind_of_label():
+    splits = _splits_tool()
+    kinds = {"statement": {"n": 3, "right": 2, "wrong": 1, "other": 0},
+             "entry": {"n": 0, "right": 0, "wrong": 0, "other": 0}}
+    got = {"budgets": [300, 1000], "variants": {"full": {"budgets": {
+        "1000": {"labels_by_kind": kinds}}}}}
+    assert splits.label_row("dev", got) == ["dev", "3 (2/1)", "-", "0 (0/0)", "-"]
+    got["variants"]["full"]["budgets"]["1000"] = {}          # a run before the measure
+    assert splits.label_row("dev", got) == ["dev", "-", "-", "-", "-"]

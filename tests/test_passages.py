@@ -201,6 +201,34 @@ def test_a_statement_label_is_right_on_an_old_value_and_wrong_on_the_current_one
                                                                        "other"]
 
 
+def test_every_kind_of_label_is_counted_apart(tmp_path):
+    write(tmp_path / "v", "card.md", "# Card\nDay rate £760\n")
+    q = {"key_facts": ["£760"], "forbidden_facts": ["£700"]}
+    src = [{"heading": "", "text": "Day rate £700", "superseded_by": "log.md @ 2026-09-01",
+            "why": "a newer entry of this log"},
+           {"heading": "", "text": "Day rate £760", "superseded_by": "card v2.md",
+            "why": "a newer version of this note"},
+           {"heading": "", "text": "Rates", "superseded_by": "card v2.md",
+            "why": "the version in force on 2026-03-01"},
+           {"heading": "", "text": "Day rate £760", "superseded_by": None, "why": None}]
+    assert budget_eval.labels(q, src, evaluate.has_any) == [
+        ("entry", "right"), ("version", "wrong"), ("as of", "other")]
+    out = budget_eval.measure(
+        [dict(id="q1", question="What is the day rate?", category="current",
+              time_mode="present", gold_files=[], answerable=True, **q)],
+        lambda question, budget, **kw: {"sources": src}, plain_bm25.Baseline(tmp_path / "v"),
+        evaluate, budgets=(10,))
+    kinds = out["variants"]["full"]["budgets"][10]["labels_by_kind"]
+    assert kinds["entry"] == {"n": 1, "right": 1, "wrong": 0, "other": 0}
+    assert kinds["version"]["wrong"] == 1 and kinds["statement"]["n"] == 0
+    change = budget_eval.measure(   # a change question's older versions hold its facts
+        [dict(id="q2", question="How did the day rate change?", category="change",
+              time_mode="history", gold_files=[], answerable=True, **q)],
+        lambda question, budget, **kw: {"sources": src}, plain_bm25.Baseline(tmp_path / "v"),
+        evaluate, budgets=(10,))
+    assert change["variants"]["full"]["budgets"][10]["labels_by_kind"]["version"]["n"] == 0
+
+
 def test_a_logs_later_entry_labels_its_own_header(tmp_path):
     """A log whose undated top keeps a standing value ("Rent: £900 a month") and whose
     later dated entry states another: the top is handed on labelled superseded by that

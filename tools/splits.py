@@ -9,7 +9,8 @@ questions/splits.json; this script, tests/test_question_sets.py and the docs rea
     python tools/splits.py table runs/all-before                 # one row per split
     python tools/splits.py table runs/all-before --variant hybrid
     python tools/splits.py budgets runs/budgets    # evidence at 300/600/1,000 words, beside
-                                                   # the plain BM25 baseline (plain_bm25.py)
+                                                   # the plain BM25 baseline (plain_bm25.py),
+                                                   # and the labels by kind
 
 `diff` compares, per split, variant and question: the answer text, the verdict, the time
 mode and the kept sources. "Behaviour unchanged" means it prints nothing and exits 0.
@@ -137,10 +138,16 @@ BUDGET_HEADER = ("split", "role", "verso 300", "600", "1000", "plain BM25 300", 
                  "missed @1000")
 
 
-def budgets_all(out: Path, extra: list[str]) -> list[list[str]]:
+LABEL_HEADER = ("split", "statement", "version", "log entry", "as of")
+LABEL_TITLE = ("labels at 1,000 words on the questions asking the value in force (present, "
+               "as of): n (right/wrong)")
+
+
+def budgets_all(out: Path, extra: list[str]) -> tuple[list, list]:
     """evaluate.py --budgets on every question split (not the conversations) into
-    out/SPLIT/budgets.json; one BUDGET_HEADER row each."""
-    rows = [list(BUDGET_HEADER)]
+    out/SPLIT/budgets.json; one BUDGET_HEADER row each, and one LABEL_HEADER row each
+    (every kind of label: n (right/wrong), as budget_eval.labels counts them)."""
+    rows, marks = [list(BUDGET_HEADER)], [list(LABEL_HEADER)]
     for split, row in splits().items():
         if row.get("kind") == "conversations":
             continue
@@ -152,7 +159,17 @@ def budgets_all(out: Path, extra: list[str]) -> list[list[str]]:
             raise ValueError(f"{split}: evaluate.py --budgets failed")
         got = json.loads((out / split / "budgets.json").read_text(encoding="utf-8"))
         rows.append(budget_row(split, row["role"], got))
-    return rows
+        marks.append(label_row(split, got))
+    return rows, marks
+
+
+def label_row(split: str, got: dict) -> list[str]:
+    """One LABEL_HEADER row: the labels at the largest budget, by kind."""
+    variant = next(iter(got["variants"]))
+    last = got["variants"][variant]["budgets"][str(got["budgets"][-1])]
+    kinds = last.get("labels_by_kind", {})
+    return [split] + [f"{r['n']} ({r['right']}/{r['wrong']})" if (r := kinds.get(k)) else "-"
+                      for k in ("statement", "version", "entry", "as of")]
 
 
 def budget_row(split: str, role: str, got: dict) -> list[str]:
@@ -188,7 +205,8 @@ def main(argv=None) -> int:
     args, extra = p.parse_known_args(argv)
     if args.cmd == "budgets":
         try:
-            print(_columns(budgets_all(Path(args.out), extra)))
+            rows, marks = budgets_all(Path(args.out), extra)
+            print(f"{_columns(rows)}\n\n{LABEL_TITLE}\n{_columns(marks)}")
         except ValueError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
