@@ -68,12 +68,12 @@ FEATURES = ("bm25", "dense", "terms", "heading", "title", "candidate",
             "note_rank", "note_bm25", "current", "first", "words",
             "later", "bm25_rank", "dense_rank", "reader", "note_reader")
 # ---- FITTED: tools/fit_evidence.py --write (raw-scale weights; do not edit by hand)
-BIAS = -7.4189
+BIAS = -7.8979
 WEIGHTS = {
-    "bm25": 1.2417, "dense": 3.7226, "terms": -0.6335, "heading": -1.2348, "title": 1.6296,
-    "candidate": 0.294, "note_rank": 1.4304, "note_bm25": 0.8168, "current": -0.086,
-    "first": 0.104, "words": 0.51, "later": 0.1576, "bm25_rank": 0.5721,
-    "dense_rank": 0.329, "reader": 4.7455, "note_reader": -2.0418}
+    "bm25": 1.2504, "dense": 3.9094, "terms": -0.5185, "heading": -1.0445, "title": 1.3717,
+    "candidate": 0.4178, "note_rank": 1.4402, "note_bm25": 0.9788, "current": -0.0125,
+    "first": 0.0445, "words": 0.5826, "later": 0.205, "bm25_rank": 0.5311,
+    "dense_rank": 0.2547, "reader": 4.7656, "note_reader": -2.223}
 # ---- end FITTED
 
 
