@@ -69,8 +69,9 @@ STATEMENT_WEIGHTS = {
     "days": 0.841, "undated": 0.362, "new_revises": 1.2657, "old_revises": 0.3479,
     "old_rank": 2.0041, "new_rank": 2.0274, "revised_field": 0.418}
 # ---- end FITTED
-STATEMENT_CUT = 0.05     # a pair labels at this P (tools/fit_statements.py --write: of its
-                        # CUTS, the one whose held-out labels are most right less wrong)
+STATEMENT_CUT = 0.2     # a pair labels at this P (tools/fit_statements.py --write: of its
+                        # CUTS, the lowest whose held-out labels are right at least twice
+                        # as often as wrong)
 YEAR = 365              # days: a later statement's distance, counted up to a year
 QUALIFIED = 3           # a line naming this many asked fields may lose one in a rewrite
 KEEP = 5                # the builtin reader's own evidence: the first KEEP passages, whole
