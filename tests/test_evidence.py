@@ -307,3 +307,24 @@ def test_the_shipped_statement_weights_are_what_the_fit_gives(tmp_path):
     assert bias == pytest.approx(evidence.STATEMENT_BIAS, abs=2e-3)
     assert weights == pytest.approx(evidence.STATEMENT_WEIGHTS, abs=2e-3)
     assert fit_statements.pick_cut(sets, rows, cases, (bias, weights)) == evidence.STATEMENT_CUT
+
+def test_the_statement_cut_is_the_lowest_right_twice_as_often_as_wrong(monkeypatch):
+    """tools/fit_statements.pick_cut on made-up held-out counts: the most labels whose
+    right are at least PRECISION times the wrong, else the fewest labels."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    import fit_statements
+    from verso import verdict_fit
+    monkeypatch.setattr(verdict_fit, "fit", lambda rows, names: None)
+    monkeypatch.setattr(fit_statements.fit_evidence, "raw", lambda fitted: (0.0, {}))
+    table = {0.5: (5, 3), 0.3: (13, 5), 0.2: (20, 10), 0.1: (27, 16), 0.05: (46, 33)}
+
+    def score(cases, bias, weights):
+        right, wrong = table[evidence.STATEMENT_CUT]
+        return {"right": right, "wrong": wrong, "other": 0, "stale": 0, "one_version": 0}
+    monkeypatch.setattr(fit_statements, "score", score)
+    sets = [("a", "vault-a", [])]
+    assert fit_statements.pick_cut(sets, [], [], (0.0, {})) == 0.2   # 46/33 is not enough
+    table.update({0.3: (13, 7), 0.2: (20, 11)})
+    assert fit_statements.pick_cut(sets, [], [], (0.0, {})) == 0.5   # none: fewest labels
