@@ -30,7 +30,8 @@ Rules, decided by code:
   name, the values, how each line answers, the two passages' likeness and titles, the
   days between, whether the newer says the value changed) gives P(the newer replaces
   it) >= STATEMENT_CUT; tools/fit_statements.py fits it on the tuning splits (at 1,000
-  words) and picks the cut whose held-out labels are right most often more than wrong.
+  words) and picks the lowest cut whose held-out labels are right at least twice as
+  often as wrong.
 - "When did I last ...", "the first time I ...": the latest (earliest) mention of what
   is asked (the sentence naming most of its words) comes first, whatever its rank
   (retrieval added the latest and earliest mentions it found: retrieve._mentions).

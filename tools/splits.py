@@ -168,8 +168,13 @@ def label_row(split: str, got: dict) -> list[str]:
     variant = next(iter(got["variants"]))
     last = got["variants"][variant]["budgets"][str(got["budgets"][-1])]
     kinds = last.get("labels_by_kind", {})
-    return [split] + [f"{r['n']} ({r['right']}/{r['wrong']})" if (r := kinds.get(k)) else "-"
+    return [split] + [_labels(kinds[k]) if k in kinds else "-"
                       for k in ("statement", "version", "entry", "as of")]
+
+
+def _labels(r: dict) -> str:
+    """Labels counted by budget_eval: "n (right/wrong)"."""
+    return f"{r['n']} ({r['right']}/{r['wrong']})"
 
 
 def budget_row(split: str, role: str, got: dict) -> list[str]:
@@ -183,7 +188,7 @@ def budget_row(split: str, role: str, got: dict) -> list[str]:
     return [split, role, *(kn(v["budgets"][x]["recall"]) for x in b),
             *(kn(got["baseline"][x]["recall"]) for x in b),
             kn(last["by_kind"]["change"]), kn(last["stale"]),
-            f"{last['labels']['n']} ({last['labels']['right']}/{last['labels']['wrong']})",
+            _labels(last["labels"]),
             kn(v["found_at5"]),
             " ".join(got["missed"][variant]) or "-"]
 
