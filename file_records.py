@@ -8,6 +8,8 @@ Out: catalogue(): every note's record (files.json fields plus scratch keys: _bod
      read, or re-marked by a rule that spans notes, and the paths gone), without
      building the other notes' records, which stand as they were; None when more than
      CHANGES_SHARE of the notes changed (then catalogue() runs).
+     listing(), listing_table(): the index's notes as ingest saw them (`verso ingest
+     --files`).
 Not: the walk (vault_walk.py), dates (dating.py), the rules across notes (families.py),
      chunks, vectors or writing (chunking.py, ingest.py, store.py).
 
@@ -23,6 +25,7 @@ import bisect
 import hashlib
 import itertools
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +33,7 @@ from verso import chunking
 from verso import dating
 from verso import families
 from verso import file_columns
+from verso import textkit
 from verso import vault_walk
 
 CHANGES_SHARE = 0.1                # more notes read, added or gone than this share:
@@ -312,3 +316,48 @@ def _named(old: _Old, marks: dict, keys: set) -> list[dict]:
         found = sorted(found)
     return [{"path": paths[j], "duplicate_of": dup[j]} for j in found
             if paths[j] not in marks and not keys.isdisjoint(families.path_keys(paths[j]))]
+
+
+# ------------------------------------------------------------ the listing (--files)
+
+FILE_FIELDS = ("path", "date", "date_source", "family", "duplicate_of", "private",
+               "is_latest")
+
+
+def listing(files: list[dict]) -> list[dict]:
+    """One row per note of the index, as ingest saw it: FILE_FIELDS, sorted by path, and
+    its version marker ("version": "v2", "final", "copy", ...); the latest of a family of
+    several also what made it latest ("latest_by": families.latest_of's reason)."""
+    rows = sorted(({k: f.get(k) for k in FILE_FIELDS} for f in files),
+                  key=lambda r: r["path"])
+    fams = {}
+    for r in rows:
+        r["version"] = families.version_marker(Path(r["path"]).stem)
+        r["latest_by"] = None
+        if not r["duplicate_of"]:
+            fams.setdefault(r["family"], []).append(r)
+    for members in fams.values():
+        if len(members) > 1:
+            latest, why = families.latest_of(members)
+            latest["latest_by"] = f"marker {latest['version']}".strip() if why == "marker" \
+                else why
+    return rows
+
+
+def listing_table(rows: list[dict]) -> str:
+    """--files: the listing as aligned columns (latest: "yes", in a family of several
+    with what decided, "yes: date" / "yes: marker final"; copy of: the note it
+    duplicates)."""
+    head = ["path", "date", "dated by", "family", "latest", "copy of", "private"]
+    size = Counter(r["family"] for r in rows if not r["duplicate_of"])
+    body = [[r["path"], r["date"] or "", r["date_source"] or "",
+             r["family"] if size[r["family"]] > 1 or r["duplicate_of"] else "",
+             _latest_cell(r), r["duplicate_of"] or "",
+             "yes" if r["private"] else ""] for r in rows]
+    return "\n".join(textkit.columns(head, body))
+
+
+def _latest_cell(row: dict) -> str:
+    if not row["is_latest"]:
+        return ""
+    return f"yes: {row['latest_by']}" if row.get("latest_by") else "yes"

@@ -61,7 +61,6 @@ from verso import file_columns
 from verso import store
 from verso import store_load
 from verso import timewords
-from verso import textkit
 from verso import vault_walk
 
 MERGE_SEGMENTS = 4                 # more delta segments than this: they are merged into one
@@ -704,49 +703,6 @@ def _human(s: dict) -> str:
     return "\n".join(lines + ([s["note"]] if s["note"] else []))
 
 
-FILE_FIELDS = ("path", "date", "date_source", "family", "duplicate_of", "private",
-               "is_latest")
-
-
-def file_listing(files: list[dict]) -> list[dict]:
-    """One row per note of the index, as ingest saw it: FILE_FIELDS, sorted by path, and
-    its version marker ("version": "v2", "final", "copy", ...); the latest of a family of
-    several also what made it latest ("latest_by": families.latest_of's reason)."""
-    rows = sorted(({k: f.get(k) for k in FILE_FIELDS} for f in files),
-                  key=lambda r: r["path"])
-    fams = {}
-    for r in rows:
-        r["version"] = families.version_marker(Path(r["path"]).stem)
-        r["latest_by"] = None
-        if not r["duplicate_of"]:
-            fams.setdefault(r["family"], []).append(r)
-    for members in fams.values():
-        if len(members) > 1:
-            latest, why = families.latest_of(members)
-            latest["latest_by"] = f"marker {latest['version']}".strip() if why == "marker" \
-                else why
-    return rows
-
-
-def _files_table(rows: list[dict]) -> str:
-    """--files: the listing as aligned columns (latest: "yes", in a family of several
-    with what decided, "yes: date" / "yes: marker final"; copy of: the note it
-    duplicates)."""
-    head = ["path", "date", "dated by", "family", "latest", "copy of", "private"]
-    size = Counter(r["family"] for r in rows if not r["duplicate_of"])
-    body = [[r["path"], r["date"] or "", r["date_source"] or "",
-             r["family"] if size[r["family"]] > 1 or r["duplicate_of"] else "",
-             _latest_cell(r), r["duplicate_of"] or "",
-             "yes" if r["private"] else ""] for r in rows]
-    return "\n".join(textkit.columns(head, body))
-
-
-def _latest_cell(row: dict) -> str:
-    if not row["is_latest"]:
-        return ""
-    return f"yes: {row['latest_by']}" if row.get("latest_by") else "yes"
-
-
 class _Meter:
     """progress(stage, done, total) for a terminal: one line rewritten in place with the
     count, the rate and the time left."""
@@ -795,7 +751,7 @@ def main(argv=None, prog="ingest.py") -> int:
             _models().use_timeout(a.timeout)
         s = ingest_notes(a.vault, a.index, a.config, a.rebuild, a.backend, meter)
         if a.files:
-            s["files"] = file_listing(store_load.load_index(s["index"]).files)
+            s["files"] = file_records.listing(store_load.load_index(s["index"]).files)
     except (ValueError, store.IndexProblem, store.IndexBusy, _models().BackendError,
             OSError) as e:
         print(f"{chr(10) if meter and meter.stage else ''}ingest: {e}", file=sys.stderr)
@@ -808,7 +764,7 @@ def main(argv=None, prog="ingest.py") -> int:
     if a.json:
         print(json.dumps(s, indent=2))
     elif a.files:
-        print(("" if a.quiet else _human(s) + "\n\n") + _files_table(s["files"]))
+        print(("" if a.quiet else _human(s) + "\n\n") + file_records.listing_table(s["files"]))
     elif not a.quiet:
         print(_human(s))
     return 0
