@@ -3,9 +3,9 @@
 In:  a question set, an ask function (harness.ask bound to an index, write=False), a
      plain_bm25.Baseline of the same vault, word budgets, variants.
 Out: per variant and budget: evidence recall (every key fact of an answerable question
-     inside what is handed on: evaluate.evidence_recall), by kind of question (change:
+     inside what is handed on: measures.evidence_recall), by kind of question (change:
      category change; as-of: gold time mode as_of; current: gold time mode present),
-     stale evidence (evaluate.evidence_stale), words per question, and the labels a
+     stale evidence (measures.evidence_stale), words per question, and the labels a
      later note of another name put on a passage (why: a newer dated statement), each
      right (the passage holds a forbidden fact: a value the notes changed) or wrong (it
      holds a key fact and no forbidden one: the current value labelled old), and the
@@ -22,6 +22,7 @@ Not: answering (no writer is called) or scoring answers (evaluate.py).
 from __future__ import annotations
 
 from verso import builtin_writer
+from verso import measures
 from verso import version
 
 BUDGETS = (300, 600, 1000)
@@ -37,18 +38,16 @@ def _rate(hits: list) -> dict:
     return {"k": sum(hits), "n": len(hits)}
 
 
-def measure(questions, ask_fn, baseline, evaluate, budgets=BUDGETS, variants=("full",),
+def measure(questions, ask_fn, baseline, budgets=BUDGETS, variants=("full",),
             variant_kwargs=None) -> dict:
     """{"budgets", "baseline": {budget: rate, "by_kind": ...}, "variants": {variant:
     {budget: {"recall", "by_kind", "stale", "words"}, "found_at5": rate}}, "missed":
-    {variant: [ids missed at the largest budget]}}. `evaluate`: the measures'
-    home (evaluate.py: evidence_recall, evidence_stale, evidence_words,
-    source_found_at5), handed in by it."""
+    {variant: [ids missed at the largest budget]}}."""
     qs = [q for q in questions if q["answerable"] and q["key_facts"]]
     out = {"budgets": list(budgets), "n": len(qs), "variants": {}, "missed": {},
            "baseline": {}}
     for b in budgets:
-        hits = [evaluate.evidence_recall(q["key_facts"], baseline.evidence(q["question"], b))
+        hits = [measures.evidence_recall(q["key_facts"], baseline.evidence(q["question"], b))
                 for q in qs]
         out["baseline"][b] = {"recall": _rate(hits), "by_kind": _by_kind(qs, hits)}
     for v in variants:
@@ -59,16 +58,16 @@ def measure(questions, ask_fn, baseline, evaluate, budgets=BUDGETS, variants=("f
             for q in qs:
                 a = ask_fn(q["question"], budget=b, **kw)
                 src = (a if isinstance(a, dict) else a.to_dict())["sources"]
-                hits.append(evaluate.evidence_recall(q["key_facts"], src))
+                hits.append(measures.evidence_recall(q["key_facts"], src))
                 if q["forbidden_facts"] and q["time_mode"] in ("present", "as_of"):
-                    stale.append(evaluate.evidence_stale(q["forbidden_facts"], src,
+                    stale.append(measures.evidence_stale(q["forbidden_facts"], src,
                                                          q["key_facts"]))
-                words += evaluate.evidence_words(src)
-                said += statement_labels(q, src, evaluate.has_any)
+                words += measures.evidence_words(src)
+                said += statement_labels(q, src)
                 if q["time_mode"] in CURRENT:
-                    marks += labels(q, src, evaluate.has_any)
+                    marks += labels(q, src)
                 if b == budgets[-1] and q["gold_files"]:
-                    found.append(evaluate.source_found_at5(q["gold_files"], src))
+                    found.append(measures.source_found_at5(q["gold_files"], src))
             row[b] = {"recall": _rate(hits), "by_kind": _by_kind(qs, hits),
                       "stale": _rate(stale), "words": round(words / max(len(qs), 1)),
                       "labels": _label_counts(said),
@@ -81,14 +80,14 @@ def measure(questions, ask_fn, baseline, evaluate, budgets=BUDGETS, variants=("f
     return out
 
 
-def statement_labels(q: dict, sources: list[dict], has_any) -> list[str]:
+def statement_labels(q: dict, sources: list[dict]) -> list[str]:
     """For each passage labelled superseded by a dated statement in another note:
     "right" when it holds a forbidden fact of question q, else "wrong" when it holds a
-    key fact, else "other" (has_any: evaluate.has_any)."""
-    return [verdict for kind, verdict in labels(q, sources, has_any) if kind == "statement"]
+    key fact, else "other"."""
+    return [verdict for kind, verdict in labels(q, sources) if kind == "statement"]
 
 
-def labels(q: dict, sources: list[dict], has_any) -> list[tuple[str, str]]:
+def labels(q: dict, sources: list[dict]) -> list[tuple[str, str]]:
     """(kind, verdict) of every passage labelled superseded: kind "statement" (a dated
     statement in another note), "entry" (a later entry of its log), "as of" (the
     version in force on a date) or "version" (a newer version of its note); verdict as
@@ -102,8 +101,8 @@ def labels(q: dict, sources: list[dict], has_any) -> list[tuple[str, str]]:
                 "entry" if why == version.WHY_ENTRY else
                 "as of" if why.startswith(IN_FORCE) else "version")
         text = f"{s.get('heading') or ''}\n{s.get('text') or ''}"
-        out.append((kind, "right" if has_any(text, q["forbidden_facts"]) else
-                    "wrong" if has_any(text, q["key_facts"]) else "other"))
+        out.append((kind, "right" if measures.has_any(text, q["forbidden_facts"]) else
+                    "wrong" if measures.has_any(text, q["key_facts"]) else "other"))
     return out
 
 

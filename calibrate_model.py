@@ -15,7 +15,7 @@ Not: the fit itself (verdict_fit.py) or applying it (calibrate.py, choosing_writ
 Each question is asked once with the model choosing lines, under the measuring policy
 (MEASURE: both readers' answers kept, asked again in reverse where they disagree), and a
 synthesis or change question once more with the model's free text. A row keeps, per
-answer, whether it is right (evaluate.answer_correct), its calibration features and
+answer, whether it is right (measures.answer_correct), its calibration features and
 whether verify's checks passed.
 
     verso calibrate [--splits dev dev2] [--limit N] [--judge builtin] [--refit] [--json]
@@ -38,6 +38,7 @@ from verso import calibrate
 from verso import choosing_writer
 from verso import evaluate
 from verso import harness
+from verso import measures
 from verso import models
 from verso import store
 from verso import verdict_fit
@@ -59,7 +60,7 @@ def version() -> str:
 
 def _answer_row(q: dict, a: dict) -> dict:
     cal = (a.get("checks") or {}).get("calibration") or {}
-    return {"right": evaluate.answer_correct(q, a), "abstained": bool(a.get("abstained")),
+    return {"right": measures.answer_correct(q, a), "abstained": bool(a.get("abstained")),
             "features": cal.get("features"), "passed": bool(a["checks"].get("passed"))}
 
 
@@ -76,11 +77,11 @@ def measure(q: dict, idx, be, free) -> dict:
         row["agree"], row["again"] = False, call.get("again")
         if alt := a.get("alternate"):              # the model's answer, the reader's beside
             row["answers"]["reader"] = {
-                "right": evaluate.answer_correct(q, {"answer": alt["answer"]}),
+                "right": measures.answer_correct(q, {"answer": alt["answer"]}),
                 "abstained": False, "features": alt["features"], "passed": alt["passed"]}
         else:                                      # the model chose no line: the reader's
             row["answers"]["reader"] = row["answers"]["model"]
-            row["answers"]["model"] = {"right": evaluate.answer_correct(
+            row["answers"]["model"] = {"right": measures.answer_correct(
                 q, {"answer": call.get("model_answer"), "abstained": True}),
                 "abstained": True, "features": None, "passed": False}
     if row["kind"]:

@@ -22,21 +22,18 @@ if __name__ == "__main__" and not __package__:   # a program in a checkout (not 
 import argparse
 import hashlib
 import json
-import math
-import re
 import subprocess
 import sys
-import unicodedata
 from pathlib import Path
 
 import verso
 from verso import chunking
+from verso import measures
 from verso import models
 from verso import scorecard
 from verso import selective
 from verso import store
 from verso import store_load
-from verso import textkit
 
 FORMAT = 1
 FIELDS = {"id": str, "question": str, "category": str, "time_mode": str, "answer": str,
@@ -45,9 +42,6 @@ FIELDS = {"id": str, "question": str, "category": str, "time_mode": str, "answer
 CATEGORIES = ("lookup", "current", "change", "multi", "table", "refuse", "paraphrase",
               "false_premise", "as_of")
 TIME_MODES = ("present", "history", "any", "as_of")
-MAX_SENTENCES = 5
-SOURCE_K = 5              # source found@5: among the kept passages
-RECALL_K = 10             # recall_all@10: among the first 10 distinct retrieved paths
 ASK_KEYS = ("method", "use_version", "rerank", "expand_links")  # harness.ask keywords
 VARIANTS = {"bm25": ("bm25", False, False, True), "dense": ("dense", False, False, True),
             "hybrid": ("hybrid", False, False, True),
@@ -58,11 +52,6 @@ FAIL_STREAK = 3           # failures in a row after which a variant's rest is no
 DEFAULT_VARIANTS = ("bm25", "dense", "hybrid", "no-rerank", "full")
 DEFAULT_PAIRS = ("full:no-rerank", "full:hybrid")
 PAIR_METRICS = ("answer_correct", "source_found_at5")
-THOUSANDS_RE = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
-CITATION_RE = re.compile(r"\[c\d+\]")
-SENTENCE_SPLIT_RE = re.compile(r"[.!?]+[\"')\]]*\s+|\n+")
-FOLD = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"',
-                      "\u2013": "-", "\u2014": "-", "\u2212": "-"})
 
 
 class EvalError(ValueError):
@@ -127,12 +116,12 @@ def _vault_problems(q: dict, vault: Path) -> list[str]:
         else:
             out.append(f"gold file {g!r} not found in the vault")
     out += [f"key fact {f!r} appears in no gold file" for f in q["key_facts"]
-            if not any(has_fact(t, f) for t in texts)]
+            if not any(measures.has_fact(t, f) for t in texts)]
     out += [f"{f!r} is both a key and a forbidden fact" for f in q["key_facts"]
-            if normalise(f) in map(normalise, q["forbidden_facts"])]
-    if q["answerable"] and not answer_correct(q, {"answer": q["answer"]}):
+            if measures.normalise(f) in map(measures.normalise, q["forbidden_facts"])]
+    if q["answerable"] and not measures.answer_correct(q, {"answer": q["answer"]}):
         out.append("the reference answer itself is scored incorrect (key facts, "
-                   f"forbidden facts or more than {MAX_SENTENCES} sentences)")
+                   f"forbidden facts or more than {measures.MAX_SENTENCES} sentences)")
     return out
 
 
@@ -226,148 +215,18 @@ def _run_conversations(args, argv) -> int:
     return 0
 
 
-# ----------------------------------------------------------------------- metrics
-
-def normalise(text: str) -> str:
-    """Lowercase, NFKC, curly quotes/dashes folded, "1,550" -> "1550", spaces collapsed."""
-    text = unicodedata.normalize("NFKC", text).translate(FOLD).lower()
-    return " ".join(THOUSANDS_RE.sub("", text).split())
-
-
-def has_fact(text: str, fact: str) -> bool:
-    """The normalised fact occurs in the normalised text, not inside a longer word/number:
-    "1550" is found in "£1,550/day" but not in "11550" or "1550.5"."""
-    f = normalise(fact)
-    if not f:
-        return False
-    left = r"(?<!\w)(?<!\d[.,])" if f[0].isalnum() else ""
-    right = r"(?!\w)(?![.,]\d)" if f[-1].isalnum() else ""
-    return re.search(left + re.escape(f) + right, normalise(text)) is not None
-
-
-def has_any(text: str, facts) -> bool:
-    """Some fact of `facts` inside text (has_fact)."""
-    return any(has_fact(text, f) for f in facts)
-
-
-def count_sentences(text: str) -> int:
-    """Sentences and lines with words in them; citation markers are ignored."""
-    parts = SENTENCE_SPLIT_RE.split(CITATION_RE.sub("", text).strip())
-    return sum(1 for p in parts if re.search(r"\w", p))
-
-
-def answer_correct(q: dict, a: dict) -> bool:
-    """Answerable: all key facts, no forbidden fact, <= 5 sentences. Else: abstained."""
-    if not q["answerable"] or a.get("abstained"):
-        return not q["answerable"] and bool(a.get("abstained"))
-    text = CITATION_RE.sub("", a.get("answer") or "")
-    return (all(has_fact(text, f) for f in q["key_facts"])
-            and not has_any(text, q["forbidden_facts"])
-            and count_sentences(text) <= MAX_SENTENCES)
-
-
-def _paths(items) -> list[str]:
-    """Distinct paths in first-seen order; items are paths or dicts with a path."""
-    out = [(it["path"] if isinstance(it, dict) else it).replace("\\", "/")
-           for it in items or []]
-    return list(dict.fromkeys(out))
-
-
-def source_found_at5(gold_files, sources) -> bool:
-    """Any gold file among the first 5 kept passages."""
-    return bool(set(gold_files) & set(_paths(list(sources or [])[:SOURCE_K])))
-
-
-def recall_all_at10(gold_files, retrieved) -> bool:
-    """Every gold file among the first 10 distinct paths retrieved."""
-    return set(gold_files) <= set(_paths(retrieved)[:RECALL_K])
-
-
-def reciprocal_rank(gold_files, ranking) -> float:
-    """1 / rank of the first gold file among the distinct paths of the ranking; 0 if none."""
-    ranks = [i for i, p in enumerate(_paths(ranking), 1) if p in gold_files]
-    return 1.0 / ranks[0] if ranks else 0.0
-
-
-def percentile(values, p: float):
-    """Nearest-rank percentile: sorted[ceil(p/100 * n) - 1]; None for no values."""
-    xs = sorted(values)
-    return xs[max(0, math.ceil(p / 100 * len(xs)) - 1)] if xs else None
-
-
-def mcnemar(wins: int, losses: int) -> float:
-    """Two-sided exact McNemar p: binomial(b + c, 1/2) on the discordant pairs."""
-    n = wins + losses
-    tail = sum(math.comb(n, i) for i in range(min(wins, losses) + 1))
-    return min(1.0, 2 * tail / 2 ** n) if n else 1.0
-
-
-def numbers_cited(a: dict) -> bool:
-    """Every number of every sentence of the answer stands in a source the sentence cites
-    (its text, heading, path or date); an "On YYYY-MM-DD:" lead is not a claim."""
-    from verso import generate   # only scoring needs it; --check and --compare stay light
-    by_id = {f"c{i}": s for i, s in enumerate(a.get("sources") or [], 1)
-             if isinstance(s, dict)}
-    for sentence, ids in generate.parse_citations(a.get("answer") or ""):
-        _, body = generate.split_date(sentence)
-        have = set().union(*(textkit.number_keys(
-            f"{s.get('text', '')} {s.get('heading', '')} {s['path']} {s.get('date', '')}")
-            for s in (by_id[i] for i in ids if i in by_id)))
-        if not textkit.number_keys(body) <= have:
-            return False
-    return True
-
-
-def _passages(sources) -> list[str]:
-    """Each source dict as its reader gets it: heading, then text (bare paths: "")."""
-    return [f"{s.get('heading') or ''}\n{s.get('text') or ''}" for s in sources or []
-            if isinstance(s, dict)]
-
-
-def evidence_recall(key_facts, sources) -> bool:
-    """Every key fact inside the evidence: the dates, headings and texts of all the
-    sources joined, so two facts may stand in two passages (every reader is shown each
-    passage's date: the day a journal note was written answers "when")."""
-    dates = [s.get("date") or "" for s in sources or [] if isinstance(s, dict)]
-    joined = "\n".join(f"{d}\n{p}" for d, p in zip(dates, _passages(sources)))
-    return all(has_fact(joined, f) for f in key_facts)
-
-
-def evidence_stale(forbidden_facts, sources, key_facts=()) -> bool:
-    """Some passage marked current (latest, and superseded_by None) holds a forbidden
-    fact (an outdated value) and not every key fact (the current value: a passage that
-    states both, a note of what changed, is not stale); one labelled older or
-    superseded may hold it."""
-    current = _passages(s for s in sources or [] if isinstance(s, dict)
-                        and s.get("superseded_by") is None and s.get("is_latest", True))
-    return any(has_any(t, forbidden_facts)
-               and not (key_facts and all(has_fact(t, k) for k in key_facts))
-               for t in current)
-
-
-def evidence_recall_all(gold_files, sources) -> bool:
-    """Every gold file among the paths of the sources handed on."""
-    return set(gold_files) <= set(_paths(s for s in sources or [] if isinstance(s, dict)))
-
-
-def evidence_words(sources) -> int:
-    """Words (whitespace split) of the sources' texts; 0 for none."""
-    return sum(len((s.get("text") or "").split()) for s in sources or []
-               if isinstance(s, dict))
-
-
 def _evidence(q: dict, a: dict) -> dict:
     """The evidence fields of a record; None where the measure does not apply."""
     src, ok = a.get("sources") or [], q["answerable"]
     one_version = (ok and q["time_mode"] in ("present", "as_of")
                    and bool(q["forbidden_facts"]))
-    return {"evidence_recall": evidence_recall(q["key_facts"], src)
+    return {"evidence_recall": measures.evidence_recall(q["key_facts"], src)
             if ok and q["key_facts"] else None,
-            "evidence_stale": evidence_stale(q["forbidden_facts"], src, q["key_facts"])
+            "evidence_stale": measures.evidence_stale(q["forbidden_facts"], src, q["key_facts"])
             if one_version else None,
-            "evidence_recall_all": evidence_recall_all(q["gold_files"], src)
+            "evidence_recall_all": measures.evidence_recall_all(q["gold_files"], src)
             if ok and q["gold_files"] and q["category"] == "change" else None,
-            "evidence_words": evidence_words(src)}
+            "evidence_words": measures.evidence_words(src)}
 
 
 def score(q: dict, a: dict, variant: str) -> dict:
@@ -385,21 +244,21 @@ def score(q: dict, a: dict, variant: str) -> dict:
         "verdict": a.get("verdict"), "confidence": a.get("confidence"),
         "checks_passed": (a.get("checks") or {}).get("passed"),
         "features": cal.get("features"), "calibration_key": cal.get("key"),
-        "sources": _paths(a.get("sources")),
+        "sources": measures._paths(a.get("sources")),
         "ranking": list(a.get("ranking") or []), "retrieved": list(a.get("retrieved") or []),
-        "stages": stages, "answer_correct": answer_correct(q, a),
-        "source_found_at5": source_found_at5(gold, a.get("sources")) if answerable else None,
-        "recall_all_at10": (recall_all_at10(gold, a.get("retrieved"))
+        "stages": stages, "answer_correct": measures.answer_correct(q, a),
+        "source_found_at5": measures.source_found_at5(gold, a.get("sources")) if answerable else None,
+        "recall_all_at10": (measures.recall_all_at10(gold, a.get("retrieved"))
                             if answerable and q["category"] == "change" else None),
-        "reciprocal_rank": reciprocal_rank(gold, a.get("ranking")) if answerable else None,
-        "stale": (has_any(CITATION_RE.sub("", text), q["forbidden_facts"])
+        "reciprocal_rank": measures.reciprocal_rank(gold, a.get("ranking")) if answerable else None,
+        "stale": (measures.has_any(measures.CITATION_RE.sub("", text), q["forbidden_facts"])
                   if present else None),
         **_evidence(q, a),
         "abstain_correct": None if q["answerable"] else abstained,
         "false_abstain": abstained if q["answerable"] else None,
         "citation_valid": None if abstained else (a.get("checks") or {}).get("rules_ok"),
         "on_question": None if abstained else (a.get("checks") or {}).get("on_question"),
-        "shipped_numbers_cited": numbers_cited(a) if a.get("verdict") == "SHIP" else None,
+        "shipped_numbers_cited": measures.numbers_cited(a) if a.get("verdict") == "SHIP" else None,
         "route_correct": a.get("time_mode") == q["time_mode"],
         "total_ms": sum(s.get("ms", 0) for s in stages),
         "tokens": sum(s.get("input_tokens", 0) + s.get("output_tokens", 0) for s in stages),
@@ -429,7 +288,7 @@ def _stage_costs(records) -> dict:
     n_q, out = max(len(records), 1), {}
     for name, xs in rows.items():
         ms, tok, usd = [x[0] for x in xs], sum(x[1] for x in xs), sum(x[2] for x in xs)
-        out[name] = {"p50_ms": percentile(ms, 50), "p95_ms": percentile(ms, 95),
+        out[name] = {"p50_ms": measures.percentile(ms, 50), "p95_ms": measures.percentile(ms, 95),
                      "tokens": tok, "tokens_per_question": tok / n_q,
                      "dollars": usd, "dollars_per_question": usd / n_q}
     return out
@@ -442,7 +301,7 @@ def _evidence_summary(records) -> dict:
     return {**{m: _rate(r.get(m) for r in records) for m in
                ("evidence_recall", "evidence_stale", "evidence_recall_all")},
             "evidence_words": {"mean": sum(words) / len(words) if words else None,
-                               "p95": percentile(words, 95), "n": len(words)}}
+                               "p95": measures.percentile(words, 95), "n": len(words)}}
 
 
 def _metrics(records) -> dict:
@@ -494,7 +353,7 @@ def paired(records, a: str, b: str, metric: str) -> dict:
     wins = sum(1 for i in both if va[i] and not vb[i])
     losses = sum(1 for i in both if vb[i] and not va[i])
     return {"a": a, "b": b, "metric": metric, "wins": wins, "losses": losses,
-            "n": len(both), "p": mcnemar(wins, losses)}
+            "n": len(both), "p": measures.mcnemar(wins, losses)}
 
 
 def compare_runs(records_a, records_b) -> dict:
@@ -759,7 +618,7 @@ def _run_budgets(args) -> int:
         raise EvalError(f"--budgets {budgets}: give numbers of words, such as 300 600 1000")
     result = budget_eval.measure(
         load_questions(args.questions), ask,
-        plain_bm25.Baseline(args.vault), sys.modules[__name__], budgets, variants,
+        plain_bm25.Baseline(args.vault), budgets, variants,
         {v: dict(zip(ASK_KEYS, VARIANTS[v])) for v in variants})
     print(json.dumps(result, indent=1) if args.json else budget_eval.render(result))
     if args.out:

@@ -20,7 +20,9 @@ sys.path.insert(0, str(ROOT))
 import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 
 from verso import evaluate  # noqa: E402
+
 from verso import harness  # noqa: E402
+from verso import measures  # noqa: E402
 from verso import models  # noqa: E402
 
 JUDGES = ("builtin", "logprob", "batch")
@@ -50,12 +52,12 @@ def main(argv=None) -> int:
             ms = sum(s["ms"] for s in a.stages if s["name"] == "rerank")
             rows[name].append({
                 "id": q["id"], "rerank_s": ms / 1000,
-                "found5": evaluate.source_found_at5(q["gold_files"], a.sources),
-                "rr": evaluate.reciprocal_rank(q["gold_files"], a.ranking)})
+                "found5": measures.source_found_at5(q["gold_files"], a.sources),
+                "rr": measures.reciprocal_rank(q["gold_files"], a.ranking)})
             print(name, json.dumps(rows[name][-1]), flush=True)
     print(f"{'judge':<9}{'questions':>10}{'rerank s p50':>14}{'found@5':>9}{'MRR':>7}")
     for name, rs in rows.items():
-        p50 = evaluate.percentile([r["rerank_s"] for r in rs], 50)
+        p50 = measures.percentile([r["rerank_s"] for r in rs], 50)
         print(f"{name:<9}{len(rs):>10}{p50:>14.1f}{sum(r['found5'] for r in rs):>6}/"
               f"{len(rs):<2}{sum(r['rr'] for r in rs) / len(rs):>7.3f}")
     return 0

@@ -36,10 +36,12 @@ if "--code" in sys.argv:
 import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 
 from verso import evaluate  # noqa: E402
+
+from verso import builtin_writer
 from verso import generate  # noqa: E402
 from verso import harness  # noqa: E402
 from verso import line_scores
-from verso import builtin_writer
+from verso import measures  # noqa: E402
 from verso import verify  # noqa: E402
 import rigfixtures  # noqa: E402
 
@@ -88,7 +90,7 @@ def run(questions, backend, index, writer) -> list[dict]:
                        found5=rec["source_found_at5"])
             row.update(verdict=a["verdict"], correct=rec["answer_correct"], wrote=wrote,
                        valid=rec["citation_valid"], answer=a["answer"], repairs=repairs,
-                       stand=evaluate.numbers_cited(a) if a["verdict"] == "SHIP" else None)
+                       stand=measures.numbers_cited(a) if a["verdict"] == "SHIP" else None)
         rows.append(row)
         print(row["id"], row.get("verdict"), f"{row['seconds']:.1f}s",
               repr((row.get("answer") or "")[:90]), row.get("repairs") or "", flush=True)
@@ -127,7 +129,7 @@ def replay_prompts(recs, questions) -> list[dict]:
                "repairs": []}
         if not rec["calls"]:
             a = {"answer": rec["answer"], "abstained": True}
-            row.update(verdict="ABSTAIN", correct=evaluate.answer_correct(q, a), valid=None,
+            row.update(verdict="ABSTAIN", correct=measures.answer_correct(q, a), valid=None,
                        answer=rec["answer"], stand=None)
             rows.append(row)
             continue
@@ -147,10 +149,10 @@ def replay_prompts(recs, questions) -> list[dict]:
                     "date": c.date} for c in notes]
         a = {"answer": d.text, "abstained": d.abstained, "sources": sources}
         row.update(wrote=True, verdict=verdict, answer=d.text,
-                   correct=evaluate.answer_correct(q, a),
+                   correct=measures.answer_correct(q, a),
                    valid=None if d.abstained else v.rules_ok,
                    repairs=[r["note"] for r in getattr(d, "repairs", [])],
-                   stand=evaluate.numbers_cited(a) if verdict == "SHIP" else None,
+                   stand=measures.numbers_cited(a) if verdict == "SHIP" else None,
                    failing=[(f["sentence"][:70], f["reasons"]) for f in v.failing])
         rows.append(row)
         print(q["id"], verdict, repr(d.text[:80]), row["repairs"] or "",
@@ -173,9 +175,9 @@ def summary(rows) -> dict:
             "verdicts": verdicts, "repaired_sentences": sum(len(r.get("repairs") or [])
                                                             for r in rows),
             "exceptions": sum(r["error"] is not None for r in rows),
-            "p50_seconds_writer_questions": evaluate.percentile(secs, 50),
-            "p50_seconds_all": evaluate.percentile([r["seconds"] for r in rows], 50),
-            "p50_generate_seconds": evaluate.percentile(
+            "p50_seconds_writer_questions": measures.percentile(secs, 50),
+            "p50_seconds_all": measures.percentile([r["seconds"] for r in rows], 50),
+            "p50_generate_seconds": measures.percentile(
                 [r["stage_seconds"]["generate"] for r in wrote if "stage_seconds" in r], 50),
             "found_at5": f"{sum(bool(r.get('found5')) for r in rows)}/"
                          f"{sum(r.get('found5') is not None for r in rows)}"}

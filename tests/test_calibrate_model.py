@@ -13,6 +13,7 @@ from verso import calibrate
 from verso import calibrate_model
 from verso import evaluate
 from verso import harness
+from verso import measures
 
 from fakes import FakeOllama
 
@@ -42,12 +43,12 @@ def oracle(prompt: str) -> str:
     """The lines holding the question's key facts (as many as the lines offered hold),
     none holding a forbidden fact; no line when none holds a key fact."""
     facts, forbidden, lines = _offered(prompt)
-    clean = [(n, t) for n, t in lines if not any(evaluate.has_fact(t, f) for f in forbidden)]
+    clean = [(n, t) for n, t in lines if not any(measures.has_fact(t, f) for f in forbidden)]
     todo, picks = set(facts), []
     while todo:
-        got = max(clean, key=lambda x: (sum(evaluate.has_fact(x[1], f) for f in todo), -x[0]),
+        got = max(clean, key=lambda x: (sum(measures.has_fact(x[1], f) for f in todo), -x[0]),
                   default=None)
-        held = {f for f in todo if got and evaluate.has_fact(got[1], f)}
+        held = {f for f in todo if got and measures.has_fact(got[1], f)}
         if not held:
             break
         picks.append(got[0])
@@ -58,7 +59,7 @@ def oracle(prompt: str) -> str:
 def contrary(prompt: str) -> str:
     """A line holding none of the key facts (the last such line offered)."""
     facts, _, lines = _offered(prompt)
-    wrong = [n for n, t in lines if not any(evaluate.has_fact(t, f) for f in facts)]
+    wrong = [n for n, t in lines if not any(measures.has_fact(t, f) for f in facts)]
     return json.dumps({"lines": wrong[-1:] or [lines[-1][0]] if lines else []})
 
 

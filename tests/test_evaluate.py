@@ -10,6 +10,7 @@ import pytest
 
 import verso
 from verso import evaluate as ev
+from verso import measures
 from verso import scorecard
 
 
@@ -31,9 +32,9 @@ def a_(text="", abstained=False, sources=(), ranking=(), retrieved=(), time_mode
 # ------------------------------------------------------------------ normalisation
 
 def test_normalise_case_whitespace_thousands():
-    assert ev.normalise("  The  Day\n\tRATE is £1,550 ") == "the day rate is £1550"
-    assert ev.normalise("1,234,567 and 3,4 and 2,10") == "1234567 and 3,4 and 2,10"
-    assert ev.normalise("Maren\u2019s rate \u2013 new") == "maren's rate - new"
+    assert measures.normalise("  The  Day\n\tRATE is £1,550 ") == "the day rate is £1550"
+    assert measures.normalise("1,234,567 and 3,4 and 2,10") == "1234567 and 3,4 and 2,10"
+    assert measures.normalise("Maren\u2019s rate \u2013 new") == "maren's rate - new"
 
 
 @pytest.mark.parametrize("text,fact,found", [
@@ -52,55 +53,55 @@ def test_normalise_case_whitespace_thousands():
     ("anything", "   ", False),
 ])
 def test_has_fact(text, fact, found):
-    assert ev.has_fact(text, fact) is found
+    assert measures.has_fact(text, fact) is found
 
 
 def test_count_sentences():
-    assert ev.count_sentences("One. Two! Three? Four.") == 4
-    assert ev.count_sentences("Rate is 1.5 a day [c1]. Since May [c2].") == 2
-    assert ev.count_sentences("- first item\n- second item\n\n") == 2
-    assert ev.count_sentences("") == 0
+    assert measures.count_sentences("One. Two! Three? Four.") == 4
+    assert measures.count_sentences("Rate is 1.5 a day [c1]. Since May [c2].") == 2
+    assert measures.count_sentences("- first item\n- second item\n\n") == 2
+    assert measures.count_sentences("") == 0
 
 
 # ------------------------------------------------------------------ answer_correct
 
 def test_answer_correct_key_forbidden_and_length():
     q = q_(key=("1550", "Maren"), forbidden=("1510",))
-    assert ev.answer_correct(q, a_("Maren charges £1,550 a day [c1]."))
-    assert not ev.answer_correct(q, a_("Maren charges a lot [c1]."))          # key fact missing
-    assert not ev.answer_correct(q, a_("Maren: £1,550, was £1,510 [c1]."))   # forbidden
+    assert measures.answer_correct(q, a_("Maren charges £1,550 a day [c1]."))
+    assert not measures.answer_correct(q, a_("Maren charges a lot [c1]."))          # key fact missing
+    assert not measures.answer_correct(q, a_("Maren: £1,550, was £1,510 [c1]."))   # forbidden
     five = "Maren charges 1550. " + "More. " * 4
-    assert ev.count_sentences(five) == 5 and ev.answer_correct(q, a_(five))
-    assert not ev.answer_correct(q, a_(five + "Six."))                       # 6 sentences
-    assert not ev.answer_correct(q, a_("Maren charges 1550.", abstained=True))
+    assert measures.count_sentences(five) == 5 and measures.answer_correct(q, a_(five))
+    assert not measures.answer_correct(q, a_(five + "Six."))                       # 6 sentences
+    assert not measures.answer_correct(q, a_("Maren charges 1550.", abstained=True))
 
 
 def test_answer_correct_unanswerable_only_when_abstained():
     q = q_(category="refuse", key=(), gold=(), answerable=False)
-    assert ev.answer_correct(q, a_("I could not find that in your notes.", abstained=True))
-    assert not ev.answer_correct(q, a_("Probably 42."))
+    assert measures.answer_correct(q, a_("I could not find that in your notes.", abstained=True))
+    assert not measures.answer_correct(q, a_("Probably 42."))
 
 
 # --------------------------------------------------------------- retrieval metrics
 
 def test_source_found_at5():
-    assert ev.source_found_at5(["g.md"], [{"path": p} for p in "abcd"] + [{"path": "g.md"}])
-    assert not ev.source_found_at5(["g.md"], [{"path": p} for p in "abcde"] + [{"path": "g.md"}])
-    assert ev.source_found_at5(["d/g.md"], ["d\\g.md"])       # windows separators
-    assert not ev.source_found_at5(["g.md"], [])
+    assert measures.source_found_at5(["g.md"], [{"path": p} for p in "abcd"] + [{"path": "g.md"}])
+    assert not measures.source_found_at5(["g.md"], [{"path": p} for p in "abcde"] + [{"path": "g.md"}])
+    assert measures.source_found_at5(["d/g.md"], ["d\\g.md"])       # windows separators
+    assert not measures.source_found_at5(["g.md"], [])
 
 
 def test_recall_all_at10_counts_distinct_paths():
     ranked = ["v1"] * 5 + [str(i) for i in range(8)] + ["v2"]   # v2 is 10th distinct path
-    assert ev.recall_all_at10(["v1", "v2"], ranked)
-    assert not ev.recall_all_at10(["v1", "v2"], ["v1"] + [str(i) for i in range(9)] + ["v2"])
-    assert not ev.recall_all_at10(["v1", "v2"], ["v1"])
+    assert measures.recall_all_at10(["v1", "v2"], ranked)
+    assert not measures.recall_all_at10(["v1", "v2"], ["v1"] + [str(i) for i in range(9)] + ["v2"])
+    assert not measures.recall_all_at10(["v1", "v2"], ["v1"])
 
 
 def test_reciprocal_rank_and_mrr():
-    assert ev.reciprocal_rank(["g"], ["x", "x", "y", "g", "g"]) == pytest.approx(1 / 3)
-    assert ev.reciprocal_rank(["g", "h"], ["h", "g"]) == 1.0
-    assert ev.reciprocal_rank(["g"], ["x", "y"]) == 0.0
+    assert measures.reciprocal_rank(["g"], ["x", "x", "y", "g", "g"]) == pytest.approx(1 / 3)
+    assert measures.reciprocal_rank(["g", "h"], ["h", "g"]) == 1.0
+    assert measures.reciprocal_rank(["g"], ["x", "y"]) == 0.0
     recs = [ev.score(q_(id=f"q{i}"), a_(ranking=r), "full")
             for i, r in enumerate([["rates.md"], ["x", "rates.md"], ["x", "y", "z", "rates.md"],
                                    ["x"]])]
@@ -112,21 +113,21 @@ def test_reciprocal_rank_and_mrr():
 
 def test_percentile_nearest_rank():
     xs = [15, 20, 35, 40, 50]               # the textbook nearest-rank example
-    assert [ev.percentile(xs, p) for p in (5, 30, 40, 50, 100)] == [15, 20, 20, 35, 50]
-    assert ev.percentile(range(1, 101), 95) == 95
-    assert ev.percentile(range(1, 11), 95) == 10
-    assert ev.percentile([7], 50) == 7 and ev.percentile([], 50) is None
+    assert [measures.percentile(xs, p) for p in (5, 30, 40, 50, 100)] == [15, 20, 20, 35, 50]
+    assert measures.percentile(range(1, 101), 95) == 95
+    assert measures.percentile(range(1, 11), 95) == 10
+    assert measures.percentile([7], 50) == 7 and measures.percentile([], 50) is None
 
 
 def test_mcnemar_worked_cases():
-    assert ev.mcnemar(4, 0) == pytest.approx(0.125)           # 2 * 1 / 16
-    assert ev.mcnemar(0, 4) == pytest.approx(0.125)
-    assert ev.mcnemar(5, 0) == pytest.approx(0.0625)          # 2 * 1 / 32
+    assert measures.mcnemar(4, 0) == pytest.approx(0.125)           # 2 * 1 / 16
+    assert measures.mcnemar(0, 4) == pytest.approx(0.125)
+    assert measures.mcnemar(5, 0) == pytest.approx(0.0625)          # 2 * 1 / 32
     # b=10, c=2: 2 * (C(12,0) + C(12,1) + C(12,2)) / 2^12 = 2 * (1 + 12 + 66) / 4096
-    assert ev.mcnemar(10, 2) == pytest.approx(158 / 4096)
-    assert round(ev.mcnemar(10, 2), 4) == 0.0386
-    assert ev.mcnemar(6, 1) == pytest.approx(2 * (1 + 7) / 128)
-    assert ev.mcnemar(3, 3) == 1.0 and ev.mcnemar(0, 0) == 1.0 and ev.mcnemar(1, 0) == 1.0
+    assert measures.mcnemar(10, 2) == pytest.approx(158 / 4096)
+    assert round(measures.mcnemar(10, 2), 4) == 0.0386
+    assert measures.mcnemar(6, 1) == pytest.approx(2 * (1 + 7) / 128)
+    assert measures.mcnemar(3, 3) == 1.0 and measures.mcnemar(0, 0) == 1.0 and measures.mcnemar(1, 0) == 1.0
 
 
 def test_mcnemar_matches_brute_force_enumeration():
@@ -135,7 +136,7 @@ def test_mcnemar_matches_brute_force_enumeration():
         n = b + c
         extreme = sum(1 for m in range(2 ** n)
                       if abs(bin(m).count("1") - n / 2) >= abs(b - n / 2))
-        assert ev.mcnemar(b, c) == pytest.approx(extreme / 2 ** n)
+        assert measures.mcnemar(b, c) == pytest.approx(extreme / 2 ** n)
 
 
 # ------------------------------------------------------------------ records, summary
@@ -431,7 +432,7 @@ def test_variants_table():
     assert dict(zip(ev.ASK_KEYS, ev.VARIANTS["hybrid"])) == {
         "method": "hybrid", "use_version": False, "rerank": False, "expand_links": True}
     assert ev.VARIANTS["full"] == ("hybrid", True, True, True)
-    assert ev.VARIANTS["no-links"][3] is False and math.isclose(ev.mcnemar(2, 2), 1.0)
+    assert ev.VARIANTS["no-links"][3] is False and math.isclose(measures.mcnemar(2, 2), 1.0)
 
 
 def test_main_end_to_end_on_a_vault_it_has_never_seen(tmp_path, capsys):

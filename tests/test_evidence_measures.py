@@ -11,6 +11,7 @@ import pytest
 
 import verso
 from verso import evaluate as ev
+from verso import measures
 from verso import html_report
 from verso import scorecard
 
@@ -44,40 +45,40 @@ STALE = dict(OLD, superseded_by=None, is_latest=True)      # the old rate, marke
 
 def test_evidence_recall_joins_every_passage_heading_and_text():
     two = [s_(text="The rate is £1,550 a day."), s_("b.md", "Contract notes.", "MAREN")]
-    assert ev.evidence_recall(["1550", "Maren"], two)          # one fact in each passage
-    assert not ev.evidence_recall(["1550", "Maren"], two[:1])  # Maren only in b's heading
-    assert ev.evidence_recall(["£1550"], [s_(text="£1,550")])   # thousands separator
-    assert ev.evidence_recall(["1,550"], [s_(text="1550\n per   day")])
-    assert not ev.evidence_recall(["1550"], [s_(text="it is 11550")])  # a longer number
-    assert not ev.evidence_recall(["1550"], [])
-    assert not ev.evidence_recall(["1550"], ["rates/new.md"])  # a bare path has no text
+    assert measures.evidence_recall(["1550", "Maren"], two)          # one fact in each passage
+    assert not measures.evidence_recall(["1550", "Maren"], two[:1])  # Maren only in b's heading
+    assert measures.evidence_recall(["£1550"], [s_(text="£1,550")])   # thousands separator
+    assert measures.evidence_recall(["1,550"], [s_(text="1550\n per   day")])
+    assert not measures.evidence_recall(["1550"], [s_(text="it is 11550")])  # a longer number
+    assert not measures.evidence_recall(["1550"], [])
+    assert not measures.evidence_recall(["1550"], ["rates/new.md"])  # a bare path has no text
 
 
 def test_evidence_recall_counts_the_date_every_reader_is_shown_with_a_passage():
     """"When did the engineer come?" is answered by the day the note was written."""
     came = s_("journal/2026-10-01.md", "The engineer finally came and fixed the boiler.")
-    assert ev.evidence_recall(["2026-10-01"], [came])
-    assert not ev.evidence_recall(["2026-10-02"], [came])
-    assert not ev.evidence_recall(["2026-10-01"], [dict(came, date="undated")])
+    assert measures.evidence_recall(["2026-10-01"], [came])
+    assert not measures.evidence_recall(["2026-10-02"], [came])
+    assert not measures.evidence_recall(["2026-10-01"], [dict(came, date="undated")])
 
 
 def test_evidence_stale_only_for_a_passage_marked_current():
-    assert ev.evidence_stale(["1510"], [NEW, OLD]) is False    # labelled superseded: fine
-    assert ev.evidence_stale(["1510"], [NEW, dict(OLD, superseded_by=None)]) is False  # older
-    assert ev.evidence_stale(["1510"], [NEW, STALE]) is True
-    assert ev.evidence_stale(["1,510"], [s_(text="it was 1510")]) is True
-    assert ev.evidence_stale(["1510"], [s_(heading="1510 rates")]) is True   # heading too
-    assert ev.evidence_stale(["1510"], [s_(text="it is 11510")]) is False
-    assert ev.evidence_stale(["1510"], []) is False
+    assert measures.evidence_stale(["1510"], [NEW, OLD]) is False    # labelled superseded: fine
+    assert measures.evidence_stale(["1510"], [NEW, dict(OLD, superseded_by=None)]) is False  # older
+    assert measures.evidence_stale(["1510"], [NEW, STALE]) is True
+    assert measures.evidence_stale(["1,510"], [s_(text="it was 1510")]) is True
+    assert measures.evidence_stale(["1510"], [s_(heading="1510 rates")]) is True   # heading too
+    assert measures.evidence_stale(["1510"], [s_(text="it is 11510")]) is False
+    assert measures.evidence_stale(["1510"], []) is False
 
 
 def test_evidence_recall_all_and_words():
     gold = ["v1.md", "v2.md"]
-    assert ev.evidence_recall_all(gold, [s_("v1.md"), s_("v2.md"), s_("x.md")])
-    assert ev.evidence_recall_all(gold, [s_("v1.md"), s_("v2.md", superseded_by="v1.md")])
-    assert not ev.evidence_recall_all(gold, [s_("v1.md"), s_("x.md")])
-    assert ev.evidence_words([s_(text="a b  c\nd", heading="not counted"), s_(text="e")]) == 5
-    assert ev.evidence_words([]) == 0 and ev.evidence_words([s_()]) == 0
+    assert measures.evidence_recall_all(gold, [s_("v1.md"), s_("v2.md"), s_("x.md")])
+    assert measures.evidence_recall_all(gold, [s_("v1.md"), s_("v2.md", superseded_by="v1.md")])
+    assert not measures.evidence_recall_all(gold, [s_("v1.md"), s_("x.md")])
+    assert measures.evidence_words([s_(text="a b  c\nd", heading="not counted"), s_(text="e")]) == 5
+    assert measures.evidence_words([]) == 0 and measures.evidence_words([s_()]) == 0
 
 
 # ------------------------------------------------------------------ records

@@ -21,7 +21,7 @@ LAYERS = [
      "calibrate", "unsure", "registry", "evidence", "passages", "verdict_fit", "followup"},  # stages
     {"scorecard", "html_report"},                                # renderers of plain data
     {"harness"},                                                 # the pipeline
-    {"evaluate", "budget_eval", "mcp_tools", "chat", "calibrate_model"},   # runs, MCP tools
+    {"evaluate", "measures", "budget_eval", "mcp_tools", "chat", "calibrate_model"},   # runs, MCP tools
     {"mcp_server", "mcp_check"},                                 # the MCP face
     {"cli"},                                                     # the entry
 ]

@@ -8,8 +8,8 @@ import math
 import pytest
 
 from verso import budget_eval
-from verso import evaluate
 from verso import harness
+from verso import measures
 from verso import passages
 from verso import plain_bm25
 from vaults import write
@@ -130,7 +130,6 @@ def test_the_reader_budgets():
     class Small(Model):
         num_ctx = 2048
 
-    assert passages and evaluate  # imported for their use below
     from verso import evidence
     assert evidence.reader_budget(Model()) == evidence.MCP_WORDS
     assert evidence.reader_budget(Small()) == int((2048 - 400) * evidence.NOTES_SHARE
@@ -171,7 +170,7 @@ def test_the_budget_table_counts_both_sides(tmp_path):
     def ask(question, budget, **kw):
         return {"sources": [{"path": "other.md", "heading": "", "text": "no",
                              "superseded_by": None, "is_latest": True}]}
-    out = budget_eval.measure(qs, ask, plain_bm25.Baseline(v), evaluate, budgets=(10, 20))
+    out = budget_eval.measure(qs, ask, plain_bm25.Baseline(v), budgets=(10, 20))
     assert out["baseline"][10]["recall"] == {"k": 1, "n": 1}
     assert out["variants"]["full"]["budgets"][20]["recall"] == {"k": 0, "n": 1}
     assert out["variants"]["full"]["found_at5"] == {"k": 0, "n": 1}
@@ -182,8 +181,8 @@ def test_the_budget_table_counts_both_sides(tmp_path):
 def test_stale_evidence_spares_a_passage_stating_the_current_value_too():
     src = [{"path": "a", "text": "Rent went from 1150 to 1240.", "superseded_by": None,
             "is_latest": True}]
-    assert not evaluate.evidence_stale(["1150"], src, ["1240"])
-    assert evaluate.evidence_stale(["1150"], src, ["1300"])
+    assert not measures.evidence_stale(["1150"], src, ["1240"])
+    assert measures.evidence_stale(["1150"], src, ["1300"])
 
 
 def test_a_statement_label_is_right_on_an_old_value_and_wrong_on_the_current_one():
@@ -197,7 +196,7 @@ def test_a_statement_label_is_right_on_an_old_value_and_wrong_on_the_current_one
             "superseded_by": "b.md"},
            {"path": "d.md", "heading": "", "text": "Sow beans in November", "why": why,
             "superseded_by": "b.md"}]
-    assert budget_eval.statement_labels(q, src, evaluate.has_any) == ["right", "wrong",
+    assert budget_eval.statement_labels(q, src) == ["right", "wrong",
                                                                        "other"]
 
 
@@ -211,13 +210,13 @@ def test_every_kind_of_label_is_counted_apart(tmp_path):
            {"heading": "", "text": "Rates", "superseded_by": "card v2.md",
             "why": "the version in force on 2026-03-01"},
            {"heading": "", "text": "Day rate £760", "superseded_by": None, "why": None}]
-    assert budget_eval.labels(q, src, evaluate.has_any) == [
+    assert budget_eval.labels(q, src) == [
         ("entry", "right"), ("version", "wrong"), ("as of", "other")]
     out = budget_eval.measure(
         [dict(id="q1", question="What is the day rate?", category="current",
               time_mode="present", gold_files=[], answerable=True, **q)],
         lambda question, budget, **kw: {"sources": src}, plain_bm25.Baseline(tmp_path / "v"),
-        evaluate, budgets=(10,))
+        budgets=(10,))
     kinds = out["variants"]["full"]["budgets"][10]["labels_by_kind"]
     assert kinds["entry"] == {"n": 1, "right": 1, "wrong": 0, "other": 0}
     assert kinds["version"]["wrong"] == 1 and kinds["statement"]["n"] == 0
@@ -225,7 +224,7 @@ def test_every_kind_of_label_is_counted_apart(tmp_path):
         [dict(id="q2", question="How did the day rate change?", category="change",
               time_mode="history", gold_files=[], answerable=True, **q)],
         lambda question, budget, **kw: {"sources": src}, plain_bm25.Baseline(tmp_path / "v"),
-        evaluate, budgets=(10,))
+        budgets=(10,))
     assert change["variants"]["full"]["budgets"][10]["labels_by_kind"]["version"]["n"] == 0
 
 

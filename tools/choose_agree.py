@@ -23,10 +23,11 @@ import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 
 from verso import builtin_writer  # noqa: E402
 from verso import evaluate  # noqa: E402
+from verso import measures  # noqa: E402
 
 
 def _right(q: dict, answer: str) -> bool:
-    return evaluate.answer_correct(q, {"answer": answer,
+    return measures.answer_correct(q, {"answer": answer,
                                        "abstained": answer == builtin_writer.ABSTAIN_SENTENCE})
 
 

@@ -23,6 +23,7 @@ from verso import builtin_writer  # noqa: E402
 from verso import choosing_writer  # noqa: E402
 from verso import evaluate  # noqa: E402
 from verso import harness  # noqa: E402
+from verso import measures  # noqa: E402
 from verso.textkit import count_tokens  # noqa: E402
 
 KS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 40)
@@ -53,7 +54,7 @@ def reach(split: str, info: dict) -> tuple[list, list]:
         text, first = "", None
         for k, u in enumerate(lines, 1):
             text += " " + u.text
-            if first is None and all(evaluate.has_fact(text, f) for f in q["key_facts"]):
+            if first is None and all(measures.has_fact(text, f) for f in q["key_facts"]):
                 first = k
         firsts.append(first)
         costs.append([sum(count_tokens(choosing_writer._line(0, u)) + 1 for u in lines[:k])

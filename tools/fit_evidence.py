@@ -41,6 +41,7 @@ import numpy as np  # noqa: E402
 
 from verso import evaluate  # noqa: E402
 from verso import harness  # noqa: E402
+from verso import measures  # noqa: E402
 from verso import passages  # noqa: E402
 from verso import verdict_fit  # noqa: E402
 
@@ -65,7 +66,7 @@ def _label(q: dict, s, idx) -> bool:
     text = f"{chunk.get('heading') or ''}\n{chunk.get('text') or ''}"
     if s.at == 0:
         text += f"\n{chunk.get('date') or ''}"
-    return any(evaluate.has_fact(text, f) for f in q["key_facts"])
+    return any(measures.has_fact(text, f) for f in q["key_facts"])
 
 
 def collect(sets, loaded) -> list[dict]:
@@ -109,7 +110,7 @@ def recall(sets, loaded, bias, weights) -> dict:
             idx, be = loaded[name]
             got = []
             for b in BUDGETS:
-                got.append(sum(evaluate.evidence_recall(q["key_facts"], harness.ask(
+                got.append(sum(measures.evidence_recall(q["key_facts"], harness.ask(
                     q["question"], index=idx, backend=be, write=False,
                     budget=b).sources) for q in questions))
             out[name] = got

@@ -7,7 +7,7 @@ Step 1, the weights. Each question is routed and retrieved as the harness does (
 k=20, version.apply) and its candidates become the writer's notes in retrieval order
 (generate.build_messages, read back by builtin_writer.parse_prompt). Every unit (sentence or
 table row) of those notes is one row of line_scores.FEATURES; its label is 1 when it holds a
-key fact of the question (evaluate.has_fact) and its note is a gold file, else 0 (every
+key fact of the question (measures.has_fact) and its note is a gold file, else 0 (every
 unit of an unanswerable question is 0). A logistic regression, Newton steps with a
 small ridge (RIDGE) so that a feature no positive row has stays finite, gives the bias
 and the eight weights.
@@ -37,10 +37,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 
 from verso import evaluate  # noqa: E402
+
+from verso import builtin_writer  # noqa: E402
 from verso import generate  # noqa: E402
 from verso import harness  # noqa: E402
 from verso import line_scores  # noqa: E402
-from verso import builtin_writer  # noqa: E402
+from verso import measures  # noqa: E402
 from verso import rerank  # noqa: E402
 from verso import retrieve  # noqa: E402
 from verso import route  # noqa: E402
@@ -70,7 +72,7 @@ def rows(idx, questions: list[dict]) -> tuple[np.ndarray, np.ndarray]:
             rank = 1.0 / (1 + u.note["order"])
             X.append(list(u.f) + [rank, float(u.note["status"] == builtin_writer.STATUS_LATEST)])
             y.append(float(q["answerable"] and u.note["path"] in q["gold_files"]
-                           and any(evaluate.has_fact(u.text, f) for f in q["key_facts"])))
+                           and any(measures.has_fact(u.text, f) for f in q["key_facts"])))
     return np.array(X, dtype=np.float64), np.array(y, dtype=np.float64)
 
 

@@ -14,7 +14,7 @@ Scored, in sample and held out (for each tuning vault, the model fitted on the s
      of the others: dev, dev2 and dev3 share one vault, so they are held out together),
      on the passages the statement labels fall on (budget_eval.statement_labels): right
      (the passage holds a forbidden fact), wrong (it holds a key fact and no forbidden
-     one), other (neither), and stale evidence (evaluate.evidence_stale) on the
+     one), other (neither), and stale evidence (measures.evidence_stale) on the
      one-version questions.
 
     python tools/fit_statements.py            # print the fit and the figures
@@ -47,9 +47,9 @@ import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 import fit_evidence  # noqa: E402
 
 from verso import budget_eval  # noqa: E402
-from verso import evaluate  # noqa: E402
 from verso import evidence  # noqa: E402
 from verso import harness  # noqa: E402
+from verso import measures  # noqa: E402
 from verso import verdict_fit  # noqa: E402
 
 BUDGET = 1000
@@ -86,8 +86,8 @@ def collect(sets, loaded) -> tuple[list[dict], list[dict]]:
             cases.append({"split": name, "q": q, "kept": seen[0], "index": idx,
                           "pairs": pairs})
             rows.extend({"split": name, "q": q["id"], "features": f,
-                         "right": evaluate.has_any(_line(o), q["forbidden_facts"])
-                         and evaluate.has_any(_line(n), q["key_facts"])}
+                         "right": measures.has_any(_line(o), q["forbidden_facts"])
+                         and measures.has_any(_line(n), q["key_facts"])}
                         for _, _, o, n, f in pairs)
     return rows, cases
 
@@ -102,11 +102,11 @@ def score(cases, bias: float, weights: dict) -> dict:
             q = case["q"]
             sources = harness._sources(evidence.label_statements(q["question"], case["kept"],
                                                                  case["index"]))
-            for verdict in budget_eval.statement_labels(q, sources, evaluate.has_any):
+            for verdict in budget_eval.statement_labels(q, sources):
                 out[verdict] += 1
             if q["forbidden_facts"] and q["time_mode"] in ("present", "as_of"):
                 out["one_version"] += 1
-                out["stale"] += evaluate.evidence_stale(q["forbidden_facts"], sources,
+                out["stale"] += measures.evidence_stale(q["forbidden_facts"], sources,
                                                         q["key_facts"])
     finally:
         evidence.STATEMENT_BIAS, evidence.STATEMENT_WEIGHTS = saved

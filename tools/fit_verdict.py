@@ -8,7 +8,7 @@ A thin wrapper: the fit is verdict_fit.py's (the same one `verso calibrate` uses
 model, which stores its calibration in Verso's home, never in the source tree). Every
 tuning split (calibrate.tuning_splits; the frozen splits are never read) is answered by
 the builtin backend, full variant; each answer that was written and did not abstain is
-one row: its calibration features, evaluate.answer_correct, and whether verify's checks
+one row: its calibration features, measures.answer_correct, and whether verify's checks
 passed. Refit whenever the builtin answers change (tests/test_calibrate.py checks it).
 """
 
@@ -28,6 +28,7 @@ import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 from verso import calibrate  # noqa: E402
 from verso import evaluate  # noqa: E402
 from verso import harness  # noqa: E402
+from verso import measures  # noqa: E402
 from verso import models  # noqa: E402
 from verso import verdict_fit  # noqa: E402
 
@@ -55,7 +56,7 @@ def collect(splits: dict) -> list[dict]:
                 if a["abstained"] or cal.get("features") is None:
                     continue
                 out.append({"split": split, "id": q["id"], "features": cal["features"],
-                            "right": evaluate.answer_correct(q, a),
+                            "right": measures.answer_correct(q, a),
                             "passed": bool(a["checks"].get("passed"))})
     return out
 

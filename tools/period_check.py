@@ -6,8 +6,8 @@ as-of answers taken from a note written after the date.
 
 When-questions: each answerable question asking when ("when did/was/is ...", "how long
 ago", "since when", "until when", "on what day", "what date") or after the last or first
-time (asof.ordinal). Two counts: answered right (evaluate.answer_correct), and the day
-handed on (evaluate.evidence_recall: every key fact, the day among them, inside the
+time (asof.ordinal). Two counts: answered right (measures.answer_correct), and the day
+handed on (measures.evidence_recall: every key fact, the day among them, inside the
 passages handed on, their dates included) -- what any reader can answer from.
 
 Period questions: each answerable question that asks what happened or was written in a
@@ -16,7 +16,7 @@ note; the period found is printed beside each, so a reader checks the selection)
 evidence is right when every gold file is among the passages handed on ("every note of
 the period": the question set names them) and every passage is of the period: its own
 date (log entry, else note; an mtime date is no date) lies in the period, or its text
-states a day in it (asof.touches). evaluate.evidence_recall does not measure this: it
+states a day in it (asof.touches). measures.evidence_recall does not measure this: it
 asks for the key facts, and says nothing of passages from outside the period.
 
 As-of questions: each question the pipeline answers in time mode as_of. An answer is
@@ -41,6 +41,7 @@ from verso import asof  # noqa: E402
 from verso import evaluate  # noqa: E402
 from verso import generate  # noqa: E402
 from verso import harness  # noqa: E402
+from verso import measures  # noqa: E402
 from verso import retrieve  # noqa: E402
 
 
@@ -91,8 +92,8 @@ def run(vault: Path, questions: Path, index: str) -> dict:
         span = asof.period(q["question"], today) if q["answerable"] else None
         a = harness.ask(q["question"], index=idx, backend=be).to_dict()
         if q["answerable"] and asks_when(q["question"]):
-            when.append({"id": q["id"], "correct": evaluate.answer_correct(q, a),
-                         "handed_on": evaluate.evidence_recall(q["key_facts"],
+            when.append({"id": q["id"], "correct": measures.answer_correct(q, a),
+                         "handed_on": measures.evidence_recall(q["key_facts"],
                                                                a["sources"])})
         if span:
             ok, missing, outside = period_right(q["gold_files"], a["sources"],
@@ -102,7 +103,7 @@ def run(vault: Path, questions: Path, index: str) -> dict:
         if a.get("time_mode") == "as_of" and a.get("as_of"):
             later = later_citations(a)
             as_of.append({"id": q["id"], "as_of": a["as_of"], "later": later,
-                          "correct": evaluate.answer_correct(q, a)})
+                          "correct": measures.answer_correct(q, a)})
     return {"today": today, "when": when, "period": period, "as_of": as_of}
 
 

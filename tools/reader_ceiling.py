@@ -30,20 +30,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 
 from verso import evaluate  # noqa: E402
+
+from verso import builtin_writer
 from verso import generate  # noqa: E402
 from verso import harness  # noqa: E402
 from verso import line_scores
-from verso import builtin_writer
+from verso import measures  # noqa: E402
 
 STEPS = ("kept", "gate", "in unit", "named", "answers", "lead")
 
 
 def _holds(u, facts) -> bool:
-    return any(evaluate.has_fact(u.text, f) for f in facts)
+    return any(measures.has_fact(u.text, f) for f in facts)
 
 
 def _covered(facts, units) -> bool:
-    return all(any(evaluate.has_fact(u.text, f) for u in units) for f in facts)
+    return all(any(measures.has_fact(u.text, f) for u in units) for f in facts)
 
 
 def funnel(q: dict, a) -> dict:
@@ -66,7 +68,7 @@ def funnel(q: dict, a) -> dict:
     got["answers"] = got["named"] and _covered(facts, answering)
     pairs = [] if a.abstained else generate.parse_citations(a.answer)
     got["lead"] = got["answers"] and bool(pairs) and any(
-        evaluate.has_fact(pairs[0][0], f) for f in facts)
+        measures.has_fact(pairs[0][0], f) for f in facts)
     if got["answers"] and not got["lead"]:
         right = {u.note["id"] for u in answering if _holds(u, facts)}
         got["other note"] = bool(pairs) and not set(pairs[0][1]) & right
