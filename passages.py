@@ -53,13 +53,13 @@ from verso import version
 from verso.retrieve import Candidate
 
 MAX_NOTES = 20          # notes one evidence holds when no cap is given
-CUT_MIN = 25            # a section that does not fit is cut only with this many words left
-                        # (tools/fit_evidence.py --grid on ten tuning splits; a note given
-                        # whole below some size, 50, 100 or 200 words, handed on no more
-                        # key facts: left out)
-WORDS_POWER = 1.0       # the fill's order: P / words ** WORDS_POWER (tools/fit_evidence.py
-                        # --grid on ten splits: 1.0 handed on 929 key facts at the three
-                        # budgets, 0.6 926)
+CUT_MIN = 10            # a section that does not fit is cut only with this many words left
+                        # (tools/fit_evidence.py --grid on eleven tuning splits, with
+                        # WORDS_POWER 1.0: 10, 25, 50 hand on 1,040, 1,039, 1,036 key-fact
+                        # questions over the three budgets; a note given whole below some
+                        # size, 50, 100 or 200 words, handed on no more key facts: left out)
+WORDS_POWER = 1.0       # the fill's order: P / words ** WORDS_POWER (the same grid, with
+                        # CUT_MIN 10: 1.0, 0.8, 0.6 hand on 1,040 each; ties to the first)
 ELIDED = "…"            # stands where a cut section leaves lines out
 HEADING_MARK = "## "    # a later section's heading trail inside a note's passage
 LOG_HEADER = "log_header"   # chunk key of a log's undated top as a passage of its own
