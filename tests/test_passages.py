@@ -80,6 +80,24 @@ def test_a_change_question_gets_every_version_oldest_first(boat, tmp_path):
     assert "£900" in a.sources[0]["text"] and "£980" in a.sources[1]["text"]
 
 
+def test_a_change_questions_long_versions_share_a_small_budget(tmp_path):
+    """Three long versions of a price list and 200 words: each version is cut to its
+    share of the words (the lines naming what is asked), so every version's price is
+    handed on, oldest first, not two whole versions and no third."""
+    v = tmp_path / "notes"
+    filler = "\n".join(f"- item {i}: see the workshop card for the details." for i in range(12))
+    for day, price in (("2025-09-01", "£75"), ("2026-01-05", "£80"), ("2026-07-01", "£85")):
+        write(v, f"rates/price list {day[:7]}.md", f"---\ndate: {day}\n---\n# Price list\n"
+              f"{filler}\nStandard tuning: {price} an hour.\n{filler}\n")
+    a = _ask(v, tmp_path, "How has my standard tuning price changed?", budget=200)
+    assert a.time_mode == "history"
+    lists = [s for s in a.sources if s["path"].startswith("rates/")]
+    assert [s["path"] for s in lists] == [f"rates/price list {m}.md"
+                                          for m in ("2025-09", "2026-01", "2026-07")]
+    assert all(p in s["text"] for s, p in zip(lists, ("£75", "£80", "£85")))
+    assert sum(len(s["text"].split()) for s in a.sources) <= 200
+
+
 def test_the_ranker_reads_every_section_itself_whatever_the_judge(boat, tmp_path):
     """The fitted ranker's reading feature is the builtin reader's, on every section of
     the pool, not the rerank judge's (a model judge's scale was never fitted): a judge
@@ -274,9 +292,9 @@ def test_the_shipped_evidence_weights_are_what_the_fit_gives(tmp_path):
     import fit_evidence
     from verso import verdict_fit
     sets = fit_evidence.tuning_sets()
-    assert sorted(name for name, _, _ in sets) == ["dev", "dev10", "dev11", "dev2", "dev3",
-                                                    "dev4", "dev5", "dev6", "dev7", "dev8",
-                                                    "dev9"]
+    assert sorted(name for name, _, _ in sets) == ["dev", "dev10", "dev11", "dev12", "dev2",
+                                                    "dev3", "dev4", "dev5", "dev6", "dev7",
+                                                    "dev8", "dev9"]
     loaded = {name: harness.load(index=str(tmp_path / name), vault=vault, backend="builtin")
               for name, vault, _ in sets}
     bias, weights = fit_evidence.raw(verdict_fit.fit(fit_evidence.collect(sets, loaded),
