@@ -31,10 +31,11 @@ How it chooses, by one model and one fill:
 - Versions label and order; they never remove. A change question: a section taken
   brings the best section naming an asked term of every other version of its document
   and of every other dated entry of its log, and those sections share the words left
-  (each, the section first, gets its part of them, at least SHARE_FLOOR, and is cut to
-  it): three long versions of a price list at 300 words are three cut passages, not
-  two whole ones. Any other question: an older version's section comes after the best
-  section of the version that supersedes it.
+  (each, the section first, gets its part of them, at least enough for a cut, and is
+  cut to it): three long versions of a price list at 300 words are three cut passages,
+  not two whole ones, and a log of thirty entries at 150 words is the entries that fit.
+  Any other question: an older version's section comes after the best section of the
+  version that supersedes it.
 - Order: notes by their best P ("last time" mention first); the versions of a document
   together, oldest first for a change question, else the current one first; a log's
   older entries a passage of their own after its current part.
@@ -58,14 +59,12 @@ from verso.retrieve import Candidate
 MAX_NOTES = 20          # notes one evidence holds when no cap is given
 CUT_MIN = 10            # a section that does not fit is cut only with this many words left
                         # (tools/fit_evidence.py --grid on twelve tuning splits, with
-                        # WORDS_POWER 1.0: 10, 25, 50 hand on 1,148, 1,143, 1,146 key-fact
+                        # WORDS_POWER 1.0: 10, 25, 50 hand on 1,148, 1,144, 1,147 key-fact
                         # questions over the three budgets; a note given whole below some
                         # size, 50, 100 or 200 words, handed on no more key facts: left out)
 WORDS_POWER = 1.0       # the fill's order: P / words ** WORDS_POWER (the same grid, with
                         # CUT_MIN 10: 1.0, 0.8, 0.6 hand on 1,148, 1,148, 1,146; ties to
                         # the first)
-SHARE_FLOOR = 10        # a change question's versions share the words left, each at least
-                        # this many (the same grid: 10, 30, 60 hand on 1,148 each)
 ELIDED = "…"            # stands where a cut section leaves lines out
 HEADING_MARK = "## "    # a later section's heading trail inside a note's passage
 LOG_HEADER = "log_header"   # chunk key of a log's undated top as a passage of its own
@@ -244,8 +243,8 @@ def choose(question: str, cands: list[Candidate], index, qvec, budget: int,
         text = s.chunk.get("text") or ""
         trail = s.words - len(text.split())          # its heading trail's words
         left = budget - used
-        if share > 1:                                # its share of what is left
-            left = min(left, max(left // share, SHARE_FLOOR))
+        if share > 1:               # its share of what is left, at least a cut's worth
+            left = min(left, max(left // share, trail + 2 + CUT_MIN))
         room = left - trail - 2                      # 2: the ELIDED marks of a cut
         if s.words <= left or (forced and not used):
             got[s.id] = text

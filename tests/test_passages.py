@@ -98,6 +98,22 @@ def test_a_change_questions_long_versions_share_a_small_budget(tmp_path):
     assert sum(len(s["text"].split()) for s in a.sources) <= 200
 
 
+def test_a_long_logs_entries_share_a_small_budget_and_still_come(tmp_path):
+    """Thirty weigh-ins in one log and 150 words: each entry's share of the words is
+    less than an entry, but every entry taken gets at least a cut's worth, so the log
+    is handed on (entries that fit), not left out for want of a share."""
+    v = tmp_path / "notes"
+    write(v, "health/weight log.md", "# Weight log\n" + "".join(
+        f"\n## 2026-{1 + i // 28:02d}-{1 + i % 28:02d}\nWeight {80 - i * 0.3:.1f} kg after "
+        "the long run, legs heavy but fine.\n" for i in range(30)))
+    for i in range(3):
+        write(v, f"misc/note {i}.md", f"# Note {i}\nNothing here but the usual round.\n")
+    a = _ask(v, tmp_path, "How has my weight changed?", budget=150)
+    assert a.time_mode == "history"
+    text = " ".join(s["text"] for s in a.sources)
+    assert sum(f"{80 - i * 0.3:.1f} kg" in text for i in range(30)) >= 5
+
+
 def test_the_ranker_reads_every_section_itself_whatever_the_judge(boat, tmp_path):
     """The fitted ranker's reading feature is the builtin reader's, on every section of
     the pool, not the rerank judge's (a model judge's scale was never fitted): a judge
