@@ -13,8 +13,11 @@ Not: retrieval, judging relevance (rerank.py), deciding versions (version.py), l
 
 How it chooses, by one model and one fill:
 - The pool: every section (chunk) of every note among the candidates that names an
-  asked word, was a candidate or opens its note. A note whose candidates arrive changed
-  by the time stage (as-of cut its lines) gives only those.
+  asked word, was a candidate or opens its note, and the newest dated entries (as many
+  as the candidates) of a log whose undated top names an asked word (the top says what
+  the entries record, "mileage + anything done to it", and a terse entry is a bare
+  "79,815."). A note whose candidates arrive changed by the time stage (as-of cut its
+  lines) gives only those.
 - Each section gets P(it holds a key fact) from one logistic model over FEATURES: how
   well the section, its heading trail and its note's title match the question (BM25,
   dense, term shares), what the builtin reader reads in it and in its note's best
@@ -59,12 +62,11 @@ from verso.retrieve import Candidate
 MAX_NOTES = 20          # notes one evidence holds when no cap is given
 CUT_MIN = 10            # a section that does not fit is cut only with this many words left
                         # (tools/fit_evidence.py --grid on twelve tuning splits, with
-                        # WORDS_POWER 1.0: 10, 25, 50 hand on 1,148, 1,144, 1,147 key-fact
+                        # WORDS_POWER 1.0: 10, 25, 50 hand on 1,156, 1,154, 1,155 key-fact
                         # questions over the three budgets; a note given whole below some
                         # size, 50, 100 or 200 words, handed on no more key facts: left out)
 WORDS_POWER = 1.0       # the fill's order: P / words ** WORDS_POWER (the same grid, with
-                        # CUT_MIN 10: 1.0, 0.8, 0.6 hand on 1,148, 1,148, 1,146; ties to
-                        # the first)
+                        # CUT_MIN 10: 1.0, 0.8, 0.6 hand on 1,156, 1,155, 1,153)
 ELIDED = "…"            # stands where a cut section leaves lines out
 HEADING_MARK = "## "    # a later section's heading trail inside a note's passage
 LOG_HEADER = "log_header"   # chunk key of a log's undated top as a passage of its own
@@ -73,12 +75,12 @@ FEATURES = ("bm25", "dense", "terms", "heading", "title", "candidate",
             "note_rank", "note_bm25", "current", "first", "words",
             "later", "bm25_rank", "dense_rank", "reader", "note_reader")
 # ---- FITTED: tools/fit_evidence.py --write (raw-scale weights; do not edit by hand)
-BIAS = -8.239
+BIAS = -7.7505
 WEIGHTS = {
-    "bm25": 1.1862, "dense": 3.4416, "terms": -0.3064, "heading": -0.7225, "title": 1.0279,
-    "candidate": 0.6094, "note_rank": 1.5609, "note_bm25": 1.2565, "current": -0.0223,
-    "first": 0.1272, "words": 0.5626, "later": 0.173, "bm25_rank": 0.3072,
-    "dense_rank": 0.3745, "reader": 4.2597, "note_reader": -1.9249}
+    "bm25": 0.8999, "dense": 3.3779, "terms": -0.2946, "heading": -0.7527, "title": 1.0283,
+    "candidate": 0.1292, "note_rank": 1.6032, "note_bm25": 1.5465, "current": -0.027,
+    "first": 0.1212, "words": 0.556, "later": 0.1362, "bm25_rank": 0.3088,
+    "dense_rank": 0.3765, "reader": 4.2573, "note_reader": -1.9398}
 # ---- end FITTED
 
 
@@ -140,7 +142,9 @@ def sections(question: str, cands: list[Candidate], index, qvec) -> tuple[list, 
     """(every Section of the pool with its features and P, the notes table of _notes
     with each note's sections in the pool). A section naming no asked word that was
     never a candidate is left out, unless it opens its note: a long log's hundred
-    entries are not read for a question that names none of their words."""
+    entries are not read for a question that names none of their words. A log whose
+    undated top names an asked word (what its entries record) is read further: its
+    newest dated entries, as many as there are candidates."""
     notes = _notes(cands, index)
     asked = _asked(question)
     ids = [i for _, _, note_ids in notes.values() for i in note_ids]
@@ -154,21 +158,28 @@ def sections(question: str, cands: list[Candidate], index, qvec) -> tuple[list, 
     out, at, heads = [], 0, {}
     for path, (rank, own, note_ids) in list(notes.items()):
         title = _share(asked, PurePosixPath(path).stem)
-        rows, kept = [], []
+        rows, kept, picks, entries, header = [], [], [], [], False
         for j, cid in enumerate(note_ids):
             at += 1
-            if not (lexical[at - 1] > 0 or cid in own or j == 0):
-                continue       # no asked word, never a candidate: not read (a long log)
-            kept.append(cid)
             c = own.get(cid)
-            chunk = c.chunk if c is not None else index.chunks[cid]
+            if lexical[at - 1] > 0 or c is not None or j == 0:
+                chunk = c.chunk if c is not None else index.chunks[cid]
+                picks.append((j, cid, at - 1, c, chunk))
+                if j == 0:              # an undated top: what a log's entries record
+                    header = not chunk.get("section_date") and bool(
+                        asked & set(textkit.terms(chunk.get("text") or "")))
+            elif header and (chunk := index.chunks[cid]).get("section_date"):
+                entries.append((j, cid, at - 1, None, chunk))
+        entries.sort(key=lambda e: e[4]["section_date"], reverse=True)
+        for j, cid, a, c, chunk in sorted(picks + entries[:len(cands)]):
+            kept.append(cid)
             text, heading = chunk.get("text") or "", chunk.get("heading") or ""
             n = len(text.split()) + len(heading.split())   # a later section shows its trail
-            lexical_hit = lexical[at - 1] > 0    # else no asked term in it: nothing to count
+            lexical_hit = lexical[a] > 0    # else no asked term in it: nothing to count
             if lexical_hit and heading not in heads:
                 heads[heading] = _share(asked, heading)
             rows.append(Section(cid, path, j, n, {
-                "bm25": lexical[at - 1] / top, "dense": float(dense[at - 1]),
+                "bm25": lexical[a] / top, "dense": float(dense[a]),
                 "terms": _share(asked, text) if lexical_hit else 0.0,   # its own words
                 "heading": heads[heading] if lexical_hit else 0.0, "title": title,
                 "candidate": float(c is not None),

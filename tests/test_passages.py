@@ -114,6 +114,25 @@ def test_a_long_logs_entries_share_a_small_budget_and_still_come(tmp_path):
     assert sum(f"{80 - i * 0.3:.1f} kg" in text for i in range(30)) >= 5
 
 
+def test_a_terse_logs_entries_are_read_when_its_top_names_what_they_record(tmp_path):
+    """A van log whose top says what each entry records ("mileage + anything done to
+    it") and whose entries write the mileage bare ("79,815. tyres fine"): asked the
+    mileage, its entries are read, though none names an asked word, and the one that
+    holds the newest mileage is handed on."""
+    v = tmp_path / "notes"
+    entries = [("2026-03-02", "74,210. oil topped up, screenwash."),
+               ("2026-06-18", "77,402. service at the garage, new pollen filter."),
+               ("2026-10-29", "79,815. tyres fine, checked pressures."),
+               ("2026-11-06", "new wiper blades, topped up the screenwash.")]
+    write(v, "van/Berlingo log.md", "# Berlingo log\n\nYK17 RWD. mileage + anything done "
+          "to it.\n" + "".join(f"\n## {day}\n{text}\n" for day, text in entries))
+    for i in range(40):        # enough notes that the bare entries are no candidates
+        write(v, f"misc/note {i}.md", f"# Note {i}\nThe current plan for the van, "
+              f"version {i}.\n" + FILLER + "\n")
+    a = _ask(v, tmp_path, "whats the current mileage on the van", budget=300)
+    assert "79,815" in " ".join(s["text"] for s in a.sources)
+
+
 def test_the_ranker_reads_every_section_itself_whatever_the_judge(boat, tmp_path):
     """The fitted ranker's reading feature is the builtin reader's, on every section of
     the pool, not the rerank judge's (a model judge's scale was never fitted): a judge
