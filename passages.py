@@ -344,13 +344,16 @@ def _day(s: Section) -> tuple:
 
 
 def _cut(text: str, asked: set, words: int) -> str:
-    """text cut to `words`: its lines naming the most asked terms, in note order."""
-    lines = [x for x in text.splitlines() if x.strip()]
-    ranked = sorted(range(len(lines)), key=lambda i: (
-        -len(asked & set(textkit.terms(lines[i]))), i))
+    """text cut to `words`: its sentences naming the most asked terms, in note order (a
+    paragraph written as one line, an email's, gives up its other sentences, not the
+    one that answers); sentences of one line stay on one line, ELIDED marks a gap."""
+    pieces = [(n, x.strip()) for n, line in enumerate(x for x in text.splitlines() if x.strip())
+              for x in textkit.sentences(line) if x.strip()]
+    ranked = sorted(range(len(pieces)), key=lambda i: (
+        -len(asked & set(textkit.terms(pieces[i][1]))), i))
     keep, n = set(), 0
     for i in ranked:
-        w = len(lines[i].split())
+        w = len(pieces[i][1].split())
         if n + w > words:
             continue
         keep.add(i)
@@ -361,9 +364,12 @@ def _cut(text: str, asked: set, words: int) -> str:
     for i in sorted(keep):
         if i != last + 1:
             out.append(ELIDED)
-        out.append(lines[i])
+        if 0 <= last == i - 1 and pieces[i][0] == pieces[last][0]:
+            out[-1] += " " + pieces[i][1]
+        else:
+            out.append(pieces[i][1])
         last = i
-    if last != len(lines) - 1:
+    if last != len(pieces) - 1:
         out.append(ELIDED)
     return "\n".join(out)
 

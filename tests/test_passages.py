@@ -98,6 +98,19 @@ def test_a_change_questions_long_versions_share_a_small_budget(tmp_path):
     assert sum(len(s["text"].split()) for s in a.sources) <= 200
 
 
+def test_a_cut_keeps_the_sentence_that_answers_from_a_paragraph_written_as_one_line():
+    """An email writes a paragraph as one line: a cut shorter than the line keeps its
+    sentences naming the asked terms, not its first words."""
+    para = ("Bad news first, good news after. The airline has cancelled the morning "
+            "service from Leeds because they are dropping the route for the winter months. "
+            "I rebooked you on the next one with seats, same baggage allowance and no extra "
+            "cost to you at all. Your flight now leaves on 21 November at 10:15. "
+            "The booking reference is in the attached PDF as usual.")
+    cut = passages._cut("Hello Maren,\n" + para + "\nBest, Ana", {"flight", "leave"}, 30)
+    assert "Your flight now leaves on 21 November at 10:15." in cut
+    assert len(cut.split()) <= 30 + 3 and passages.ELIDED in cut
+
+
 def test_a_long_logs_entries_share_a_small_budget_and_still_come(tmp_path):
     """Thirty weigh-ins in one log and 150 words: each entry's share of the words is
     less than an entry, but every entry taken gets at least a cut's worth, so the log
