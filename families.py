@@ -12,8 +12,9 @@ Rules, decided by code:
   included, whitespace collapsed. Near-copies (word 5-shingle Jaccard >=
   NEAR_COPY_JACCARD) are duplicates only when both have the same real (non-mtime) date.
   The copy kept: the one without a copy marker, else the shorter path.
-- Family: folder + name without dates, v1/v2/final/draft, (1)/copy/copy 2/backup/bak/old
-  and separators. A name left empty ("2026-04-03.md") and files in `versioned = false`
+- Family: folder + name without dates (a bare year too: "Rates 2025" and "Rates 2026"
+  are one document kept a year at a time), v1/v2/final/draft, (1)/copy/copy 2/backup/
+  bak/old and separators. A name left empty ("2026-04-03.md") and files in `versioned = false`
   folders are their own family.
 - Exactly one member of a family is latest (latest_of). Newest real date wins; mtime
   never beats a real date. When the newest real dates tie, the version marker of the
@@ -47,16 +48,17 @@ MARKER_WORDS = {"final", "draft", "copy", "backup", "bak", "old"}
 RANK_WORD_RE = re.compile(r"(?<![a-z])(final|draft|old)(?![a-z])")   # on a folded name
 DIGITS_RE = re.compile(r"(\d+)")
 SEPARATORS_RE = re.compile(r"[\s_\-.,()\[\]]+")   # after dating.fold: every dash is "-"
+YEAR_RE = re.compile(r"(?<![\d.,:£$€])(?:19|20)\d\d(?![\d.,:%])")   # "Rates 2026", not "£2026"
 WIKILINK_RE = re.compile(r"\[\[([^\]|#\n]*)(?:#[^\]|\n]*)?(?:\|[^\]\n]*)?\]\]")
 
 
 def _undated(stem: str) -> str:
     """A name folded (dating.fold), every date form in it blanked: d/m/y digits too,
-    whatever the order ("2026-10" is no v-number, "Oct" no word)."""
+    whatever the order ("2026-10" is no v-number, "Oct" no word), and a bare year."""
     s = dating.fold(stem)
     for rx, _ in dating.DATE_PATTERNS:
         s = rx.sub(" ", s)
-    return s
+    return YEAR_RE.sub(" ", s)
 
 
 def _family_name(stem: str) -> str:

@@ -28,8 +28,9 @@ How it chooses, by one model and one fill:
 - The fill: sections in order of P per word (the expected key facts a word buys, words
   raised to WORDS_POWER: a long section that likely answers is not put behind every
   short one) while the words fit (a short note is one section: chunking merges short
-  sections); a section that does not fit is cut to its lines naming the most asked
-  terms when CUT_MIN words are left (CUT_MIN and WORDS_POWER: tools/fit_evidence.py
+  sections); a section that does not fit is cut to its sentences naming the most
+  asked terms (a paragraph written as one line gives up its other sentences) when
+  CUT_MIN words are left (CUT_MIN and WORDS_POWER: tools/fit_evidence.py
   --grid); a note not yet chosen comes in only while fewer than `notes` are.
 - Versions label and order; they never remove. A change question: a section taken
   brings the best section naming an asked term of every other version of its document

@@ -161,6 +161,7 @@ def test_near_copy_different_date_is_a_version(vault, tmp_path):
     "Rates", "rates v1", "Rates v2 final", "rates_draft", "rates (1)", "rates copy",
     "rates_bak", "rates old", "2026-04-03 Rates", "rates-oct2026", "Rates (Sept 2026)",
     "rates_2026-06", "rates v1.2", "Rates, backup", "rates  October 10, 2026",
+    "Rates 2025", "rates_2026 v2",
 ])
 def test_family_name(stem):
     assert families._family_name(stem) == "rates"
@@ -190,6 +191,22 @@ def test_families_and_latest(vault, tmp_path):
     # a date tie: one latest, by path; "old" marks the older version, whatever the mtime
     assert summary["families"] == 6
     assert all(c["is_latest"] == f[c["path"]]["is_latest"] for c in idx.chunks)
+
+
+def test_a_document_kept_a_year_at_a_time_is_one_family(vault, tmp_path):
+    """"Honey prices 2025" and "Honey prices 2026": one document rewritten each year,
+    so the newer labels the older; a year inside an amount or a decimal is no year."""
+    write(vault, "bees/Honey prices 2025.md", "---\ndate: 2025-09-10\n---\nJar £6.50")
+    write(vault, "bees/Honey prices 2026.md", "---\ndate: 2026-07-20\n---\nJar £7")
+    write(vault, "bees/hive 2.md", "hive two")
+    _, idx = build(vault, tmp_path)
+    f = files_of(idx)
+    assert f["bees/Honey prices 2025.md"]["family"] == f["bees/Honey prices 2026.md"][
+        "family"] == "bees/honey prices"
+    assert f["bees/Honey prices 2026.md"]["is_latest"]
+    assert not f["bees/Honey prices 2025.md"]["is_latest"]
+    assert families._family_name("budget £2026") == "budget £2026"
+    assert families._family_name("release 2026.1") == "release 2026 1"
 
 
 def test_unversioned_folder_keeps_separate_entries(vault, tmp_path):
