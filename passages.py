@@ -76,12 +76,12 @@ FEATURES = ("bm25", "dense", "terms", "heading", "title", "candidate",
             "note_rank", "note_bm25", "current", "first", "words",
             "later", "bm25_rank", "dense_rank", "reader", "note_reader")
 # ---- FITTED: tools/fit_evidence.py --write (raw-scale weights; do not edit by hand)
-BIAS = -7.7505
+BIAS = -7.4896
 WEIGHTS = {
-    "bm25": 0.8999, "dense": 3.3779, "terms": -0.2946, "heading": -0.7527, "title": 1.0283,
-    "candidate": 0.1292, "note_rank": 1.6032, "note_bm25": 1.5465, "current": -0.027,
-    "first": 0.1212, "words": 0.556, "later": 0.1362, "bm25_rank": 0.3088,
-    "dense_rank": 0.3765, "reader": 4.2573, "note_reader": -1.9398}
+    "bm25": 0.4526, "dense": 3.4897, "terms": -0.3349, "heading": -0.8826, "title": 1.2637,
+    "candidate": 0.0677, "note_rank": 1.577, "note_bm25": 2.0675, "current": 0.025,
+    "first": 0.0553, "words": 0.5413, "later": 0.1112, "bm25_rank": 0.1684,
+    "dense_rank": 0.3568, "reader": 4.4, "note_reader": -2.2171}
 # ---- end FITTED
 
 
