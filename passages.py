@@ -62,12 +62,12 @@ from verso.retrieve import Candidate
 
 MAX_NOTES = 20          # notes one evidence holds when no cap is given
 CUT_MIN = 10            # a section that does not fit is cut only with this many words left
-                        # (tools/fit_evidence.py --grid on twelve tuning splits, with
-                        # WORDS_POWER 1.0: 10, 25, 50 hand on 1,156, 1,154, 1,155 key-fact
+                        # (tools/fit_evidence.py --grid on thirteen tuning splits, with
+                        # WORDS_POWER 0.8: 10, 25, 50 hand on 1,262, 1,259, 1,255 key-fact
                         # questions over the three budgets; a note given whole below some
                         # size, 50, 100 or 200 words, handed on no more key facts: left out)
-WORDS_POWER = 1.0       # the fill's order: P / words ** WORDS_POWER (the same grid, with
-                        # CUT_MIN 10: 1.0, 0.8, 0.6 hand on 1,156, 1,155, 1,153)
+WORDS_POWER = 0.8       # the fill's order: P / words ** WORDS_POWER (the same grid, with
+                        # CUT_MIN 10: 1.0, 0.8, 0.6 hand on 1,256, 1,262, 1,252)
 ELIDED = "…"            # stands where a cut section leaves lines out
 HEADING_MARK = "## "    # a later section's heading trail inside a note's passage
 LOG_HEADER = "log_header"   # chunk key of a log's undated top as a passage of its own
