@@ -14,8 +14,8 @@ Rules, decided by code:
   The copy kept: the one without a copy marker, else the shorter path.
 - Family: folder + name without dates (a bare year too: "Rates 2025" and "Rates 2026"
   are one document kept a year at a time), v1/v2/final/draft, (1)/copy/copy 2/backup/
-  bak/old and separators. A name left empty ("2026-04-03.md") and files in `versioned = false`
-  folders are their own family.
+  bak/old and separators. A name left empty ("2026-04-03.md") and files in
+  `versioned = false` folders are their own family.
 - Exactly one member of a family is latest (latest_of). Newest real date wins; mtime
   never beats a real date. When the newest real dates tie, the version marker of the
   name decides (version_rank: old < draft < v1 = no marker < v2 < ... < final, any case);

@@ -348,7 +348,8 @@ def _cut(text: str, asked: set, words: int) -> str:
     """text cut to `words`: its sentences naming the most asked terms, in note order (a
     paragraph written as one line, an email's, gives up its other sentences, not the
     one that answers); sentences of one line stay on one line, ELIDED marks a gap."""
-    pieces = [(n, x.strip()) for n, line in enumerate(x for x in text.splitlines() if x.strip())
+    lines = [x for x in text.splitlines() if x.strip()]
+    pieces = [(n, x.strip()) for n, line in enumerate(lines)
               for x in textkit.sentences(line) if x.strip()]
     ranked = sorted(range(len(pieces)), key=lambda i: (
         -len(asked & set(textkit.terms(pieces[i][1]))), i))
