@@ -55,6 +55,8 @@ EMBED_MODEL = "nomic-embed-text"  # or $VERSO_EMBED_MODEL
 EMBED_BATCH = 32              # inputs per /api/embed request
 EMBED_CONTEXT = 2048          # tokens, when /api/show names no <arch>.context_length
 EMBED_CHARS_PER_TOKEN = 3     # conservative (English runs ~4): we cut at context * 3 chars
+EMBED_MIN_CHARS = 64          # a text the server still refuses at this length: an error
+TOO_LONG_RE = re.compile(r"context length", re.I)   # Ollama's 400 for an input too long
 DOC_PREFIX, QUERY_PREFIX = "search_document: ", "search_query: "
 WRITE_MODEL = "verso-writer"  # or $VERSO_WRITE_MODEL; built from ./Modelfile
 WRITE_SEED = 42
@@ -220,7 +222,7 @@ class OllamaEmbedder:
     @property
     def note(self) -> str:
         return self.truncated and (f"{self.truncated} text(s) cut to {self.max_chars} "
-                                   f"characters to fit {self.model}'s context") or ""
+                                   f"characters or fewer to fit {self.model}'s context") or ""
 
     def _fit(self, prefix: str, text: str) -> str:
         if len(prefix) + len(text) > self.max_chars:
@@ -232,23 +234,52 @@ class OllamaEmbedder:
         started, tokens, rows = time.perf_counter(), 0, []
         for s in range(0, len(texts), EMBED_BATCH):
             batch = texts[s:s + EMBED_BATCH]
-            r = self.api.call("embed", "embed", model=self.model, input=batch, truncate=False)
-            self._dim = self._dim or len(r.embeddings[0] if r.embeddings else [])
-            bad = {len(v) for v in r.embeddings} - {self._dim}
-            if len(r.embeddings) != len(batch) or bad:
+            vectors, n = self._batch(batch)
+            self._dim = self._dim or len(vectors[0] if vectors else [])
+            bad = {len(v) for v in vectors} - {self._dim}
+            if len(vectors) != len(batch) or bad:
                 raise BackendError(
-                    f"Ollama model {self.model} sent {len(r.embeddings)} vectors of "
+                    f"Ollama model {self.model} sent {len(vectors)} vectors of "
                     f"{bad.pop() if bad else self._dim} dimensions for {len(batch)} texts, "
                     f"expected {self._dim}: if the model changed, run `verso ingest "
                     "VAULT --rebuild`")
-            rows.extend(r.embeddings)
-            tokens += r.prompt_eval_count or 0
+            rows.extend(vectors)
+            tokens += n
         m = np.asarray(rows, dtype=np.float32).reshape(len(texts), self._dim)
         norms = np.linalg.norm(m, axis=1, keepdims=True)
         if not norms.all():
             raise BackendError(f"Ollama model {self.model} sent an all-zero vector")
         cost_ledger.record(ledger, stage, "ollama", self.model, started, tokens)
         return m / norms  # [n, dim] float32, L2-normalised
+
+    def _batch(self, batch: list[str]) -> tuple[list, int]:
+        """(vectors, tokens) of one batch. A text the server finds longer than the model's
+        context (a table of figures runs to fewer characters a token than we reckon) is
+        sent alone, cut to half while it does not fit, and counted in `truncated`."""
+        try:
+            r = self.api.call("embed", "embed", model=self.model, input=batch, truncate=False)
+            return list(r.embeddings), r.prompt_eval_count or 0
+        except BackendError as e:
+            if not TOO_LONG_RE.search(str(e)):
+                raise
+        if len(batch) > 1:
+            got = [self._batch([t]) for t in batch]
+            return [v for vs, _ in got for v in vs], sum(n for _, n in got)
+        text, cut = batch[0], False
+        while len(text) > EMBED_MIN_CHARS:
+            text, cut = text[:len(text) // 2], True
+            try:
+                r = self.api.call("embed", "embed", model=self.model, input=[text],
+                                  truncate=False)
+            except BackendError as e:
+                if TOO_LONG_RE.search(str(e)):
+                    continue
+                raise
+            self.truncated += cut and len(batch[0]) < self.max_chars   # not cut by _fit
+            return list(r.embeddings), r.prompt_eval_count or 0
+        raise BackendError(f"Ollama model {self.model} finds even {len(text)} characters "
+                           "longer than its context: name another embedder with "
+                           "VERSO_EMBED_MODEL")
 
     def embed_documents(self, texts, ledger=None, stage="ingest") -> np.ndarray:
         if not texts:

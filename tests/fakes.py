@@ -187,6 +187,7 @@ class FakeOllama(_Fake):
         super().__init__()
         self.models, self.dim = list(models), dim
         self.systemone, self.context = systemone, context
+        self.chars_per_token = 4                   # /api/embed's reckoning of an input
         self.chooser = chooser or choose_reply     # prompt -> the choosing reply
         self.digest = digest                       # every model's, in /api/tags
 
@@ -232,7 +233,8 @@ class FakeOllama(_Fake):
 
     def _embed(self, body, kind):
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-        if body.get("truncate") is False and any(len(t) / 4 > self.context for t in texts):
+        if body.get("truncate") is False and any(len(t) / self.chars_per_token > self.context
+                                                 for t in texts):
             return 400, {"error": "the input length exceeds the context length"}, None
         dim = self.dim + 1 if kind == "dim" else self.dim
         return 200, {"model": body["model"], "embeddings": [self.vector(t, dim) for t in texts],

@@ -75,6 +75,31 @@ def test_long_text_is_cut_by_us_with_a_note(fake):
     assert e.truncated == 1 and "cut to 6144 characters" in e.note
 
 
+def test_a_text_the_server_finds_too_long_is_halved_until_it_fits(fake):
+    """A table of figures runs to fewer characters a token than we reckon: the server
+    refuses the batch, so each text goes alone, the long one cut to half until it fits;
+    the others are sent whole and nothing is lost."""
+    e = ollama_embedder(fake)
+    fake.chars_per_token = 2      # 2048 tokens: 4,096 characters; we cut at 6,144
+    table = "| 2026-014 | 30/06 | £1,185.00 |\n" * 400
+    m = e.embed_documents(["short one", table, "short two"])
+    assert m.shape == (3, 768)
+    sent = [b["input"] for b in fake.bodies("/api/embed")]
+    assert len(sent[0]) == 3                                   # the batch, refused
+    assert sent[1] == ["search_document: short one"] and sent[-1] == ["search_document: short two"]
+    fitted = [x[0] for x in sent[2:-1]]
+    assert [len(x) for x in fitted] == [6144, 3072]            # whole (as we cut it), half
+    assert len(fitted[-1]) / 2 <= 2048
+    assert e.truncated == 1 and "or fewer" in e.note
+
+
+def test_a_model_that_refuses_even_a_short_text_is_a_clear_error(fake):
+    e = ollama_embedder(fake)
+    fake.chars_per_token = 0.01
+    with pytest.raises(models.BackendError, match="name another embedder"):
+        e.embed_documents(["The boiler is serviced in May, every year, by Dave."])
+
+
 def test_wrong_dimension_is_a_clear_error(fake):
     e = ollama_embedder(fake)
     e.embed_query("first reply sets the dimension")
