@@ -55,7 +55,7 @@ EMBED_MODEL = "nomic-embed-text"  # or $VERSO_EMBED_MODEL
 EMBED_BATCH = 32              # inputs per /api/embed request
 EMBED_CONTEXT = 2048          # tokens, when /api/show names no <arch>.context_length
 EMBED_CHARS_PER_TOKEN = 3     # conservative (English runs ~4): we cut at context * 3 chars
-EMBED_MIN_CHARS = 64          # a text the server still refuses at this length: an error
+EMBED_MIN_CHARS = 64          # a text the server refuses at this length: an error
 TOO_LONG_RE = re.compile(r"context length", re.I)   # Ollama's 400 for an input too long
 DOC_PREFIX, QUERY_PREFIX = "search_document: ", "search_query: "
 WRITE_MODEL = "verso-writer"  # or $VERSO_WRITE_MODEL; built from ./Modelfile
@@ -252,34 +252,25 @@ class OllamaEmbedder:
         cost_ledger.record(ledger, stage, "ollama", self.model, started, tokens)
         return m / norms  # [n, dim] float32, L2-normalised
 
-    def _batch(self, batch: list[str]) -> tuple[list, int]:
+    def _batch(self, batch: list[str], cut: bool = False) -> tuple[list, int]:
         """(vectors, tokens) of one batch. A text the server finds longer than the model's
         context (a table of figures runs to fewer characters a token than we reckon) is
-        sent alone, cut to half while it does not fit, and counted in `truncated`."""
+        sent alone and cut to half until it fits, counted once in `truncated`."""
         try:
             r = self.api.call("embed", "embed", model=self.model, input=batch, truncate=False)
-            return list(r.embeddings), r.prompt_eval_count or 0
         except BackendError as e:
             if not TOO_LONG_RE.search(str(e)):
                 raise
-        if len(batch) > 1:
-            got = [self._batch([t]) for t in batch]
-            return [v for vs, _ in got for v in vs], sum(n for _, n in got)
-        text, cut = batch[0], False
-        while len(text) > EMBED_MIN_CHARS:
-            text, cut = text[:len(text) // 2], True
-            try:
-                r = self.api.call("embed", "embed", model=self.model, input=[text],
-                                  truncate=False)
-            except BackendError as e:
-                if TOO_LONG_RE.search(str(e)):
-                    continue
-                raise
-            self.truncated += cut and len(batch[0]) < self.max_chars   # not cut by _fit
-            return list(r.embeddings), r.prompt_eval_count or 0
-        raise BackendError(f"Ollama model {self.model} finds even {len(text)} characters "
-                           "longer than its context: name another embedder with "
-                           "VERSO_EMBED_MODEL")
+            if len(batch) > 1:
+                got = [self._batch([t]) for t in batch]
+                return [v for vs, _ in got for v in vs], sum(n for _, n in got)
+            text = batch[0]
+            if len(text) <= EMBED_MIN_CHARS:
+                raise BackendError(f"{e}: even {len(text)} characters are too long; name "
+                                   "another embedder with VERSO_EMBED_MODEL") from None
+            self.truncated += not cut and len(text) < self.max_chars   # else _fit counted it
+            return self._batch([text[:len(text) // 2]], cut=True)
+        return list(r.embeddings), r.prompt_eval_count or 0
 
     def embed_documents(self, texts, ledger=None, stage="ingest") -> np.ndarray:
         if not texts:
