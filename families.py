@@ -18,9 +18,10 @@ Rules, decided by code:
   `versioned = false` folders are their own family.
 - Exactly one member of a family is latest (latest_of). Newest real date wins; mtime
   never beats a real date. When the newest real dates tie, the version marker of the
-  name decides (version_rank: old < draft < v1 = no marker < v2 < ... < final, any case);
+  name decides (version_rank: old < draft < v1 = no marker < v2 < ... < final, any case),
+  then, when every member's name writes one, its year ("Rates 2026" after "Rates 2025");
   when every member is dated by mtime alone (files cloned or synced carry one), the
-  marker decides first and mtime only between equal markers. A copy marker ((1), copy,
+  marker and the year decide first and mtime only between equal ones. A copy marker ((1), copy,
   backup, bak) is no version: between members still tied, the one without it, else the
   path that sorts last, numbers compared as numbers (a name's numbers count up:
   "insurance 2026-27" after "insurance 2025-26"). `ingest --files` shows what decided.
@@ -48,7 +49,8 @@ MARKER_WORDS = {"final", "draft", "copy", "backup", "bak", "old"}
 RANK_WORD_RE = re.compile(r"(?<![a-z])(final|draft|old)(?![a-z])")   # on a folded name
 DIGITS_RE = re.compile(r"(\d+)")
 SEPARATORS_RE = re.compile(r"[\s_\-.,()\[\]]+")   # after dating.fold: every dash is "-"
-YEAR_RE = re.compile(r"(?<![\d.,:£$€])(?:19|20)\d\d(?![\d.,:%])")   # "Rates 2026", not "£2026"
+YEAR_RE = re.compile(r"(?<![a-z\d.,:£$€#])(?:19|20)\d\d(?:[/-]\d\d(?!\d))?(?![\d.,:%a-z])")
+                                   # "Rates 2026", "budget 2025/26"; not "£2026", "#2026"
 WIKILINK_RE = re.compile(r"\[\[([^\]|#\n]*)(?:#[^\]|\n]*)?(?:\|[^\]\n]*)?\]\]")
 
 
@@ -86,12 +88,13 @@ def version_rank(stem: str) -> tuple:
 
 
 def latest_of(members: list[dict]) -> tuple[dict, str]:
-    """(the family's one latest member, what decided: "date", "marker", "file time",
-    "not a copy" or "path"). members: live records of one family {path, date,
+    """(the family's one latest member, what decided: "date", "marker", "name year",
+    "file time", "not a copy" or "path"). members: live records of one family {path, date,
     date_source}, one or more, no two with one path."""
     pool = [m for m in members if m["date_source"] != dating.WEAK_SOURCE]
-    steps = ([("date", _date_of), ("marker", _rank_of)] if pool else
-             [("marker", _rank_of), ("file time", _date_of)])
+    years = [("name year", _year_of)] if all(_year_of(m) for m in members) else []
+    steps = ([("date", _date_of), ("marker", _rank_of)] + years if pool else
+             [("marker", _rank_of)] + years + [("file time", _date_of)])
     pool = pool or members
     for reason, key in steps + [("not a copy", _not_copy), ("path", _path_order)]:
         keys = [key(m) for m in pool]
@@ -105,6 +108,12 @@ def latest_of(members: list[dict]) -> tuple[dict, str]:
 
 def _date_of(rec: dict) -> str:
     return rec["date"] or ""
+
+
+def _year_of(rec: dict) -> int:
+    """The latest bare year its name writes ("Rates 2026"), 0 when none."""
+    return max((int(m.group(0)[:4]) for m in YEAR_RE.finditer(dating.fold(_stem(rec["path"])))),
+               default=0)
 
 
 def _rank_of(rec: dict) -> tuple:

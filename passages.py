@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from pathlib import PurePosixPath
 
 import numpy as np
@@ -68,7 +69,8 @@ CUT_MIN = 10            # a section that does not fit is cut only with this many
                         # size, 50, 100 or 200 words, handed on no more key facts: left out)
 WORDS_POWER = 0.8       # the fill's order: P / words ** WORDS_POWER (the same grid, with
                         # CUT_MIN 10: 1.0, 0.8, 0.6 hand on 1,256, 1,262, 1,252)
-ELIDED = "…"            # stands where a cut section leaves lines out
+ELIDED = "…"            # stands where a cut section leaves sentences out
+LIST_MARK_RE = re.compile(r"^\s*(?:\d+[.)]|[-*+])$")   # "1." alone: a list's number
 HEADING_MARK = "## "    # a later section's heading trail inside a note's passage
 LOG_HEADER = "log_header"   # chunk key of a log's undated top as a passage of its own
 
@@ -257,11 +259,11 @@ def choose(question: str, cands: list[Candidate], index, qvec, budget: int,
         left = budget - used
         if share > 1:               # its share of what is left, at least a cut's worth
             left = min(left, max(left // share, trail + 2 + CUT_MIN))
-        room = left - trail - 2                      # 2: the ELIDED marks of a cut
+        room = left - trail                          # a cut's words, its ELIDED marks too
         if s.words <= left or (forced and not used):
             got[s.id] = text
             used += s.words
-        elif room >= CUT_MIN:
+        elif room - 2 >= CUT_MIN:                    # 2: a cut's ELIDED marks, at least
             got[s.id] = _cut(text, asked, room)
             used += trail + len(got[s.id].split())
         if not got:
@@ -345,35 +347,58 @@ def _day(s: Section) -> tuple:
 
 
 def _cut(text: str, asked: set, words: int) -> str:
-    """text cut to `words`: its sentences naming the most asked terms, in note order (a
-    paragraph written as one line, an email's, gives up its other sentences, not the
-    one that answers); sentences of one line stay on one line, ELIDED marks a gap."""
+    """text cut to `words` words, its ELIDED marks counted: its sentences naming the most
+    asked terms, in note order (a paragraph written as one line, an email's, gives up its
+    other sentences, not the one that answers; adjacent sentences of a line stay on one
+    line; a table row is one piece). The best sentence alone too long: its first words."""
     lines = [x for x in text.splitlines() if x.strip()]
-    pieces = [(n, x.strip()) for n, line in enumerate(lines)
-              for x in textkit.sentences(line) if x.strip()]
-    ranked = sorted(range(len(pieces)), key=lambda i: (
-        -len(asked & set(textkit.terms(pieces[i][1]))), i))
-    keep, n = set(), 0
+    pieces = [(n, p) for n, line in enumerate(lines) for p in _sentences(line)]
+    named = [len(asked & set(textkit.terms(p))) for _, p in pieces]
+    ranked = sorted(range(len(pieces)), key=lambda i: (-named[i], i))
+    keep: dict[int, str] = {}
+    n = 0
     for i in ranked:
-        w = len(pieces[i][1].split())
-        if n + w > words:
-            continue
-        keep.add(i)
-        n += w
+        w, marks = len(pieces[i][1].split()), _gaps(set(keep) | {i}, len(pieces))
+        if n + w + marks <= words:
+            keep[i], n = pieces[i][1], n + w
+        elif not keep and named[i] and words - marks > 1:
+            keep[i] = " ".join(pieces[i][1].split()[:words - marks - 1] + [ELIDED])
+            n = words - marks
     if not keep:
-        return " ".join(text.split()[:words]) + " " + ELIDED
+        return " ".join(text.split()[:max(words - 1, 0)] + [ELIDED])
     out, last = [], -1
     for i in sorted(keep):
         if i != last + 1:
             out.append(ELIDED)
         if 0 <= last == i - 1 and pieces[i][0] == pieces[last][0]:
-            out[-1] += " " + pieces[i][1]
+            out[-1] += " " + keep[i]
         else:
-            out.append(pieces[i][1])
+            out.append(keep[i])
         last = i
     if last != len(pieces) - 1:
         out.append(ELIDED)
     return "\n".join(out)
+
+
+def _sentences(line: str) -> list[str]:
+    """A line's sentences for a cut, the first with its indentation; a table row whole,
+    a list number ("1.") with the sentence it numbers."""
+    if line.lstrip().startswith("|"):
+        return [line.rstrip()]
+    out: list[str] = []
+    for p in textkit.sentences(line):
+        if not p.strip():
+            continue
+        if out and LIST_MARK_RE.match(out[-1]):
+            out[-1] = f"{out[-1].rstrip()} {p.strip()}"
+        else:
+            out.append(p.strip() if out else p.rstrip())
+    return out
+
+
+def _gaps(keep: set, n: int) -> int:
+    """The ELIDED marks a cut keeping the pieces `keep` of n shows: one per run left out."""
+    return sum(1 for i in range(n) if i not in keep and (i == 0 or i - 1 in keep))
 
 
 def _passages(chosen: dict, table: dict, by_id: dict, index, history: bool) -> list:

@@ -205,8 +205,22 @@ def test_a_document_kept_a_year_at_a_time_is_one_family(vault, tmp_path):
         "family"] == "bees/honey prices"
     assert f["bees/Honey prices 2026.md"]["is_latest"]
     assert not f["bees/Honey prices 2025.md"]["is_latest"]
+    assert f["bees/hive 2.md"]["family"] == "bees/hive 2"            # a 2 is no year
     assert families._family_name("budget £2026") == "budget £2026"
     assert families._family_name("release 2026.1") == "release 2026 1"
+    assert families._family_name("Issue #2026") == "issue #2026"
+    assert families._family_name("budget 2025/26") == "budget"
+
+
+def test_a_year_in_the_name_orders_a_family_that_only_file_times_date(vault, tmp_path):
+    """Synced copies carry one file time, often the wrong way round: the name's year
+    decides before it."""
+    write(vault, "bees/Honey prices 2025.md", "Jar £6.50", mtime=OLD + 86400 * 9)
+    write(vault, "bees/Honey prices 2026.md", "Jar £7", mtime=OLD)
+    _, idx = build(vault, tmp_path)
+    f = files_of(idx)
+    assert f["bees/Honey prices 2026.md"]["is_latest"]
+    assert not f["bees/Honey prices 2025.md"]["is_latest"]
 
 
 def test_unversioned_folder_keeps_separate_entries(vault, tmp_path):

@@ -91,6 +91,8 @@ def test_a_text_the_server_finds_too_long_is_halved_until_it_fits(fake):
     assert [len(x) for x in fitted] == [6144, 3072]            # whole (as we cut it), half
     assert len(fitted[-1]) / 2 <= 2048
     assert e.truncated == 1 and "or fewer" in e.note
+    alone = e.embed_documents(["short one", "short two"])         # in their places
+    assert (m[0] == alone[0]).all() and (m[2] == alone[1]).all()
 
 
 def test_a_model_that_refuses_even_a_short_text_is_a_clear_error(fake):

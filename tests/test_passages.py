@@ -108,7 +108,21 @@ def test_a_cut_keeps_the_sentence_that_answers_from_a_paragraph_written_as_one_l
             "The booking reference is in the attached PDF as usual.")
     cut = passages._cut("Hello Maren,\n" + para + "\nBest, Ana", {"flight", "leave"}, 30)
     assert "Your flight now leaves on 21 November at 10:15." in cut
-    assert len(cut.split()) <= 30 + 3 and passages.ELIDED in cut
+    assert len(cut.split()) <= 30 and passages.ELIDED in cut      # its marks counted
+
+
+def test_a_cut_keeps_table_rows_and_numbered_steps_whole_and_never_passes_its_words():
+    """A table row is one piece, a list number stays with its step, and an answering
+    sentence longer than the words gives its first words rather than filler."""
+    text = ("1. Drain the tank. Then close the valve.\n| Fuel filter | FF-2291. Spare in locker |"
+            "\nfiller words here.\nmore filler.")
+    cut = passages._cut(text, {"fuel", "filter"}, 12)
+    assert "| Fuel filter | FF-2291. Spare in locker |" in cut
+    assert len(cut.split()) <= 12
+    steps = passages._cut(text, {"valve"}, 9)
+    assert "Then close the valve." in steps and "\n1.\n" not in f"\n{steps}\n"
+    long = passages._cut("Intro line.\nThe filter " + "word " * 40 + "end.", {"filter"}, 10)
+    assert long.startswith("…\nThe filter") and len(long.split()) <= 10
 
 
 def test_a_long_logs_entries_share_a_small_budget_and_still_come(tmp_path):
