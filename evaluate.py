@@ -244,7 +244,7 @@ def score(q: dict, a: dict, variant: str) -> dict:
         "verdict": a.get("verdict"), "confidence": a.get("confidence"),
         "checks_passed": (a.get("checks") or {}).get("passed"),
         "features": cal.get("features"), "calibration_key": cal.get("key"),
-        "sources": measures._paths(a.get("sources")),
+        "sources": measures.source_paths(a.get("sources")),
         "ranking": list(a.get("ranking") or []), "retrieved": list(a.get("retrieved") or []),
         "stages": stages, "answer_correct": measures.answer_correct(q, a),
         "source_found_at5": measures.source_found_at5(gold, a.get("sources")) if answerable else None,

@@ -21,10 +21,11 @@ Rules, decided by code:
   name decides (version_rank: old < draft < v1 = no marker < v2 < ... < final, any case),
   then, when every member's name writes one, its year ("Rates 2026" after "Rates 2025");
   when every member is dated by mtime alone (files cloned or synced carry one), the
-  marker and the year decide first and mtime only between equal ones. A copy marker ((1), copy,
-  backup, bak) is no version: between members still tied, the one without it, else the
-  path that sorts last, numbers compared as numbers (a name's numbers count up:
-  "insurance 2026-27" after "insurance 2025-26"). `ingest --files` shows what decided.
+  marker and the year decide first and mtime only between equal ones. A copy marker
+  ((1), copy, backup, bak) is no version: between members still tied, the one without
+  it, else the path that sorts last, numbers compared as numbers (a name's numbers
+  count up: "insurance 2026-27" after "insurance 2025-26"). `ingest --files` shows what
+  decided.
 """
 
 from __future__ import annotations
@@ -112,8 +113,8 @@ def _date_of(rec: dict) -> str:
 
 def _year_of(rec: dict) -> int:
     """The latest bare year its name writes ("Rates 2026"), 0 when none."""
-    return max((int(m.group(0)[:4]) for m in YEAR_RE.finditer(dating.fold(_stem(rec["path"])))),
-               default=0)
+    name = dating.fold(_stem(rec["path"]))
+    return max((int(m.group(0)[:4]) for m in YEAR_RE.finditer(name)), default=0)
 
 
 def _rank_of(rec: dict) -> tuple:

@@ -65,7 +65,7 @@ def answer_correct(q: dict, a: dict) -> bool:
             and count_sentences(text) <= MAX_SENTENCES)
 
 
-def _paths(items) -> list[str]:
+def source_paths(items) -> list[str]:
     """Distinct paths in first-seen order; items are paths or dicts with a path."""
     out = [(it["path"] if isinstance(it, dict) else it).replace("\\", "/")
            for it in items or []]
@@ -74,17 +74,17 @@ def _paths(items) -> list[str]:
 
 def source_found_at5(gold_files, sources) -> bool:
     """Any gold file among the first 5 kept passages."""
-    return bool(set(gold_files) & set(_paths(list(sources or [])[:SOURCE_K])))
+    return bool(set(gold_files) & set(source_paths(list(sources or [])[:SOURCE_K])))
 
 
 def recall_all_at10(gold_files, retrieved) -> bool:
     """Every gold file among the first 10 distinct paths retrieved."""
-    return set(gold_files) <= set(_paths(retrieved)[:RECALL_K])
+    return set(gold_files) <= set(source_paths(retrieved)[:RECALL_K])
 
 
 def reciprocal_rank(gold_files, ranking) -> float:
     """1 / rank of the first gold file among the distinct paths of the ranking; 0 if none."""
-    ranks = [i for i, p in enumerate(_paths(ranking), 1) if p in gold_files]
+    ranks = [i for i, p in enumerate(source_paths(ranking), 1) if p in gold_files]
     return 1.0 / ranks[0] if ranks else 0.0
 
 
@@ -146,7 +146,7 @@ def evidence_stale(forbidden_facts, sources, key_facts=()) -> bool:
 
 def evidence_recall_all(gold_files, sources) -> bool:
     """Every gold file among the paths of the sources handed on."""
-    return set(gold_files) <= set(_paths(s for s in sources or [] if isinstance(s, dict)))
+    return set(gold_files) <= set(source_paths(s for s in sources or [] if isinstance(s, dict)))
 
 
 def evidence_words(sources) -> int:

@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from pathlib import PurePosixPath
 
 import numpy as np
@@ -70,7 +69,6 @@ CUT_MIN = 10            # a section that does not fit is cut only with this many
 WORDS_POWER = 0.8       # the fill's order: P / words ** WORDS_POWER (the same grid, with
                         # CUT_MIN 10: 1.0, 0.8, 0.6 hand on 1,256, 1,262, 1,252)
 ELIDED = "…"            # stands where a cut section leaves sentences out
-LIST_MARK_RE = re.compile(r"^\s*(?:\d+[.)]|[-*+])$")   # "1." alone: a list's number
 HEADING_MARK = "## "    # a later section's heading trail inside a note's passage
 LOG_HEADER = "log_header"   # chunk key of a log's undated top as a passage of its own
 
@@ -389,7 +387,7 @@ def _sentences(line: str) -> list[str]:
     for p in textkit.sentences(line):
         if not p.strip():
             continue
-        if out and LIST_MARK_RE.match(out[-1]):
+        if out and textkit.BULLET_RE.fullmatch(out[-1] + " "):   # "1." alone: a number
             out[-1] = f"{out[-1].rstrip()} {p.strip()}"
         else:
             out.append(p.strip() if out else p.rstrip())
