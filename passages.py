@@ -62,8 +62,8 @@ from verso.retrieve import Candidate
 
 MAX_NOTES = 20          # notes one evidence holds when no cap is given
 CUT_MIN = 10            # a section that does not fit is cut only with this many words left
-                        # (tools/fit_evidence.py --grid on thirteen tuning splits, with
-                        # WORDS_POWER 0.8: 10, 25, 50 hand on 1,262, 1,259, 1,255 key-fact
+                        # (tools/fit_evidence.py --grid on fourteen tuning splits, with
+                        # WORDS_POWER 0.6: 10, 25, 50 hand on 1,354, 1,349, 1,345 key-fact
                         # questions over the three budgets; a note given whole below some
                         # size, 50, 100 or 200 words, handed on no more key facts: left out)
 WORDS_POWER = 0.6       # the fill's order: P / words ** WORDS_POWER (the same grid on 14

@@ -363,3 +363,30 @@ def test_the_shipped_evidence_weights_are_what_the_fit_gives(tmp_path):
                                                      passages.FEATURES))
     assert bias == pytest.approx(passages.BIAS, abs=2e-3)
     assert weights == pytest.approx(passages.WEIGHTS, abs=2e-3)
+
+
+def test_the_grid_scores_its_pick_held_out_by_vault(monkeypatch, capsys):
+    """The fill-size grid picks by its rule on every tuning vault, and scores each vault
+    at the sizes picked without it: a size that one vault alone favours is picked in
+    sample and loses held out."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    import fit_evidence
+    monkeypatch.setattr(fit_evidence, "GRID", {"CUT_MIN": (10, 25)})
+    monkeypatch.setattr(passages, "CUT_MIN", 10)
+    gain = {10: {"a": 5, "b": 5, "c": 5}, 25: {"a": 0, "b": 0, "c": 20}}   # c alone likes 25
+
+    def recall(sets, loaded, bias, weights):
+        return {name: [gain[passages.CUT_MIN][name]] * 3 for name, _, _ in sets}
+    monkeypatch.setattr(fit_evidence, "recall", recall)
+    sets = [("a", "v1", []), ("b", "v2", []), ("c", "v3", [])]
+    best = fit_evidence.grid(sets, {"a": None, "b": None, "c": None})
+    assert best == {"CUT_MIN": 25}                  # 60 in sample against 45
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    # held out: a (and b) at 25, which the others pick with c among them: 0 each; c at
+    # 10, which a and b pick: 5; so 5 a budget, against 15 at the shipped sizes (10)
+    assert last.startswith("held out by vault (each vault at the sizes picked without it): "
+                           "5 / 5 / 5; the shipped sizes: 15 / 15 / 15; the first sizes "
+                           "listed: 15 / 15 / 15")
+    assert passages.CUT_MIN == 10
