@@ -366,9 +366,10 @@ def test_the_shipped_evidence_weights_are_what_the_fit_gives(tmp_path):
 
 
 def test_the_grid_scores_its_pick_held_out_by_vault(monkeypatch, capsys):
-    """The fill-size grid picks by its rule on every tuning vault, and scores each vault
-    at the sizes picked without it: a size that one vault alone favours is picked in
-    sample and loses held out."""
+    """The fill-size grid picks by its rule on every tuning vault (ties to the size listed
+    first), and scores each vault at the sizes picked without it, splits of one vault
+    held out together: a size one vault alone favours is picked in sample and loses held
+    out; one vault has nothing to hold out."""
     import sys
     from pathlib import Path
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
@@ -380,13 +381,27 @@ def test_the_grid_scores_its_pick_held_out_by_vault(monkeypatch, capsys):
     def recall(sets, loaded, bias, weights):
         return {name: [gain[passages.CUT_MIN][name]] * 3 for name, _, _ in sets}
     monkeypatch.setattr(fit_evidence, "recall", recall)
-    sets = [("a", "v1", []), ("b", "v2", []), ("c", "v3", [])]
-    best = fit_evidence.grid(sets, {"a": None, "b": None, "c": None})
+
+    def held_out(sets):
+        best = fit_evidence.grid(sets, {name: None for name, _, _ in sets})
+        return best, capsys.readouterr().out.strip().splitlines()[-1]
+    best, line = held_out([("a", "v1", []), ("b", "v2", []), ("c", "v3", [])])
     assert best == {"CUT_MIN": 25}                  # 60 in sample against 45
-    last = capsys.readouterr().out.strip().splitlines()[-1]
     # held out: a (and b) at 25, which the others pick with c among them: 0 each; c at
     # 10, which a and b pick: 5; so 5 a budget, against 15 at the shipped sizes (10)
-    assert last.startswith("held out by vault (each vault at the sizes picked without it): "
-                           "5 / 5 / 5; the shipped sizes: 15 / 15 / 15; the first sizes "
-                           "listed: 15 / 15 / 15")
+    assert line == ("held out by vault (each vault at the sizes picked without it): "
+                    "5 / 5 / 5; the shipped sizes: 15 / 15 / 15; the first sizes "
+                    "listed: 15 / 15 / 15")
+    # a1 and a2 share a vault; a2 alone likes 25, and in sample 25 ties with 10 (20 each)
+    gain.update({10: {"a1": 5, "a2": 5, "b": 5, "c": 5}, 25: {"a1": 0, "a2": 20, "b": 0,
+                                                              "c": 0}})
+    best, line = held_out([("a1", "v1", []), ("a2", "v1", []), ("b", "v2", []),
+                           ("c", "v3", [])])
+    assert best == {"CUT_MIN": 10}                  # the tie goes to the first listed
+    # v1 out: b and c pick 10, a1 + a2 hand on 10; b out or c out: 25 is picked, 0
+    # (holding a1 and a2 out apart would give 5: a1 out, a2 makes 25 the pick)
+    assert line.startswith("held out by vault (each vault at the sizes picked without "
+                           "it): 10 / 10 / 10;")
+    best, line = held_out([("a1", "v1", []), ("a2", "v1", [])])
+    assert best == {"CUT_MIN": 25} and line == "held out by vault: one vault, nothing to hold out"
     assert passages.CUT_MIN == 10
