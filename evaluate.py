@@ -115,14 +115,21 @@ def _vault_problems(q: dict, vault: Path) -> list[str]:
             texts += [text, chunking.as_shown(text, p.stat().st_mtime, p.stem)]   # + days
         else:
             out.append(f"gold file {g!r} not found in the vault")
-    out += [f"key fact {f!r} appears in no gold file" for f in q["key_facts"]
-            if not any(measures.has_fact(t, f) for t in texts)]
+    out += [f"key fact {f!r} appears in no gold file" + _written_as(texts, f)
+            for f in q["key_facts"] if not any(measures.has_fact(t, f) for t in texts)]
     out += [f"{f!r} is both a key and a forbidden fact" for f in q["key_facts"]
             if measures.normalise(f) in map(measures.normalise, q["forbidden_facts"])]
     if q["answerable"] and not measures.answer_correct(q, {"answer": q["answer"]}):
         out.append("the reference answer itself is scored incorrect (key facts, "
                    f"forbidden facts or more than {measures.MAX_SENTENCES} sentences)")
     return out
+
+
+def _written_as(texts: list[str], fact: str) -> str:
+    """A hint for a key fact no gold file holds whole: the longer word or number a gold
+    file holds it inside, or "" when none does."""
+    form = next((w for t in texts if (w := measures.written_as(t, fact))), None)
+    return f" (a gold file has {form!r}: write the fact as the note does)" if form else ""
 
 
 def _problems(path, vault: Path, fields=FIELDS):

@@ -44,6 +44,18 @@ def has_fact(text: str, fact: str) -> bool:
     return re.search(left + re.escape(f) + right, normalise(text)) is not None
 
 
+def written_as(text: str, fact: str) -> str | None:
+    """The word or number of text that holds the fact only inside it ("£2,250" in
+    "£2,250.00", "Thursday" in "Thursdays"), normalised as has_fact reads it; None when
+    text holds the fact itself or not at all. For a question writer: has_fact counts
+    only the whole word or number."""
+    f = normalise(fact)
+    if not f or has_fact(text, fact):
+        return None
+    m = re.search(r"[\w£$€]*" + re.escape(f) + r"(?:[.,]\d+|\w)*", normalise(text))
+    return m.group(0) if m else None
+
+
 def has_any(text: str, facts) -> bool:
     """Some fact of `facts` inside text (has_fact)."""
     return any(has_fact(text, f) for f in facts)

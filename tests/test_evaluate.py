@@ -279,6 +279,20 @@ def test_check_questions_reports_each_bad_line(tmp_path):
         assert needle in text, needle
 
 
+def test_check_names_the_longer_number_a_key_fact_sits_inside(tmp_path):
+    """A key fact written shorter than the note writes it ("155" for "1550", "£2,250"
+    for "£2,250.00") is found in no gold file: has_fact counts only the whole number,
+    and --check says how the note writes it."""
+    v = _vault(tmp_path)
+    short = dict(GOOD, key_facts=["155"], answer="155")
+    got = ev.check_questions(_write(tmp_path / "s.jsonl", [short]), v)
+    assert got[0] == ("line 1: key fact '155' appears in no gold file (a gold file has "
+                      "'£1550': write the fact as the note does)")
+    absent = dict(GOOD, key_facts=["1510"], answer="1510")
+    assert ev.check_questions(_write(tmp_path / "a.jsonl", [absent]), v)[0] == (
+        "line 1: key fact '1510' appears in no gold file")
+
+
 def test_check_questions_clean_file_and_path_escape(tmp_path):
     v = _vault(tmp_path)
     (tmp_path / "outside.md").write_text("1550")
