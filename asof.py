@@ -1,12 +1,14 @@
 """asof: the point in time a question asks about, as a date in the vault's own years.
 
 In:  a question ("What was my day rate in June?", "as of 1 May", "before September",
-     "at the start of the year", "on 2026-05-01"), or a date given outright
+     "at the start of the year", "on 2026-05-01", "last autumn", "back in 2025", "at
+     the end of 2025", "early 2026"), or a date given outright
      (`--as-of 2026-06-30`, MCP time_mode "as_of"); the dates of the vault's notes.
 Out: phrase(question) -> {"text", "year", "month", "day", "kind"} or None, where kind
      says which day of a month is meant ("end": in/during/by the end of June, the 30th;
      "start": at the start of June or of the year, the 1st; "before": the day before
-     its 1st; "on": the day named); resolve(spec, dates) -> "YYYY-MM-DD"; parse(text)
+     its 1st; "on": the day named; a season or a year named as a point in time the
+     same: SPAN_PATTERNS); resolve(spec, dates) -> "YYYY-MM-DD"; parse(text)
      for a date given outright.
      period(question, today) -> {"text", "start", "end"} or None: the days a question
      about a period asks after ("what happened on 5 January", "my notes from March",
@@ -54,6 +56,33 @@ PATTERNS = (
     (re.compile(r"\bat the (?:start|beginning) of (?:the|this) year\b"), "year-start"),
     (re.compile(rf"\b(?:in|during|by the end of|at the end of|end of)\s+({M})(?:\s+{YEAR})?\b"),
      "end"),
+)
+
+# A season or a year named as a point ("last autumn", "back in 2025", "at the end of
+# 2025", "early 2026"): the END of what it names, as "in June" is June's last day, unless it says the start ("at the start of 2025": 1
+# January) or "before" (the day before it starts). A season or year only with a word
+# placing it (in, during, over, back in, last, the start or end of, early, mid, late,
+# before) or a year, and ending its phrase ("the summer house" is no season); never
+# after since, after, from, until or till (that is where a period starts or ends).
+SEASONS = {"spring": (3, 5), "summer": (6, 8), "autumn": (9, 11), "fall": (9, 11),
+           "winter": (12, 2)}    # (first month, last month); a winter runs into January
+PARTS = {"early": 4, "mid": 8, "late": 12}   # a year's first, middle and last four months
+_START = r"(?:at\s+)?(?:the\s+)?(?:start|beginning)\s+of"
+_END = r"(?:(?:by|at)\s+)?(?:the\s+)?end\s+of"
+_IN = r"in|during|over|through|throughout|back in"
+_NOT_AFTER = r"(?<!since )(?<!after )(?<!from )(?<!until )(?<!till )"
+_ENDS = (r"(?=\s*(?:$|[,.;:?!)]|'s\b|(?:19|20)\d\d\b|(?:of|and|or|when|while|before|after|"
+         r"i|we|my|our|for|at|to|with|in|on)\b))")
+SPAN_PATTERNS = (
+    ("season", re.compile(
+        rf"\b{_NOT_AFTER}(?:(?P<lead>{_START}|{_END}|before|{_IN})\s+)?(?:(?P<last>last|the)\s+)?"
+        rf"(?P<season>{one_of(SEASONS)})(?:\s+(?:of\s+)?(?P<year>(?:19|20)\d\d))?{_ENDS}")),
+    ("year", re.compile(
+        rf"\b{_NOT_AFTER}(?P<lead>{_START}|{_END}|before|early|mid-?|late|{_IN}|as of|as at)"
+        rf"\s+(?P<year>(?:19|20)\d\d)(?![\d-])")),
+    ("last year", re.compile(
+        rf"\b{_NOT_AFTER}(?:(?P<lead>{_START}|{_END}|before|early|mid-?|late|{_IN})\s+)?"
+        r"last year\b")),
 )
 
 
@@ -114,6 +143,32 @@ def phrase(question: str) -> dict | None:
         ahead = (spec["year"] is None and kind != "year-start" and not PAST_RE.search(q)
                  and bool(timewords.FUTURE_RE.search(q) or FUTURE_ASK_RE.search(q)))
         return {"text": m.group(), **spec, "ahead": ahead}
+    return _span_phrase(q)
+
+
+def _span_phrase(q: str) -> dict | None:
+    """A season or a year a question names as a point (SPAN_PATTERNS), as phrase() gives
+    a month: kind "end", "start" or "before" of what it names; a season keeps its months and whether it is the last one past ("last
+    autumn"), a year counted back from the vault's newest note, how many back."""
+    for kind, rx in SPAN_PATTERNS:
+        m = rx.search(q)
+        if not m:
+            continue
+        g = m.groupdict()
+        lead = " ".join((g.get("lead") or "").split())
+        at = ("start" if "start" in lead or "beginning" in lead else
+              "before" if lead == "before" else "end")
+        spec = {"text": m.group(), "year": _int(g.get("year")), "day": None, "kind": at,
+                "ahead": False}
+        if kind == "season":
+            if not (lead or g["last"] == "last" or g["year"]):
+                continue
+            first, last = SEASONS[g["season"]]
+            return {**spec, "month": first if at != "end" else last,
+                    "season": (first, last), "last": g["last"] == "last"}
+        part = PARTS.get(lead.rstrip("-"))
+        month = 1 if at != "end" else part or 12
+        return {**spec, "month": month, **({"back": 1} if kind == "last year" else {})}
     return None
 
 
@@ -121,20 +176,55 @@ def _int(x) -> int | None:
     return int(x) if x else None
 
 
+def _newest(dates: list[str]) -> date | None:
+    days = [d for d in dates if d and re.match(r"\d{4}-\d\d-\d\d$", d)]
+    return date.fromisoformat(max(days)) if days else None
+
+
+def _season_day(spec: dict, newest: date) -> date:
+    """The day a season phrase means: its last day (its first, or the day before,
+    for "start" and "before"); a winter named by a year is the one that year's
+    December opens."""
+    first, last = spec["season"]
+    wraps = first > last
+
+    def span(end_year: int) -> tuple[date, date]:
+        return (date(end_year - wraps, first, 1),
+                date(end_year, last, calendar.monthrange(end_year, last)[1]))
+    if spec["year"]:
+        start, end = span(spec["year"] + wraps)
+    else:
+        year = newest.year + 1
+        while (span(year)[1] if spec["last"] else span(year)[0]) > newest:
+            year -= 1
+        start, end = span(year)
+    return {"start": start, "before": start - timedelta(days=1)}.get(spec["kind"], end)
+
+
 def _year(month: int, dates: list[str], ahead: bool = False) -> int | None:
     """The latest year whose `month` the vault's notes reach; ahead: the first year
     whose `month` is the newest note's or after it (None: no dated note)."""
-    days = sorted(d for d in dates if d and re.match(r"\d{4}-\d\d-\d\d$", d))
-    if not days:
+    newest = _newest(dates)
+    if newest is None:
         return None
-    newest = date.fromisoformat(days[-1])
     if ahead:
         return newest.year if month >= newest.month else newest.year + 1
     return newest.year if month <= newest.month else newest.year - 1
 
 
 def resolve(spec: dict, dates: list[str]) -> str | None:
-    """The date a phrase means, "YYYY-MM-DD", in the vault's years (None: no year)."""
+    """The date a phrase means, "YYYY-MM-DD", in the vault's years (None: no year). A
+    season without a year is the latest one begun by the vault's newest note ("in the
+    spring"), or ended by it ("last autumn": in November the one a year before); "last
+    year" the year before the newest note's."""
+    if spec.get("season") or spec.get("back"):
+        newest = _newest(dates)
+        if newest is None:
+            return None
+        if spec.get("back"):
+            spec = {**spec, "year": newest.year - spec["back"]}
+        else:
+            return _season_day(spec, newest).isoformat()
     year = spec["year"] or _year(spec["month"], dates, spec.get("ahead", False))
     if year is None:
         return None

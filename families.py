@@ -112,8 +112,12 @@ def _date_of(rec: dict) -> str:
 
 
 def _year_of(rec: dict) -> int:
-    """The latest bare year its name writes ("Rates 2026"), 0 when none."""
-    name = dating.fold(_stem(rec["path"]))
+    return name_year(rec["path"])
+
+
+def name_year(path: str) -> int:
+    """The latest bare year a note's name writes ("Rates 2026"), 0 when none."""
+    name = dating.fold(_stem(path))
     return max((int(m.group(0)[:4]) for m in YEAR_RE.finditer(name)), default=0)
 
 

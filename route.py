@@ -21,7 +21,8 @@ Time mode rules, first match wins:
      ... on 5 January, in March, last week: asof.period) -> any: everything dated in
      the period is evidence, not one version of it (retrieve.py restricts to it);
   2c. a point in time (in June, as of 1 May, before September, at the start of the
-     year: asof.phrase) -> as_of, the version in force on that date;
+     year, last autumn, back in 2025, early 2026: asof.phrase) -> as_of, the version in
+     force on that date;
   3. a date, a month, a past tense or an event lookup ("what did", "when was",
      "last week", "in April", "as of 2026-05") -> any;
   4. DEFAULT: any other question ("what is", "what's", "how much", "where does",

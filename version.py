@@ -42,7 +42,10 @@ Modes
   when none does (a note's date is when its words were written: a later note's
   undated line says what was so later); an undated single note stays, shown undated;
   the one in force is marked latest (on copies of the chunk records), the others
-  superseded by it. settle then works as in present mode.
+  superseded by it. settle then works as in present mode. What is set aside is
+  dropped from the builtin reader's own evidence only: given a budget, the evidence
+  gets it back labelled (labelled: not in force, why it was set aside), since versions
+  label and order and never remove.
 - any: candidates unchanged (only marked).
 Dates: a real date (filename, frontmatter, header, section) always outranks a weak
 (mtime) one; a real-dated file is never superseded by an mtime-dated one.
@@ -54,6 +57,7 @@ import dataclasses
 
 from verso import asof
 from verso import dating
+from verso import families
 from verso import file_columns
 from verso import retrieve
 from verso import store_load
@@ -191,10 +195,20 @@ def apply(index, cands: list[Candidate], mode: str, qvec, as_of: str | None = No
 
 
 def _in_force(files: list[dict], day: str) -> dict | None:
-    """The newest real-dated file on or before day (None: none was written yet)."""
-    dated = [f for f in files if f.get("date_source") != WEAK_SOURCE
-             and (f.get("date") or "9999") <= day]
-    return max(dated, key=lambda f: (f["date"], f["path"])) if dated else None
+    """The newest file on or before day, by its real date or, undated, by the year its
+    name writes (_begun); None: none was written yet."""
+    dated = [(when, f) for f in files if (when := _begun(f)) and when <= day]
+    return max(dated, key=lambda x: (x[0], x[1]["path"]))[1] if dated else None
+
+
+def _begun(f: dict) -> str | None:
+    """When a version began: its real date; undated, the first day of the year its name
+    writes (a note kept a year at a time, "Rates 2025", is in force from that year's
+    start, whatever the file's clock says); None when neither is known."""
+    if f.get("date_source") != WEAK_SOURCE:
+        return f.get("date") or "9999"
+    year = families.name_year(f["path"])
+    return f"{year:04d}-01-01" if year else None
 
 
 def _as_of(index, cands, qvec, day) -> list[Candidate]:
@@ -228,11 +242,13 @@ def _mark_as_of(index, tables, c: Candidate, day: str) -> None:
     f = index.by_path.get(c.path) or {}
     latest, entry_latest = c.is_latest, c.chunk.get("entry_latest")
     if files:
-        force = _in_force(files, day)
-        if f.get("date_source") == WEAK_SOURCE:
+        force, begun = _in_force(files, day), _begun(f) if f else None
+        if begun is None:
             c.dropped = f"undated: not known to be in force on {day}"
-        elif (f.get("date") or "") > day:
-            c.dropped = f"not yet written on {day} (dated {f.get('date')})"
+        elif begun > day:
+            c.dropped = f"not yet written on {day} (" + (
+                f"dated {f.get('date')})" if f.get("date_source") != WEAK_SOURCE
+                else f"named {begun[:4]})")
         latest = force is not None and force["path"] == c.path
         if force is not None and not latest and not c.dropped:
             c.superseded_by, c.why = force["path"], WHY_IN_FORCE.format(day)
@@ -252,6 +268,15 @@ def _mark_as_of(index, tables, c: Candidate, day: str) -> None:
             c.superseded_by = f"{c.path}{SECTION_MARK}{max(entries)}"
             c.why = WHY_IN_FORCE.format(day)
     c.chunk = {**c.chunk, "is_latest": latest, "entry_latest": entry_latest, "text": text}
+
+
+def labelled(dropped: list[Candidate], index) -> list[Candidate]:
+    """What as of a date set aside, given back labelled (versions label and order, they
+    never remove: every reader given a budget reads the labels): copies not in force
+    (is_latest False), why saying what set each aside, with their notes' own text."""
+    return [dataclasses.replace(c, chunk={**c.chunk, "is_latest": False, "text": index.chunks[
+        c.id].get("text", "")}, why=c.dropped, superseded_by=None, dropped=None)
+        for c in dropped]
 
 
 def dated_before(text: str, day: str) -> str:

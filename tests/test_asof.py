@@ -30,9 +30,40 @@ def test_the_point_in_time_a_question_names(question, spec):
 
 
 @pytest.mark.parametrize("question", ["I may need the rent?", "What is my day rate?",
-                                      "What's on the 3rd shelf?", "When is the marathon?"])
+                                      "What's on the 3rd shelf?", "When is the marathon?",
+                                      "What is in the summer house?", "winter tyres on?",
+                                      "How much has it made since last year?",
+                                      "Where did we go after Christmas?", "the 2025 budget",
+                                      "Where did we walk on Boxing Day?"])
 def test_no_point_in_time(question):
+    # a holiday is asked after as an event more often than as a point: what was written
+    # about it days later stays evidence for the builtin reader too
     assert asof.phrase(question) is None
+
+
+@pytest.mark.parametrize("question,day", [
+    ("What was I selling the jars for last autumn?", "2025-11-30"),   # autumn 2026 not over
+    ("What was the rent last summer?", "2026-08-31"),
+    ("Back in the spring, what did we put aside for food?", "2026-05-31"),
+    ("How many hours was I doing last winter?", "2026-02-28"),
+    ("What did heating cost in winter 2024?", "2025-02-28"),        # the one 2024's December opens
+    ("What was the rate at the start of last winter?", "2025-12-01"),
+    ("Who was my contact back in 2025?", "2025-12-31"),
+    ("What were we paying per hour in 2025?", "2025-12-31"),
+    ("the bank balance at the end of 2025", "2025-12-31"),
+    ("What was dad taking at the start of 2025?", "2025-01-01"),
+    ("the premium as of early 2026", "2026-04-30"),
+    ("the premium in late 2025", "2025-12-31"),
+    ("Which gym did I use before 2026?", "2025-12-31"),
+    ("What was my rent last year?", "2025-12-31"),
+    ("What was my rent at the start of last year?", "2025-01-01"),
+])
+def test_a_season_or_a_year_as_a_point_in_time(question, day):
+    """The end of what the question names, as "in June" is the 30th; the start or the day
+    before when it says so; a season without a year the latest begun by the newest note
+    (3 November 2026), or the latest over for "last"."""
+    assert asof.resolve(asof.phrase(question), NEWEST) == day
+    assert route.route(question)["time_mode"] == "as_of"
 
 
 def test_a_month_is_read_in_the_vault_own_years_not_today():
@@ -289,3 +320,22 @@ def test_dated_before_keeps_lines_stating_only_earlier_days():
     assert version.dated_before(text, "2026-07-31") == ("Date: 2026-07-04; Time: 23:05.\n"
                                                         "Last year [2025] I ran my first half.")
     assert version.dated_before("No dates here.", "2026-07-31") == ""
+
+
+def test_a_note_kept_a_year_at_a_time_is_in_force_in_its_named_year(tmp_path):
+    """Files cloned or synced carry no real date ("Rates 2025.md", "Rates 2026.md" both
+    dated by the checkout's clock): as of a day, the one whose name writes that day's
+    year (or the latest before it) is in force, a later year's is not yet written."""
+    v = tmp_path / "notes"
+    write(v, "money/Rates 2025.md", "# Rates 2025\nDay rate: £420.\n")
+    write(v, "money/Rates 2026.md", "# Rates 2026\nDay rate: £475.\n")
+    write(v, "journal/2026-03-02.md", "# 2 March\nQuiet day at the surgery.\n")
+    a = harness.ask("What was my day rate back in 2025?", vault=v, index=tmp_path / "idx",
+                    backend="builtin")
+    assert (a.time_mode, a.as_of) == ("as_of", "2025-12-31")
+    assert "£420" in a.answer and "£475" not in a.answer
+    aside = {c["path"]: c["dropped"] for c in a.candidates["version"] if c.get("dropped")}
+    assert aside["money/Rates 2026.md"] == "not yet written on 2025-12-31 (named 2026)"
+    now = harness.ask("What is my day rate?", vault=v, index=tmp_path / "idx",
+                      backend="builtin")
+    assert "£475" in now.answer

@@ -61,10 +61,24 @@ def test_one_note_takes_one_passage_and_the_reversing_note_arrives(boat, tmp_pat
 
 
 def test_a_fact_only_an_older_version_holds_is_handed_on_labelled(boat, tmp_path):
-    a = _ask(boat, tmp_path, "Which berth was the boat in over winter?", budget=300)
+    a = _ask(boat, tmp_path, "Which winter berth did the boat have?", budget=300)
     old = [s for s in a.sources if s["path"] == "boat/mooring 2025-04.md"]
     assert old and "berth 14" in old[0]["text"]
     assert old[0]["superseded_by"] == "boat/mooring 2026-04.md" and not old[0]["is_latest"]
+
+
+def test_as_of_a_season_the_later_version_is_handed_on_labelled_not_removed(boat, tmp_path):
+    """"Over winter" is the last winter the notes reach (December 2025 to February 2026):
+    the version in force then is current, and the one written after it stays in the
+    evidence, labelled, not in force."""
+    a = _ask(boat, tmp_path, "Which berth was the boat in over winter?", budget=300)
+    assert a.as_of == "2026-02-28"
+    by = {s["path"]: s for s in a.sources}
+    assert by["boat/mooring 2025-04.md"]["is_latest"]
+    later = by["boat/mooring 2026-04.md"]
+    assert not later["is_latest"] and "not yet written on 2026-02-28" in later["why"]
+    assert "boat/mooring 2026-04.md" not in {s["path"] for s in _ask(
+        boat, tmp_path, "Which berth was the boat in over winter?").sources}   # no budget
 
 
 def test_the_current_version_comes_before_an_older_one(boat, tmp_path):
