@@ -76,12 +76,12 @@ FEATURES = ("bm25", "dense", "terms", "heading", "title", "candidate",
             "note_rank", "note_bm25", "current", "first", "words",
             "later", "bm25_rank", "dense_rank", "reader", "note_reader")
 # ---- FITTED: tools/fit_evidence.py --write (raw-scale weights; do not edit by hand)
-BIAS = -7.3248
+BIAS = -7.1613
 WEIGHTS = {
-    "bm25": 0.3256, "dense": 3.5122, "terms": -0.4562, "heading": -0.4647, "title": 0.9669,
-    "candidate": 0.1731, "note_rank": 1.5686, "note_bm25": 2.1274, "current": 0.0523,
-    "first": 0.0524, "words": 0.4765, "later": 0.0104, "bm25_rank": 0.1053,
-    "dense_rank": 0.3947, "reader": 4.7367, "note_reader": -2.4441}
+    "bm25": 0.3242, "dense": 3.5461, "terms": -0.4555, "heading": -0.4346, "title": 0.9458,
+    "candidate": 0.0892, "note_rank": 1.5726, "note_bm25": 2.1408, "current": 0.0969,
+    "first": 0.0571, "words": 0.4504, "later": -0.01, "bm25_rank": 0.082,
+    "dense_rank": 0.384, "reader": 4.7546, "note_reader": -2.4554}
 # ---- end FITTED
 
 

@@ -56,7 +56,12 @@ WEIGHT_NAMES = ("W_TEXT", "W_HEADING", "W_TITLE", "W_COVER", "W_TYPE", "W_NEAR",
 
 
 def _notes(idx, question: str) -> list[dict]:
+    """The notes the builtin reader is shown, in the router's time mode. The reader is
+    frozen: a question the router has read as of a date only since the fit (dev's d05,
+    "last year", since seasons and years became points in time) is read as it was then,
+    in mode any, so that the fit still gives the shipped constants."""
     mode = route.route(question)["time_mode"]
+    mode = "any" if mode == "as_of" else mode
     qvec = idx.embedder.embed_query(question)
     cands = version.apply(idx, retrieve.search(idx, question, qvec, k=20), mode, qvec)
     user = generate.build_messages(question, cands, mode)[-1]["content"]
