@@ -8,7 +8,9 @@ Out: phrase(question) -> {"text", "year", "month", "day", "kind"} or None, where
      says which day of a month is meant ("end": in/during/by the end of June, the 30th;
      "start": at the start of June or of the year, the 1st; "before": the day before
      its 1st; "on": the day named; a season or a year named as a point in time the
-     same: SPAN_PATTERNS); resolve(spec, dates) -> "YYYY-MM-DD"; parse(text)
+     same, by timespans.py, unless the question asks what happened in it or when
+     something first or last happened); resolve(spec, dates) -> "YYYY-MM-DD" (None
+     for a year before every note); parse(text)
      for a date given outright.
      period(question, today) -> {"text", "start", "end"} or None: the days a question
      about a period asks after ("what happened on 5 January", "my notes from March",
@@ -36,6 +38,7 @@ import re
 from datetime import date, timedelta
 
 from verso import textkit
+from verso import timespans
 from verso import timewords
 from verso import wordforms
 from verso.textkit import one_of
@@ -58,34 +61,6 @@ PATTERNS = (
      "end"),
 )
 
-# A season or a year named as a point ("last autumn", "back in 2025", "at the end of
-# 2025", "early 2026"): the END of what it names, as "in June" is June's last day, unless it says the start ("at the start of 2025": 1
-# January) or "before" (the day before it starts). A season or year only with a word
-# placing it (in, during, over, back in, last, the start or end of, early, mid, late,
-# before) or a year, and ending its phrase ("the summer house" is no season); never
-# after since, after, from, until or till (that is where a period starts or ends).
-SEASONS = {"spring": (3, 5), "summer": (6, 8), "autumn": (9, 11), "fall": (9, 11),
-           "winter": (12, 2)}    # (first month, last month); a winter runs into January
-PARTS = {"early": 4, "mid": 8, "late": 12}   # a year's first, middle and last four months
-_START = r"(?:at\s+)?(?:the\s+)?(?:start|beginning)\s+of"
-_END = r"(?:(?:by|at)\s+)?(?:the\s+)?end\s+of"
-_IN = r"in|during|over|through|throughout|back in"
-_NOT_AFTER = r"(?<!since )(?<!after )(?<!from )(?<!until )(?<!till )"
-_ENDS = (r"(?=\s*(?:$|[,.;:?!)]|'s\b|(?:19|20)\d\d\b|(?:of|and|or|when|while|before|after|"
-         r"i|we|my|our|for|at|to|with|in|on)\b))")
-SPAN_PATTERNS = (
-    ("season", re.compile(
-        rf"\b{_NOT_AFTER}(?:(?P<lead>{_START}|{_END}|before|{_IN})\s+)?(?:(?P<last>last|the)\s+)?"
-        rf"(?P<season>{one_of(SEASONS)})(?:\s+(?:of\s+)?(?P<year>(?:19|20)\d\d))?{_ENDS}")),
-    ("year", re.compile(
-        rf"\b{_NOT_AFTER}(?P<lead>{_START}|{_END}|before|early|mid-?|late|{_IN}|as of|as at)"
-        rf"\s+(?P<year>(?:19|20)\d\d)(?![\d-])")),
-    ("last year", re.compile(
-        rf"\b{_NOT_AFTER}(?:(?P<lead>{_START}|{_END}|before|early|mid-?|late|{_IN})\s+)?"
-        r"last year\b")),
-)
-
-
 # a month a question names without a year is the latest one past ("what was the rate in
 # June", "what is it in March"); asked about the future and in no past tense, the next
 # one ("what hours are we doing on Sundays in December", "when is it due in June",
@@ -93,14 +68,17 @@ SPAN_PATTERNS = (
 PAST_ALSO = ("paid", "spent", "made", "got")   # irregular past forms, beside every "-ed"
 PAST_RE = re.compile(rf"\b(?:{one_of(timewords.PAST_WORDS + PAST_ALSO)}|\w{{3,}}ed)\b|"
                      rf"\b{PERSON}'d\b")
+LAST_YEAR_RE = re.compile(r"\s+(?:of\s+)?last year\b")   # "in June last year": 2025's
 FUTURE_ASK_RE = re.compile(rf"\b(?:is|are|am)\s+(?:{PERSON}|it)\s+\w+ing\b|"
                            r"\b(?:due|upcoming|coming up)\b")
 
 
 # two points in time the question joins ("in March and in May", "between June and
-# October", "from 3 May to 10 June", "in 2025 or 2026"): it asks across both
+# October", "from 3 May to 10 June", "in 2025 or 2026", "summer 2025 or summer 2026",
+# "last year and this year"): it asks across both
 _POINT = (rf"(?:\d{{4}}-\d\d(?:-\d\d)?|(?:{DAY}\s+(?:of\s+)?)?{M}(?:\s+\d{{1,2}}"
-          rf"(?:st|nd|rd|th)?)?(?:,?\s+{YEAR})?|{YEAR})")
+          rf"(?:st|nd|rd|th)?)?(?:,?\s+{YEAR})?|{YEAR}|(?:the\s+)?{timespans.SEASON_WORD}"
+          rf"(?:\s+(?:of\s+)?{YEAR})?|(?:last|this) year)")
 _LEAD = r"(?:(?:in|on|at|by|the end of|the start of|early|late|mid)\s+)?"
 JOINED_RE = re.compile(rf"\b(?:between|from)?\s*{_LEAD}(?P<a>{_POINT})\s*,?\s*(?:and|or|to|"
                        rf"vs\.?|versus|till|until|through)\s+{_LEAD}(?P<b>{_POINT})\b")
@@ -140,73 +118,37 @@ def phrase(question: str) -> dict | None:
             spec = {"year": _int(g[1]), "month": _month(g[0]), "day": None, "kind": kind}
         if not 1 <= spec["month"] <= 12 or (spec["day"] and not 1 <= spec["day"] <= 31):
             continue
-        ahead = (spec["year"] is None and kind != "year-start" and not PAST_RE.search(q)
-                 and bool(timewords.FUTURE_RE.search(q) or FUTURE_ASK_RE.search(q)))
-        return {"text": m.group(), **spec, "ahead": ahead}
-    return _span_phrase(q)
+        ahead = (spec["year"] is None and kind != "year-start" and _future(q))
+        back = {"back": 1} if spec["year"] is None and LAST_YEAR_RE.match(q, m.end()) else {}
+        return {"text": m.group(), **spec, "ahead": ahead, **back}
+    if PERIOD_ASK_RE.search(q) or ordinal(q):   # what happened in it, its first or last
+        return None
+    return timespans.phrase(q, ahead=_future(q))
 
 
-def _span_phrase(q: str) -> dict | None:
-    """A season or a year a question names as a point (SPAN_PATTERNS), as phrase() gives
-    a month: kind "end", "start" or "before" of what it names; a season keeps its months and whether it is the last one past ("last
-    autumn"), a year counted back from the vault's newest note, how many back."""
-    for kind, rx in SPAN_PATTERNS:
-        m = rx.search(q)
-        if not m:
-            continue
-        g = m.groupdict()
-        lead = " ".join((g.get("lead") or "").split())
-        at = ("start" if "start" in lead or "beginning" in lead else
-              "before" if lead == "before" else "end")
-        spec = {"text": m.group(), "year": _int(g.get("year")), "day": None, "kind": at,
-                "ahead": False}
-        if kind == "season":
-            if not (lead or g["last"] == "last" or g["year"]):
-                continue
-            first, last = SEASONS[g["season"]]
-            return {**spec, "month": first if at != "end" else last,
-                    "season": (first, last), "last": g["last"] == "last"}
-        part = PARTS.get(lead.rstrip("-"))
-        month = 1 if at != "end" else part or 12
-        return {**spec, "month": month, **({"back": 1} if kind == "last year" else {})}
-    return None
+def _future(q: str) -> bool:
+    """Asked about the future, in no past tense: a month or season is the next one."""
+    return not PAST_RE.search(q) and bool(timewords.FUTURE_RE.search(q)
+                                          or FUTURE_ASK_RE.search(q))
 
 
 def _int(x) -> int | None:
     return int(x) if x else None
 
 
-def _newest(dates: list[str]) -> date | None:
-    days = [d for d in dates if d and re.match(r"\d{4}-\d\d-\d\d$", d)]
-    return date.fromisoformat(max(days)) if days else None
-
-
-def _season_day(spec: dict, newest: date) -> date:
-    """The day a season phrase means: its last day (its first, or the day before,
-    for "start" and "before"); a winter named by a year is the one that year's
-    December opens."""
-    first, last = spec["season"]
-    wraps = first > last
-
-    def span(end_year: int) -> tuple[date, date]:
-        return (date(end_year - wraps, first, 1),
-                date(end_year, last, calendar.monthrange(end_year, last)[1]))
-    if spec["year"]:
-        start, end = span(spec["year"] + wraps)
-    else:
-        year = newest.year + 1
-        while (span(year)[1] if spec["last"] else span(year)[0]) > newest:
-            year -= 1
-        start, end = span(year)
-    return {"start": start, "before": start - timedelta(days=1)}.get(spec["kind"], end)
+def _days(dates: list[str]) -> list[date]:
+    """The real days among dates, oldest first."""
+    return sorted(date.fromisoformat(d) for d in dates
+                  if d and re.match(r"\d{4}-\d\d-\d\d$", d))
 
 
 def _year(month: int, dates: list[str], ahead: bool = False) -> int | None:
     """The latest year whose `month` the vault's notes reach; ahead: the first year
     whose `month` is the newest note's or after it (None: no dated note)."""
-    newest = _newest(dates)
-    if newest is None:
+    days = _days(dates)
+    if not days:
         return None
+    newest = days[-1]
     if ahead:
         return newest.year if month >= newest.month else newest.year + 1
     return newest.year if month <= newest.month else newest.year - 1
@@ -217,14 +159,16 @@ def resolve(spec: dict, dates: list[str]) -> str | None:
     season without a year is the latest one begun by the vault's newest note ("in the
     spring"), or ended by it ("last autumn": in November the one a year before); "last
     year" the year before the newest note's."""
-    if spec.get("season") or spec.get("back"):
-        newest = _newest(dates)
-        if newest is None:
+    if spec.get("season") or spec.get("back") or spec["year"]:
+        days = _days(dates)
+        if not days and (spec.get("season") or spec.get("back")):
             return None
         if spec.get("back"):
-            spec = {**spec, "year": newest.year - spec["back"]}
-        else:
-            return _season_day(spec, newest).isoformat()
+            spec = {**spec, "year": days[-1].year - spec["back"]}
+        if days and spec["year"] and spec["year"] < days[0].year:
+            return None      # before every note: a year the notes say nothing as of
+        if spec.get("season"):
+            return timespans.day(spec, days[-1]).isoformat()
     year = spec["year"] or _year(spec["month"], dates, spec.get("ahead", False))
     if year is None:
         return None

@@ -47,6 +47,8 @@ STATUS_OLDER_ENTRY = "older entry"   # an older dated section of a log
 SUPERSEDED_MARK = ", superseded by "  # status suffix naming the newer version (generate)
 LOG_ENTRY_MARK = " @ "               # "path @ date": a newer entry of the same log
 STATEMENT_WHY = "a newer dated statement in another note"   # evidence.py's label: no version
+SET_ASIDE = "set_aside"   # chunk key of a passage as-of set aside, handed on labelled: its
+                          # status is why (version.labelled: "not yet written on DAY ...")
 MAX_SENTENCES = 5
 REPLACES = "; this replaces the statement in {title} ({date}) [{id}]"
 

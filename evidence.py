@@ -62,13 +62,13 @@ STATEMENT_FEATURES = ("shared", "covered", "old_fields", "new_fields", "changed"
                       "new_answers", "dense", "title", "days", "undated", "new_revises",
                       "old_revises", "old_rank", "new_rank", "revised_field")
 # ---- FITTED: tools/fit_statements.py --write (raw-scale weights; do not edit by hand)
-STATEMENT_BIAS = -9.2353
+STATEMENT_BIAS = -9.046
 STATEMENT_WEIGHTS = {
-    "shared": 3.2183, "covered": -0.7215, "old_fields": 0.2353, "new_fields": -0.5033,
-    "changed": 0.0313, "restates": 1.1826, "old_reader": 0.5041, "new_reader": 1.242,
-    "old_answers": 0.8633, "new_answers": 0.4084, "dense": 1.2628, "title": -0.3179,
-    "days": 0.1802, "undated": 0.2984, "new_revises": 1.2573, "old_revises": 0.4138,
-    "old_rank": 1.6121, "new_rank": 2.1449, "revised_field": 0.3963}
+    "shared": 3.3887, "covered": -0.8603, "old_fields": -0.0543, "new_fields": -0.4179,
+    "changed": -0.0207, "restates": 1.1697, "old_reader": 0.5939, "new_reader": 1.125,
+    "old_answers": 0.8705, "new_answers": 0.4021, "dense": 1.2513, "title": -0.3085,
+    "days": 0.3062, "undated": 0.3482, "new_revises": 1.2598, "old_revises": 0.3817,
+    "old_rank": 1.586, "new_rank": 2.1246, "revised_field": 0.3785}
 # ---- end FITTED
 STATEMENT_CUT = 0.2     # a pair labels at this P (tools/fit_statements.py --write: of its
                         # CUTS, the lowest whose held-out labels are right at least twice
@@ -249,7 +249,7 @@ def statement_pairs(question: str, kept: list[Candidate], index=None) -> list[tu
     """(i, j, older line, newer line, features) for every pair of lines that could be
     a value and its replacement: the older line in a current passage kept[i], the newer
     in kept[j], a later-dated passage of another document (or of the log whose undated
-    header kept[i] is); each line names an asked term (in itself or its heading) and
+    header kept[i] is), not one as of a date set aside; each line names an asked term (in itself or its heading) and
     states a value of a kind the question asks (line_scores.analyse: an amount, a count,
     a date, a name, a place...; asking none, a number or a name), the two share an asked
     term, and the newer states a value the older does not. Lines addressing the
@@ -271,7 +271,7 @@ def statement_pairs(question: str, kept: list[Candidate], index=None) -> list[tu
             continue
         for j in stating:
             y = kept[j]
-            if not (y.date != builtin_writer.UNDATED
+            if y.chunk.get(builtin_writer.SET_ASIDE) or not (y.date != builtin_writer.UNDATED
                     and (x.date == builtin_writer.UNDATED or y.date > x.date)
                     and (_document(y) != _document(x) or x.chunk.get(passages.LOG_HEADER))):
                 continue

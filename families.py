@@ -93,9 +93,14 @@ def latest_of(members: list[dict]) -> tuple[dict, str]:
     "file time", "not a copy" or "path"). members: live records of one family {path, date,
     date_source}, one or more, no two with one path."""
     pool = [m for m in members if m["date_source"] != dating.WEAK_SOURCE]
-    years = [("name year", _year_of)] if all(_year_of(m) for m in members) else []
-    steps = ([("date", _date_of), ("marker", _rank_of)] + years if pool else
-             [("marker", _rank_of)] + years + [("file time", _date_of)])
+    def year(m: dict) -> int:
+        return name_year(m["path"])
+
+    def marker(m: dict) -> tuple:
+        return name_rank(m["path"])
+    years = [("name year", year)] if all(year(m) for m in members) else []
+    steps = ([("date", _date_of), ("marker", marker)] + years if pool else
+             [("marker", marker)] + years + [("file time", _date_of)])
     pool = pool or members
     for reason, key in steps + [("not a copy", _not_copy), ("path", _path_order)]:
         keys = [key(m) for m in pool]
@@ -111,18 +116,16 @@ def _date_of(rec: dict) -> str:
     return rec["date"] or ""
 
 
-def _year_of(rec: dict) -> int:
-    return name_year(rec["path"])
-
-
 def name_year(path: str) -> int:
     """The latest bare year a note's name writes ("Rates 2026"), 0 when none."""
     name = dating.fold(_stem(path))
     return max((int(m.group(0)[:4]) for m in YEAR_RE.finditer(name)), default=0)
 
 
-def _rank_of(rec: dict) -> tuple:
-    return version_rank(_stem(rec["path"]))
+def name_rank(path: str) -> tuple:
+    """The version marker its name writes, as version_rank orders them (old < draft <
+    no marker < v2 < ... < final)."""
+    return version_rank(_stem(path))
 
 
 def _not_copy(rec: dict) -> bool:

@@ -339,8 +339,9 @@ def _evidence(out: Answer, question, cands, budget, keep, idx, qvec,
     (The passages, whether what answers can hold versions: version.versions_answer.)"""
     mode = out.time_mode
     cands, dropped = version.settle(cands, mode, threshold, index=idx)
-    pool = cands + version.labelled(dropped, idx) if budget is not None else cands
-    kept = evidence.select(question, pool, budget, history=mode == "history", keep=keep,
+    if budget is not None:          # versions label, never remove: set aside, handed on
+        cands, dropped = cands + version.labelled(dropped, idx), []
+    kept = evidence.select(question, cands, budget, history=mode == "history", keep=keep,
                            index=idx, qvec=qvec, present=mode in ("present", "as_of"))
     if mode in ("present", "as_of") or (budget is not None and mode == "any"):
         kept = evidence.label_statements(question, kept, idx)    # not how it changed

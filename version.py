@@ -56,6 +56,7 @@ from __future__ import annotations
 import dataclasses
 
 from verso import asof
+from verso import builtin_writer
 from verso import dating
 from verso import families
 from verso import file_columns
@@ -196,9 +197,11 @@ def apply(index, cands: list[Candidate], mode: str, qvec, as_of: str | None = No
 
 def _in_force(files: list[dict], day: str) -> dict | None:
     """The newest file on or before day, by its real date or, undated, by the year its
-    name writes (_begun); None: none was written yet."""
+    name writes (_begun), then by the marker of its name as families decides the latest
+    (draft < none < v2 < final); None: none was written yet."""
     dated = [(when, f) for f in files if (when := _begun(f)) and when <= day]
-    return max(dated, key=lambda x: (x[0], x[1]["path"]))[1] if dated else None
+    return max(dated, key=lambda x: (x[0], families.name_rank(x[1]["path"]), x[1]["path"])
+               )[1] if dated else None
 
 
 def _begun(f: dict) -> str | None:
@@ -273,10 +276,16 @@ def _mark_as_of(index, tables, c: Candidate, day: str) -> None:
 def labelled(dropped: list[Candidate], index) -> list[Candidate]:
     """What as of a date set aside, given back labelled (versions label and order, they
     never remove: every reader given a budget reads the labels): copies not in force
-    (is_latest False), why saying what set each aside, with their notes' own text."""
-    return [dataclasses.replace(c, chunk={**c.chunk, "is_latest": False, "text": index.chunks[
-        c.id].get("text", "")}, why=c.dropped, superseded_by=None, dropped=None)
-        for c in dropped]
+    (is_latest False), why saying what set each aside (also their status for a model,
+    builtin_writer.SET_ASIDE), with their notes' own text. No statement in them labels
+    another passage (evidence.statement_pairs): they were written after the day."""
+    out = []
+    for c in dropped:
+        chunk = {**c.chunk, "is_latest": False, builtin_writer.SET_ASIDE: c.dropped,
+                 "text": index.chunks[c.id].get("text", "")}
+        out.append(dataclasses.replace(c, chunk=chunk, why=c.dropped, superseded_by=None,
+                                       dropped=None))
+    return out
 
 
 def dated_before(text: str, day: str) -> str:

@@ -7,12 +7,15 @@ import json
 import pytest
 
 from verso import asof
+from verso import generate
 from verso import harness
 from verso import mcp_server
 from verso import route
+from verso import version
+from verso.retrieve import Candidate
 from tests.vaults import write
 
-NEWEST = ["2026-04-02", "2026-06-10", "2026-11-03"]
+NEWEST = ["2024-09-01", "2026-04-02", "2026-06-10", "2026-11-03"]   # notes' real dates
 
 
 @pytest.mark.parametrize("question,spec", [
@@ -33,11 +36,13 @@ def test_the_point_in_time_a_question_names(question, spec):
                                       "What's on the 3rd shelf?", "When is the marathon?",
                                       "What is in the summer house?", "winter tyres on?",
                                       "How much has it made since last year?",
-                                      "Where did we go after Christmas?", "the 2025 budget",
-                                      "Where did we walk on Boxing Day?"])
+                                      "the 2025 budget", "quotes in 2000 words",
+                                      "the price in 2025 money", "the tax bill in 2025/26",
+                                      "since the start of 2025", "until the end of last year",
+                                      "What did I write in the spring?",
+                                      "What happened last autumn?",
+                                      "When did I first swim in the sea in 2026?"])
 def test_no_point_in_time(question):
-    # a holiday is asked after as an event more often than as a point: what was written
-    # about it days later stays evidence for the builtin reader too
     assert asof.phrase(question) is None
 
 
@@ -57,6 +62,10 @@ def test_no_point_in_time(question):
     ("Which gym did I use before 2026?", "2025-12-31"),
     ("What was my rent last year?", "2025-12-31"),
     ("What was my rent at the start of last year?", "2025-01-01"),
+    ("What was the rent in June last year?", "2025-06-30"),
+    ("What was the rent in the spring last year?", "2025-05-31"),
+    ("the premium in mid-2025", "2025-08-31"),
+    ("What will the rate be in the spring?", "2027-05-31"),      # the next one
 ])
 def test_a_season_or_a_year_as_a_point_in_time(question, day):
     """The end of what the question names, as "in June" is the 30th; the start or the day
@@ -184,7 +193,10 @@ def test_mcp_search_notes_takes_an_as_of_date(shop):
     r = out["structuredContent"]
     assert r["time_mode"] == "as_of" and r["as_of"] == "2026-05-31"
     assert r["passages"][0]["path"] == "farm/box prices 2026-04.md"
-    assert any("not yet written" in x["reason"] for x in r["set_aside"])
+    assert r["passages"][0]["is_latest"]
+    later = [x for x in r["passages"] if "not yet written on 2026-05-31" in (x["why"] or "")]
+    assert {x["path"] for x in later} >= {"farm/box prices 2026-06.md"}   # labelled, not
+    assert not any(x["is_latest"] for x in later) and not r["set_aside"]  # left out
     assert call({"query": "small box price", "time_mode": "as_of"})["isError"]
     assert call({"query": "x", "time_mode": "as_of", "as_of": "2026-13-01"})["isError"]
 
@@ -330,6 +342,7 @@ def test_a_note_kept_a_year_at_a_time_is_in_force_in_its_named_year(tmp_path):
     write(v, "money/Rates 2025.md", "# Rates 2025\nDay rate: £420.\n")
     write(v, "money/Rates 2026.md", "# Rates 2026\nDay rate: £475.\n")
     write(v, "journal/2026-03-02.md", "# 2 March\nQuiet day at the surgery.\n")
+    write(v, "journal/2025-06-10.md", "# 10 June\nLong list at the surgery.\n")
     a = harness.ask("What was my day rate back in 2025?", vault=v, index=tmp_path / "idx",
                     backend="builtin")
     assert (a.time_mode, a.as_of) == ("as_of", "2025-12-31")
@@ -339,3 +352,31 @@ def test_a_note_kept_a_year_at_a_time_is_in_force_in_its_named_year(tmp_path):
     now = harness.ask("What is my day rate?", vault=v, index=tmp_path / "idx",
                       backend="builtin")
     assert "£475" in now.answer
+
+
+def test_a_year_before_every_note_and_two_joined_seasons_or_years():
+    assert asof.resolve(asof.phrase("the piano built in 1925?"), NEWEST) is None
+    assert asof.resolve(asof.phrase("the rent in 2019"), NEWEST) is None
+    for q in ("the rent in summer 2025 or summer 2026", "rent last year and this year",
+              "compare 2025 and last year"):
+        assert route.route(q)["time_mode"] == "history", q
+
+
+def test_a_passage_set_aside_is_handed_on_with_why_as_its_status():
+    """version.labelled: a copy not in force, why (and a model's status) saying when it
+    was written, with its note's own text (as of, the stage kept only earlier lines)."""
+    class Index:
+        chunks = [{"id": 0, "path": "farm/prices.md", "text": "Small box: £12."}]
+    c = Candidate({"id": 0, "path": "farm/prices.md", "text": ""},
+                  dropped="not yet written on 2026-05-31 (dated 2026-06-01)")
+    (copy,) = version.labelled([c], Index)
+    assert not copy.is_latest and copy.dropped is None and copy.superseded_by is None
+    assert copy.why == c.dropped == generate.note_status(copy)
+    assert copy.chunk["text"] == "Small box: £12."
+
+
+def test_undated_versions_of_one_named_year_go_by_their_marker():
+    files = [{"path": f"money/Rates 2026{m}.md", "date": "2026-11-30",
+              "date_source": version.WEAK_SOURCE} for m in ("", " v2", " draft")]
+    assert version._in_force(files, "2026-06-30")["path"] == "money/Rates 2026 v2.md"
+    assert version._in_force(files, "2025-12-31") is None

@@ -4,6 +4,7 @@ for it."""
 
 import pytest
 
+from verso import builtin_writer
 from verso import evidence
 from verso import passages
 from verso import harness
@@ -285,6 +286,16 @@ def test_a_newer_line_restating_the_same_value_is_no_pair(tmp_path, monkeypatch)
           "- The concert venue stays Aldhelm Hall.\n")
     question = "Where is the concert venue?"
     kept, idx = _kept(v, tmp_path, question, monkeypatch)
+    assert evidence.statement_pairs(question, kept, idx) == []
+
+
+def test_as_of_a_date_a_note_written_after_it_replaces_nothing(tmp_path, monkeypatch):
+    """As of the end of January the committee's February note is handed on labelled (not
+    yet written), and no statement in it labels the plan in force then."""
+    question = "Where was the concert venue at the end of January?"
+    kept, idx = _kept(_venue(tmp_path), tmp_path, question, monkeypatch)
+    later = [c for c in kept if c.path == "meetings/2026-02-10 committee.md"]
+    assert later and later[0].chunk.get(builtin_writer.SET_ASIDE) and not later[0].is_latest
     assert evidence.statement_pairs(question, kept, idx) == []
 
 

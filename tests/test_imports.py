@@ -11,7 +11,7 @@ PACKAGE = "verso"           # the modules import each other as verso.x
 
 # Lowest first. A module may import its own layer or a lower one, never a higher one.
 LAYERS = [
-    {"textkit", "cost_ledger", "embedder", "selective", "asof", "timewords",
+    {"textkit", "cost_ledger", "embedder", "selective", "asof", "timespans", "timewords",
      "wordforms", "plain_bm25"},   # helpers
     {"line_scores", "builtin_writer", "choosing_writer"},        # the readers and writers
     {"models"},                                                  # model clients, backends
