@@ -249,11 +249,11 @@ def statement_pairs(question: str, kept: list[Candidate], index=None) -> list[tu
     """(i, j, older line, newer line, features) for every pair of lines that could be
     a value and its replacement: the older line in a current passage kept[i], the newer
     in kept[j], a later-dated passage of another document (or of the log whose undated
-    header kept[i] is), not one as of a date set aside; each line names an asked term (in itself or its heading) and
-    states a value of a kind the question asks (line_scores.analyse: an amount, a count,
-    a date, a name, a place...; asking none, a number or a name), the two share an asked
-    term, and the newer states a value the older does not. Lines addressing the
-    assistant are never read."""
+    header kept[i] is), not one as of a date set aside; each line names an asked term
+    (in itself or its heading) and states a value of a kind the question asks
+    (line_scores.analyse: an amount, a count, a date, a name, a place...; asking none, a
+    number or a name), the two share an asked term, and the newer states a value the
+    older does not. Lines addressing the assistant are never read."""
     ask = line_scores.analyse(question)
     if len(kept) < 2 or not ask.terms:
         return []
