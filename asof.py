@@ -9,8 +9,7 @@ Out: phrase(question) -> {"text", "year", "month", "day", "kind"} or None, where
      "start": at the start of June or of the year, the 1st; "before": the day before
      its 1st; "on": the day named; a season or a year named as a point in time the
      same, by timespans.py, unless the question asks what happened in it or when
-     something first or last happened); resolve(spec, dates) -> "YYYY-MM-DD" (None
-     for a year before every note); parse(text)
+     something first or last happened); resolve(spec, dates) -> "YYYY-MM-DD"; parse(text)
      for a date given outright.
      period(question, today) -> {"text", "start", "end"} or None: the days a question
      about a period asks after ("what happened on 5 January", "my notes from March",
@@ -78,7 +77,7 @@ FUTURE_ASK_RE = re.compile(rf"\b(?:is|are|am)\s+(?:{PERSON}|it)\s+\w+ing\b|"
 # "last year and this year"): it asks across both
 _POINT = (rf"(?:\d{{4}}-\d\d(?:-\d\d)?|(?:{DAY}\s+(?:of\s+)?)?{M}(?:\s+\d{{1,2}}"
           rf"(?:st|nd|rd|th)?)?(?:,?\s+{YEAR})?|{YEAR}|(?:the\s+)?{timespans.SEASON_WORD}"
-          rf"(?:\s+(?:of\s+)?{YEAR})?|(?:last|this) year)")
+          rf"\s+(?:of\s+)?{YEAR}|last\s+{timespans.SEASON_WORD}|(?:last|this) year)")
 _LEAD = r"(?:(?:in|on|at|by|the end of|the start of|early|late|mid)\s+)?"
 JOINED_RE = re.compile(rf"\b(?:between|from)?\s*{_LEAD}(?P<a>{_POINT})\s*,?\s*(?:and|or|to|"
                        rf"vs\.?|versus|till|until|through)\s+{_LEAD}(?P<b>{_POINT})\b")
@@ -159,14 +158,12 @@ def resolve(spec: dict, dates: list[str]) -> str | None:
     season without a year is the latest one begun by the vault's newest note ("in the
     spring"), or ended by it ("last autumn": in November the one a year before); "last
     year" the year before the newest note's."""
-    if spec.get("season") or spec.get("back") or spec["year"]:
+    if spec.get("season") or spec.get("back"):
         days = _days(dates)
-        if not days and (spec.get("season") or spec.get("back")):
+        if not days:
             return None
         if spec.get("back"):
             spec = {**spec, "year": days[-1].year - spec["back"]}
-        if days and spec["year"] and spec["year"] < days[0].year:
-            return None      # before every note: a year the notes say nothing as of
         if spec.get("season"):
             return timespans.day(spec, days[-1]).isoformat()
     year = spec["year"] or _year(spec["month"], dates, spec.get("ahead", False))

@@ -47,8 +47,9 @@ STATUS_OLDER_ENTRY = "older entry"   # an older dated section of a log
 SUPERSEDED_MARK = ", superseded by "  # status suffix naming the newer version (generate)
 LOG_ENTRY_MARK = " @ "               # "path @ date": a newer entry of the same log
 STATEMENT_WHY = "a newer dated statement in another note"   # evidence.py's label: no version
-SET_ASIDE = "set_aside"   # chunk key of a passage as-of set aside, handed on labelled: its
-                          # status is why (version.labelled: "not yet written on DAY ...")
+SET_ASIDE = "set_aside"   # chunk key of a passage as-of set aside, handed on labelled
+STATUS_SET_ASIDE = "not in force on the day asked"   # its status: "... (not yet written on
+                                                     # DAY ...)"; the builtin reader skips it
 MAX_SENTENCES = 5
 REPLACES = "; this replaces the statement in {title} ({date}) [{id}]"
 
@@ -339,7 +340,9 @@ def states_asked(question: str, notes: list[dict]) -> bool:
 
 
 def extract_answer(question: str, mode: str, notes: list[dict]) -> str:
-    """The cited extractive answer, or ABSTAIN_SENTENCE when no unit answers."""
+    """The cited extractive answer, or ABSTAIN_SENTENCE when no unit answers. A note
+    not in force on the day asked (STATUS_SET_ASIDE) is never read."""
+    notes = [n for n in notes if not n["status"].startswith(STATUS_SET_ASIDE)]
     if not question.strip() or not states_asked(question, notes):
         return ABSTAIN_SENTENCE
     lines = _history(question, notes) if mode == "history" else _current(question, mode,

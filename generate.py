@@ -34,7 +34,9 @@ superseded by work/rates card 2026-10-05.md
     Question: What is my day rate?
 
 Status is "latest", "older version" or "older entry" (an older dated section of a log),
-with ", superseded by X" when version.py knows X.
+with ", superseded by X" when version.py knows X; as of a date, "not in force on the day
+asked (why)" for a note handed on that was not in force then (the builtin reader skips
+it).
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ PROMPT_RULES = [
     "Time mode present: give the value from the newest dated note that answers, even when "
     "it stands in another document; never state a value from an older version as current "
     "when a newer note answers.",
+    f"A note whose status begins \"{builtin_writer.STATUS_SET_ASIDE}\" was not in force "
+    "on the date the question asks about: never answer from it.",
     "Time mode history: one sentence per version, oldest first, each starting "
     '"On YYYY-MM-DD:" with the date of the note it cites.',
     "Time mode any: answer from the notes that answer best."]
@@ -158,11 +162,12 @@ class Draft:
 
 def note_status(c) -> str:
     """latest / older version[, superseded by X] / older entry, as the prompt shows it;
-    why as of a date set it aside ("not yet written on DAY ..."). A passage another
+    not in force on the day asked (why as of a date set it aside: "not yet written on
+    DAY ..."). A passage another
     note's newer statement contradicts is no older version: its note is the latest (the
     reader weighs the statements itself; verify and the evidence carry the label)."""
     if c.chunk.get(builtin_writer.SET_ASIDE):        # as of a date: written after it
-        return c.chunk[builtin_writer.SET_ASIDE]
+        return f"{builtin_writer.STATUS_SET_ASIDE} ({c.chunk[builtin_writer.SET_ASIDE]})"
     if c.superseded_by and not (c.why or "").startswith(builtin_writer.STATEMENT_WHY):
         kind = (builtin_writer.STATUS_OLDER_ENTRY if c.path in c.superseded_by
                 else builtin_writer.STATUS_OLDER)

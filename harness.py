@@ -355,6 +355,7 @@ def _sources(kept: list) -> list[dict]:
     return [{"id": c.id, "path": c.path, "heading": c.chunk.get("heading", ""),
              "date": c.date, "is_latest": _current(c), "score": round(float(_score(c)), 4),
              "superseded_by": c.superseded_by, "why": c.why,
+             "set_aside": bool(c.chunk.get(builtin_writer.SET_ASIDE)),
              "found_by": c.added_by or "search", "private": bool(c.chunk.get("private")),
              "text": c.chunk.get("text", "")}
             for c in kept]
@@ -531,9 +532,10 @@ def render(a: Answer) -> str:
                  f"{tot['output_tokens']:>7}{tot['dollars']:>11.6f}")
     lines += ["", f"time mode: {a.time_mode}   backend: {a.backend} ({a.backend_note})"]
     for i, s in enumerate(a.sources, 1):
-        tag = "latest" if s["is_latest"] else "older"
+        tag = "aside" if s.get("set_aside") else "latest" if s["is_latest"] else "older"
         head = f" / {s['heading']}" if s["heading"] else ""
-        lines.append(f"  [c{i}] {s['score']:.3f}  {s['date']}  {tag:<6} {s['path']}{head}")
+        why = f" ({s['why']})" if s.get("set_aside") else ""
+        lines.append(f"  [c{i}] {s['score']:.3f}  {s['date']}  {tag:<6} {s['path']}{head}{why}")
     for c in a.candidates.get("version", []):
         if c.get("dropped"):
             lines.append(f"  set aside: {c['date']}  {c['path']} ({c['dropped']})")

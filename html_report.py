@@ -147,9 +147,10 @@ def _answer(a: dict, gold) -> str:
     out = [_banner(a), f'<p class="answer">{_cited(shown, ids)}</p>', _look_at(a)]
     out.append(_h2("Kept passages", "passages") if a["sources"] else "")
     for i, s in enumerate(a["sources"], 1):
-        tag = "latest" if s["is_latest"] else "older"
+        tag = ("aside: " + (s.get("why") or "") if s.get("set_aside") else
+               "latest" if s["is_latest"] else "older")
         out.append(f'<div id="c{i}"><b>[c{i}]</b> {_note(s, gold)} \u00b7 {_e(s["date"])}'
-                   f' \u00b7 <span class="tag">{tag}</span> \u00b7 score {_f(s["score"])}'
+                   f' \u00b7 <span class="tag">{_e(tag)}</span> \u00b7 score {_f(s["score"])}'
                    f'<div class="note">{_e(s.get("text", ""))}</div></div>')
     return "".join(out)
 

@@ -76,12 +76,12 @@ FEATURES = ("bm25", "dense", "terms", "heading", "title", "candidate",
             "note_rank", "note_bm25", "current", "first", "words",
             "later", "bm25_rank", "dense_rank", "reader", "note_reader")
 # ---- FITTED: tools/fit_evidence.py --write (raw-scale weights; do not edit by hand)
-BIAS = -7.1683
+BIAS = -7.1613
 WEIGHTS = {
-    "bm25": 0.3254, "dense": 3.5483, "terms": -0.4577, "heading": -0.4341, "title": 0.9461,
-    "candidate": 0.0891, "note_rank": 1.572, "note_bm25": 2.1411, "current": 0.0912,
-    "first": 0.0577, "words": 0.4531, "later": -0.0098, "bm25_rank": 0.0822,
-    "dense_rank": 0.3832, "reader": 4.7526, "note_reader": -2.4548}
+    "bm25": 0.3242, "dense": 3.5461, "terms": -0.4555, "heading": -0.4346, "title": 0.9458,
+    "candidate": 0.0892, "note_rank": 1.5726, "note_bm25": 2.1408, "current": 0.0969,
+    "first": 0.0571, "words": 0.4504, "later": -0.01, "bm25_rank": 0.082,
+    "dense_rank": 0.384, "reader": 4.7546, "note_reader": -2.4554}
 # ---- end FITTED
 
 

@@ -31,7 +31,7 @@ import calendar
 import re
 from datetime import date, timedelta
 
-from verso.textkit import one_of
+from verso.textkit import STOPWORDS, one_of
 
 SEASONS = {"spring": (3, 5), "summer": (6, 8), "autumn": (9, 11), "fall": (9, 11),
            "winter": (12, 2)}                # (first month, last month)
@@ -41,9 +41,8 @@ YEAR = r"(?:19|20)\d\d"
 _START = r"(?:at\s+)?(?:the\s+)?(?:start|beginning)\s+of"
 _END = r"(?:(?:by|at)\s+)?(?:the\s+)?end\s+of"
 _IN = r"in|during|over|through|throughout|back in"
-_ENDS = (r"(?=\s*(?:$|[,.;:?!)]|'s\b|(?:of|and|or|but|so|when|while|before|after|i|we|my|"
-         r"our|for|at|to|with|in|on|the|a|an|last|this|what|which|who|where|how|was|were|"
-         r"is|are|did|do|does|had|have|has)\b))")   # a function word: the phrase ended
+_ENDS = (rf"(?=\s*(?:$|[,.;:?!)\"\u2013\u2014-]|'s\b|"     # punctuation or a function
+         rf"{one_of(STOPWORDS | {'last', 'per'})}\b))")     # word: the phrase ended
 _LAST_YEAR_AFTER = re.compile(r"\s+(?:of\s+)?last year\b")   # "the spring last year"
 _STARTS_OR_ENDS_A_PERIOD = re.compile(r"\b(?:since|after|from|until|till)\s+(?:at\s+)?"
                                       r"(?:the\s+)?$")
