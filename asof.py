@@ -135,8 +135,9 @@ def _int(x) -> int | None:
     return int(x) if x else None
 
 
-def _days(dates: list[str]) -> list[date]:
-    """The real days among dates, oldest first."""
+def real_days(dates: list) -> list[date]:
+    """The days among dates written YYYY-MM-DD (not a month, "undated" or None), oldest
+    first."""
     return sorted(date.fromisoformat(d) for d in dates
                   if d and re.match(r"\d{4}-\d\d-\d\d$", d))
 
@@ -144,7 +145,7 @@ def _days(dates: list[str]) -> list[date]:
 def _year(month: int, dates: list[str], ahead: bool = False) -> int | None:
     """The latest year whose `month` the vault's notes reach; ahead: the first year
     whose `month` is the newest note's or after it (None: no dated note)."""
-    days = _days(dates)
+    days = real_days(dates)
     if not days:
         return None
     newest = days[-1]
@@ -159,7 +160,7 @@ def resolve(spec: dict, dates: list[str]) -> str | None:
     spring"), or ended by it ("last autumn": in November the one a year before); "last
     year" the year before the newest note's."""
     if spec.get("season") or spec.get("back"):
-        days = _days(dates)
+        days = real_days(dates)
         if not days:
             return None
         if spec.get("back"):

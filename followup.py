@@ -30,6 +30,7 @@ from __future__ import annotations
 import datetime
 import re
 
+from verso import asof
 from verso import builtin_writer
 from verso import models
 from verso import textkit
@@ -188,9 +189,8 @@ def when(msg: str, prev: dict | None) -> dict:
 
 
 def _newest_cited(prev: dict) -> datetime.date | None:
-    days = [c.get("date", "") for c in prev.get("citations", [])]
-    days = sorted(d for d in days if re.match(r"\d{4}-\d\d-\d\d$", d or ""))
-    return datetime.date.fromisoformat(days[-1]) if days else None
+    days = asof.real_days([c.get("date") for c in prev.get("citations", [])])
+    return days[-1] if days else None
 
 
 def rewrite(msg: str, prev: dict | None) -> tuple[str, str]:
