@@ -67,7 +67,6 @@ PATTERNS = (
 PAST_ALSO = ("paid", "spent", "made", "got")   # irregular past forms, beside every "-ed"
 PAST_RE = re.compile(rf"\b(?:{one_of(timewords.PAST_WORDS + PAST_ALSO)}|\w{{3,}}ed)\b|"
                      rf"\b{PERSON}'d\b")
-LAST_YEAR_RE = re.compile(r"\s+(?:of\s+)?last year\b")   # "in June last year": 2025's
 FUTURE_ASK_RE = re.compile(rf"\b(?:is|are|am)\s+(?:{PERSON}|it)\s+\w+ing\b|"
                            r"\b(?:due|upcoming|coming up)\b")
 
@@ -118,7 +117,8 @@ def phrase(question: str) -> dict | None:
         if not 1 <= spec["month"] <= 12 or (spec["day"] and not 1 <= spec["day"] <= 31):
             continue
         ahead = (spec["year"] is None and kind != "year-start" and _future(q))
-        back = {"back": 1} if spec["year"] is None and LAST_YEAR_RE.match(q, m.end()) else {}
+        back = ({"back": 1} if spec["year"] is None
+                and timespans.LAST_YEAR_AFTER.match(q, m.end()) else {})
         return {"text": m.group(), **spec, "ahead": ahead, **back}
     if PERIOD_ASK_RE.search(q) or ordinal(q):   # what happened in it, its first or last
         return None

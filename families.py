@@ -93,14 +93,9 @@ def latest_of(members: list[dict]) -> tuple[dict, str]:
     "file time", "not a copy" or "path"). members: live records of one family {path, date,
     date_source}, one or more, no two with one path."""
     pool = [m for m in members if m["date_source"] != dating.WEAK_SOURCE]
-    def year(m: dict) -> int:
-        return name_year(m["path"])
-
-    def marker(m: dict) -> tuple:
-        return name_rank(m["path"])
-    years = [("name year", year)] if all(year(m) for m in members) else []
-    steps = ([("date", _date_of), ("marker", marker)] + years if pool else
-             [("marker", marker)] + years + [("file time", _date_of)])
+    years = [("name year", _year_of)] if all(_year_of(m) for m in members) else []
+    steps = ([("date", _date_of), ("marker", _rank_of)] + years if pool else
+             [("marker", _rank_of)] + years + [("file time", _date_of)])
     pool = pool or members
     for reason, key in steps + [("not a copy", _not_copy), ("path", _path_order)]:
         keys = [key(m) for m in pool]
@@ -114,6 +109,14 @@ def latest_of(members: list[dict]) -> tuple[dict, str]:
 
 def _date_of(rec: dict) -> str:
     return rec["date"] or ""
+
+
+def _year_of(rec: dict) -> int:
+    return name_year(rec["path"])
+
+
+def _rank_of(rec: dict) -> tuple:
+    return name_rank(rec["path"])
 
 
 def name_year(path: str) -> int:

@@ -163,9 +163,9 @@ class Draft:
 def note_status(c) -> str:
     """latest / older version[, superseded by X] / older entry, as the prompt shows it;
     not in force on the day asked (why as of a date set it aside: "not yet written on
-    DAY ..."). A passage another
-    note's newer statement contradicts is no older version: its note is the latest (the
-    reader weighs the statements itself; verify and the evidence carry the label)."""
+    DAY ..."). A passage another note's newer statement contradicts is no older version:
+    its note is the latest (the reader weighs the statements itself; verify and the
+    evidence carry the label)."""
     if c.chunk.get(builtin_writer.SET_ASIDE):        # as of a date: written after it
         return f"{builtin_writer.STATUS_SET_ASIDE} ({c.chunk[builtin_writer.SET_ASIDE]})"
     if c.superseded_by and not (c.why or "").startswith(builtin_writer.STATEMENT_WHY):

@@ -43,7 +43,8 @@ _END = r"(?:(?:by|at)\s+)?(?:the\s+)?end\s+of"
 _IN = r"in|during|over|through|throughout|back in"
 _ENDS = (rf"(?=\s*(?:$|[,.;:?!)\"\u2013\u2014-]|'s\b|"     # punctuation or a function
          rf"{one_of(STOPWORDS | {'last', 'per'})}\b))")     # word: the phrase ended
-_LAST_YEAR_AFTER = re.compile(r"\s+(?:of\s+)?last year\b")   # "the spring last year"
+LAST_YEAR_AFTER = re.compile(r"\s+(?:of\s+)?last year\b")   # "the spring last year",
+                                                               # "in June last year" (asof)
 _STARTS_OR_ENDS_A_PERIOD = re.compile(r"\b(?:since|after|from|until|till)\s+(?:at\s+)?"
                                       r"(?:the\s+)?$")
 PATTERNS = (   # (kind, regex), first match wins
@@ -75,7 +76,7 @@ def phrase(q: str, ahead: bool = False) -> dict | None:
                 if not (lead or g["last"] == "last" or g["year"]):
                     continue
                 first, last = SEASONS[g["season"]]
-                back = not g["year"] and bool(_LAST_YEAR_AFTER.match(q, m.end()))
+                back = not g["year"] and bool(LAST_YEAR_AFTER.match(q, m.end()))
                 return {**spec, "month": first if at != "end" else last,
                         "season": (first, last), "last": g["last"] == "last",
                         "ahead": ahead and not g["year"] and g["last"] != "last" and not back,

@@ -249,9 +249,9 @@ def _mark_as_of(index, tables, c: Candidate, day: str) -> None:
         if begun is None:
             c.dropped = f"undated: not known to be in force on {day}"
         elif begun > day:
-            c.dropped = f"not yet written on {day} (" + (
-                f"dated {f.get('date')})" if f.get("date_source") != WEAK_SOURCE
-                else f"named {begun[:4]})")
+            known = (f"dated {f.get('date')}" if f.get("date_source") != WEAK_SOURCE
+                     else f"named {begun[:4]}")
+            c.dropped = f"not yet written on {day} ({known})"
         latest = force is not None and force["path"] == c.path
         if force is not None and not latest and not c.dropped:
             c.superseded_by, c.why = force["path"], WHY_IN_FORCE.format(day)
