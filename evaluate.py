@@ -42,11 +42,15 @@ FIELDS = {"id": str, "question": str, "category": str, "time_mode": str, "answer
 CATEGORIES = ("lookup", "current", "change", "multi", "table", "refuse", "paraphrase",
               "false_premise", "as_of")
 TIME_MODES = ("present", "history", "any", "as_of")
-ASK_KEYS = ("method", "use_version", "rerank", "expand_links")  # harness.ask keywords
-VARIANTS = {"bm25": ("bm25", False, False, True), "dense": ("dense", False, False, True),
-            "hybrid": ("hybrid", False, False, True),
-            "no-rerank": ("hybrid", True, False, True), "full": ("hybrid", True, True, True),
-            "no-links": ("hybrid", True, True, False)}
+ASK_KEYS = ("method", "use_version", "rerank", "expand_links",
+            "search_words")  # harness.ask keywords (search_words None: with a model writer)
+VARIANTS = {"bm25": ("bm25", False, False, True, False),
+            "dense": ("dense", False, False, True, False),
+            "hybrid": ("hybrid", False, False, True, False),
+            "no-rerank": ("hybrid", True, False, True, None),
+            "full": ("hybrid", True, True, True, None),
+            "no-links": ("hybrid", True, True, False, None),
+            "no-words": ("hybrid", True, True, True, False)}
 FAILED = "FAILED"          # the verdict of a record whose question got no answer
 FAIL_STREAK = 3           # failures in a row after which a variant's rest is not asked
 DEFAULT_VARIANTS = ("bm25", "dense", "hybrid", "no-rerank", "full")
@@ -383,7 +387,8 @@ def compare_runs(records_a, records_b) -> dict:
 def run_variant(questions, ask_fn, variant: str, progress=None,
                 on_answer=None) -> list[dict]:
     """Ask every question with the variant's settings; one scored record each.
-    ask_fn(question_text, method=..., use_version=..., rerank=..., expand_links=...)
+    ask_fn(question_text, method=..., use_version=..., rerank=..., expand_links=...,
+    search_words=...)
     returns an Answer (anything with to_dict()) or a dict; on_answer(q, answer dict,
     record), if given, sees each whole answer (the HTML trace pages).
 

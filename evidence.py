@@ -122,13 +122,14 @@ def reader_budget(writer) -> int | None:
 
 def select(question: str, cands: list[Candidate], budget: int | None = None,
            history: bool = False, keep: int | None = None, index=None,
-           qvec=None, present: bool = False) -> list[Candidate]:
+           qvec=None, present: bool = False, also=()) -> list[Candidate]:
     """The evidence from the ranked candidates: with a budget, notes as the unit
     (passages.choose: each chosen note one passage, filled to `budget` words, `keep`
     notes at most); without one, the builtin reader's own first `keep` candidates
     whole (KEEP; PERIOD_KEEP for a question about a period; in present mode less the
     older versions a newer one restates: _first). A "last time" question's latest
-    mention comes first."""
+    mention comes first. also: other wordings of the question (searchwords.find), whose
+    words a section's BM25 counts too."""
     period = asof.names_period(question)
     first = []
     if not period and asof.ordinal(question):
@@ -136,7 +137,7 @@ def select(question: str, cands: list[Candidate], budget: int | None = None,
         first = cands[:1]
     if budget is not None:
         return passages.choose(question, cands, index, qvec, budget, history=history,
-                               notes=keep, first=first)
+                               notes=keep, first=first, also=also)
     keep = keep or (PERIOD_KEEP if period else KEEP)
     return _first(question, cands, keep) if present else cands[:keep]
 

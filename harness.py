@@ -6,7 +6,8 @@ Out: an Answer: text, citations, kept sources, the candidates of every stage wit
 Not: any ranking, filtering or writing logic of its own; each stage lives in its module.
 
     python harness.py "What is my current day rate?" [--vault DIR] [--index DIR]
-        [--no-rerank] [--mode present|history|any] [--backend auto|builtin|ollama] [--json]
+        [--no-rerank] [--no-search-words] [--mode present|history|any]
+        [--backend auto|builtin|ollama] [--json]
         [--judge builtin|ollama|cascade|jev] [--html FILE]
 """
 
@@ -46,6 +47,7 @@ from verso import evidence
 from verso import builtin_writer
 from verso import rerank as rerank_stage
 from verso import retrieve
+from verso import searchwords
 from verso import route as route_stage
 from verso import store
 from verso import registry
@@ -101,6 +103,7 @@ class Answer:
     alternate: dict | None = None                  # the other reader's answer (choosing_writer.py)
     sample_vault: bool = False                     # answered from the bundled sample vault
     index_config: dict = field(default_factory=dict)   # the config the index was built with
+    search_words: list = field(default_factory=list)   # other wordings searched (searchwords.py)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -250,7 +253,7 @@ def _same_vault(index_dir: Path, vault) -> None:
 def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid",
         use_version=True, rerank=True, expand_links=True, mode=None, k=20,
         keep=None, budget=evidence.BUDGET_WORDS, include_private=True, write=True,
-        as_of=None, context=None) -> Answer:
+        as_of=None, context=None, search_words=None) -> Answer:
     """Route, retrieve, filter by time, rerank and gate, choose the evidence, write,
     verify; every stage timed. The evidence (evidence.select): with a `budget`, notes
     ranked and filled to that many words, one passage a note (`keep` caps the notes);
@@ -262,7 +265,9 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     as_of ("YYYY-MM-DD", or "YYYY-MM") asks about the notes as they stood on that date.
     context: words searched and reranked beside the question (a chat follow-up's
     previous subject); the router, the verify judge and the writer read the question
-    alone."""
+    alone. search_words: also search other wordings of the question that the writer's
+    model writes (searchwords.find; one short request); None: whenever the writer is a
+    model, False: never."""
     question = " ".join(str(question).split())[:MAX_QUESTION_CHARS]
     if not question:
         raise ValueError("the question is empty: ask something about your notes")
@@ -286,6 +291,9 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
         budget = evidence.reader_budget(be.writer)
     if budget is not None and use_version:     # more words read from more candidates
         k = max(k, evidence.candidates_for(budget))
+    if search_words is not False and method == "hybrid":
+        out.search_words = clock.run("retrieve", searchwords.find, searched, be.writer,
+                                     ledger)
     qvec, cands = clock.run("retrieve", _retrieve, out, idx, searched, k, method,
                             expand_links, include_private, ledger)
     if use_version:
@@ -317,9 +325,12 @@ def _retrieve(out: Answer, idx, searched, k, method, expand_links, include_priva
     """(the query vector, the candidates): search, with a period counted from the as-of
     day when one was asked."""
     qvec = idx.embedder.embed_query(searched, ledger=ledger, stage="retrieve")
+    also = [(text, idx.embedder.embed_query(text, ledger=ledger, stage="retrieve"))
+            for text in out.search_words]
     cands = retrieve.search(idx, searched, qvec, k=k, method=method,
                             expand_links=expand_links, include_private=include_private,
-                            today=out.as_of if out.time_mode == "as_of" else None)
+                            today=out.as_of if out.time_mode == "as_of" else None,
+                            also=also)
     out.candidates["retrieve"] = _trace(cands)
     return qvec, cands
 
@@ -342,7 +353,8 @@ def _evidence(out: Answer, question, cands, budget, keep, idx, qvec,
     if budget is not None:          # versions label, never remove: set aside, handed on
         cands, dropped = cands + version.labelled(dropped, idx), []
     kept = evidence.select(question, cands, budget, history=mode == "history", keep=keep,
-                           index=idx, qvec=qvec, present=mode in ("present", "as_of"))
+                           index=idx, qvec=qvec, present=mode in ("present", "as_of"),
+                           also=out.search_words)
     if mode in ("present", "as_of") or (budget is not None and mode == "any"):
         kept = evidence.label_statements(question, kept, idx)    # not how it changed
     out.candidates["version"] = _trace(cands + dropped)    # with what evidence set aside
@@ -531,6 +543,8 @@ def render(a: Answer) -> str:
     lines.append(f"{'total':<15}{tot['ms']:>9.1f}{tot['input_tokens']:>11}"
                  f"{tot['output_tokens']:>7}{tot['dollars']:>11.6f}")
     lines += ["", f"time mode: {a.time_mode}   backend: {a.backend} ({a.backend_note})"]
+    if a.search_words:
+        lines.append("also searched: " + " | ".join(a.search_words))
     for i, s in enumerate(a.sources, 1):
         tag = "aside" if s.get("set_aside") else "latest" if s["is_latest"] else "older"
         head = f" / {s['heading']}" if s["heading"] else ""
@@ -633,6 +647,8 @@ def main(argv=None, prog="harness.py") -> int:
                    "answers with, if you name it (only `verso ingest NOTES --config FILE` "
                    "changes it)")
     p.add_argument("--no-rerank", action="store_true", help="fused order, top 5, no gate")
+    p.add_argument("--no-search-words", action="store_true", help="search the question "
+                   "only (default with a model writer: also the other wordings it writes)")
     p.add_argument("--budget", type=int, default=evidence.BUDGET_WORDS, metavar="WORDS",
                    help="hand the reader about this many words: notes ranked, one passage "
                    "each, filled to the budget (default: a model writer half its context, "
@@ -667,7 +683,8 @@ def main(argv=None, prog="harness.py") -> int:
         if args.budget is not None and args.budget < 1:
             raise ValueError(f"--budget {args.budget}: give a number of words, such as 400")
         a = ask(" ".join(args.question), index=idx, backend=be, budget=args.budget,
-                rerank=not args.no_rerank, mode=args.mode, as_of=args.as_of)
+                rerank=not args.no_rerank, mode=args.mode, as_of=args.as_of,
+                search_words=False if args.no_search_words else None)
     except CLI_ERRORS as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -170,6 +170,9 @@ def _route(a: dict) -> str:
              _f(r.get("time_confidence"), ".2f"), _e(r.get("why"))],
             ["time mode used", _e(a["time_mode"]), "", "" if a["time_mode"] == r.get(
                 "time_mode") else "--mode, or present with no versions among what answers"]]
+    if a.get("search_words"):
+        rows.append(["also searched", _e(" | ".join(a["search_words"])), "",
+                     "the writer's model, in other words (--no-search-words: none)"])
     return _h2("Route") + _table(["decision", "value", "confidence", "why"], rows)
 
 

@@ -3,7 +3,9 @@
 Stage: evidence (evidence.select calls it whenever a budget is given).
 In:  the question, the settled candidates (ranked by rerank, labelled by version.py),
      the index and the query vector, a word budget, the time mode, a cap on notes, and
-     sections that must come first (a "last time" question's latest mention).
+     sections that must come first (a "last time" question's latest mention); other
+     wordings of the question from the user's model (searchwords.find), whose words
+     count in a section's BM25.
 Out: one Candidate per chosen note, the note's chosen sections in note order, each
      after the first under its heading trail, labelled as its
      newest included section is (superseded_by/why from version.py): a log passage
@@ -130,8 +132,19 @@ def _notes(cands: list[Candidate], index) -> dict:
     return out
 
 
-def _bm25(index, question: str, ids: list[int]) -> np.ndarray:
-    """BM25 of the question on the chunks `ids` (the same scores retrieval ranked by)."""
+def _bm25(index, question: str, ids: list[int], also=()) -> np.ndarray:
+    """BM25 of the question on the chunks `ids` (the same scores retrieval ranked by);
+    with other wordings of it (`also`, searchwords.find), each chunk's best of the
+    question's score and theirs, each wording's scaled to the question's top."""
+    own = _bm25_of(index, question, ids)
+    for text in also:
+        other = _bm25_of(index, text, ids)
+        if other.size and other.max() > 0:
+            own = np.maximum(own, other * ((own.max() or other.max()) / other.max()))
+    return own
+
+
+def _bm25_of(index, question: str, ids: list[int]) -> np.ndarray:
     found, scores = retrieve.bm25_scores(index, question)
     pos = np.searchsorted(found, ids)
     pos = np.minimum(pos, max(len(found) - 1, 0))
@@ -139,9 +152,11 @@ def _bm25(index, question: str, ids: list[int]) -> np.ndarray:
     return np.where(hit, scores[pos] if len(found) else 0.0, 0.0)
 
 
-def sections(question: str, cands: list[Candidate], index, qvec) -> tuple[list, dict]:
+def sections(question: str, cands: list[Candidate], index, qvec,
+             also=()) -> tuple[list, dict]:
     """(every Section of the pool with its features and P, the notes table of _notes
-    with each note's sections in the pool). A section naming no asked word that was
+    with each note's sections in the pool; `also`: other wordings of the question,
+    whose words a section's BM25 counts too). A section naming no asked word that was
     never a candidate is left out, unless it opens its note: a long log's hundred
     entries are not read for a question that names none of their words. A log whose
     undated top names an asked word (what its entries record) is read further: its
@@ -151,7 +166,7 @@ def sections(question: str, cands: list[Candidate], index, qvec) -> tuple[list, 
     ids = [i for _, _, note_ids in notes.values() for i in note_ids]
     if not ids:
         return [], notes
-    lexical = _bm25(index, question, ids)
+    lexical = _bm25(index, question, ids, also)
     top = lexical.max() if lexical.size and lexical.max() > 0 else 1.0
     dense = np.asarray(index.vectors[np.asarray(ids)] @ qvec, dtype=np.float64) \
         if qvec is not None else np.zeros(len(ids))
@@ -231,11 +246,12 @@ def _superseded(c, chunk) -> bool:
 
 
 def choose(question: str, cands: list[Candidate], index, qvec, budget: int,
-           history: bool = False, notes: int | None = None, first=()) -> list[Candidate]:
+           history: bool = False, notes: int | None = None, first=(),
+           also=()) -> list[Candidate]:
     """The evidence: one passage per chosen note, filled to `budget` words (see the
     module's rules); `notes` caps the notes (MAX_NOTES); `first`: candidates whose
     sections go in before any other (a latest mention)."""
-    pool, table = sections(question, cands, index, qvec)
+    pool, table = sections(question, cands, index, qvec, also)
     if not pool:
         return []
     cap = notes or MAX_NOTES

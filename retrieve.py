@@ -110,12 +110,14 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     return idx[order].astype(np.int64)
 
 
-def rrf(rankings: list, rrf_k: int = RRF_K) -> list[tuple[int, float]]:
-    """Reciprocal rank fusion of id rankings (best first): [(id, fused)], fused desc, id asc."""
+def rrf(rankings: list, rrf_k: int = RRF_K, weights=None) -> list[tuple[int, float]]:
+    """Reciprocal rank fusion of id rankings (best first), each counted at its weight
+    (default 1): [(id, fused)], fused desc, id asc."""
     fused: dict[int, float] = {}
-    for ranking in rankings:
+    for n, ranking in enumerate(rankings):
+        w = 1.0 if weights is None else weights[n]
         for rank, cid in enumerate(ranking, 1):
-            fused[int(cid)] = fused.get(int(cid), 0.0) + 1.0 / (rrf_k + rank)
+            fused[int(cid)] = fused.get(int(cid), 0.0) + w / (rrf_k + rank)
     return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
@@ -336,14 +338,18 @@ def _candidate(index, cid: int, fused: float, ranks: dict, **extra) -> Candidate
 
 def search(index, query: str, qvec, k: int = DEFAULT_K, method: str = "hybrid",
            folders=None, include_private: bool = True,
-           expand_links: bool = True, today: str | None = None) -> list[Candidate]:
+           expand_links: bool = True, today: str | None = None,
+           also=()) -> list[Candidate]:
     """Top k fused candidates for the question, then up to LINK_MAX link neighbours.
 
     method: "hybrid" (dense + BM25, RRF), "bm25" or "dense" (one ranking, same RRF
     scale). folders: vault-relative folder prefixes to search within.
     include_private=False leaves out chunks of private folders. today: the day a period
     the question names in relative words counts from (an as-of date); default the day
-    of the vault's newest real-dated note.
+    of the vault's newest real-dated note. also: other wordings of the question
+    [(text, vector)] (searchwords.find), each ranked as the question is and fused at
+    1 / len(also) of its weight: together they count as much as the question (not for
+    a question about a period: its notes are every note of the period).
     """
     qvec = _check_query(index, qvec, method, k, expand_links)
     mask = _mask(index, folders, include_private)
@@ -354,13 +360,22 @@ def search(index, query: str, qvec, k: int = DEFAULT_K, method: str = "hybrid",
         mask = inside if mask is None else mask & inside
         if not mask.any():
             return []                  # nothing was written in the period: no evidence
+        also = ()                      # the period decides what is searched
     depth = max(3 * k, FUSE_DEPTH_MIN)
     lists = {}
     if method != "bm25":
         lists["dense"] = dense_ranking(index, qvec, depth, mask)
     if method != "dense":
         lists["bm25"] = bm25_ranking(index, query, depth, mask)
-    cands = _fuse(index, lists, qvec, k, mask, expand_links and not span)
+    others = []                         # the other wordings, ranked the same ways
+    for text, vec in also:
+        if method != "bm25":
+            vec = _check_query(index, vec, method, k, expand_links)
+            others.append(dense_ranking(index, vec, depth, mask))
+        if method != "dense":
+            others.append(bm25_ranking(index, text, depth, mask))
+    cands = _fuse(index, lists, qvec, k, mask, expand_links and not span, others,
+                  1.0 / max(len(also), 1))
     if span:
         return cands + _period_notes(index, cands, qvec, mask)
     if asof.ordinal(query):
@@ -439,12 +454,14 @@ def _period_notes(index, cands, qvec, mask) -> list[Candidate]:
             for j in order[:PERIOD_MAX_NOTES]]
 
 
-def _fuse(index, lists: dict, qvec, k: int, mask=None,
-          expand_links: bool = True) -> list[Candidate]:
-    """RRF of the rankings {"dense"|"bm25": (ids, scores)}, top k as Candidates, then
-    the link neighbours."""
+def _fuse(index, lists: dict, qvec, k: int, mask=None, expand_links: bool = True,
+          others=(), weight: float = 1.0) -> list[Candidate]:
+    """RRF of the rankings {"dense"|"bm25": (ids, scores)} and the `others` (other
+    wordings' (ids, scores), each at `weight`), top k as Candidates, then the link
+    neighbours."""
     ranks = _ranks(lists)
-    fused = rrf([ids for ids, _ in lists.values()])[:k]
+    rankings = [ids for ids, _ in lists.values()] + [ids for ids, _ in others]
+    fused = rrf(rankings, weights=[1.0] * len(lists) + [weight] * len(others))[:k]
     cands = [_candidate(index, cid, score, ranks) for cid, score in fused]
     if expand_links and cands:
         cands += _link_candidates(index, cands, qvec, mask, ranks)

@@ -5,7 +5,9 @@
     with FakeJev(key="k") as jev:              # /v1/systemone with Bearer auth
         judge = models.JevJudge(local, api_key="k", url=jev.url)
 
-Both answer deterministically from the request text (word overlap), record every request
+Both answer deterministically from the request text (word overlap; FakeOllama answers
+searchwords' request from `.rephrase`, question -> reply, else with the question itself, which
+searchwords drops), record every request
 (`.requests`: method, path, headers, raw body, parsed JSON) and take faults for the next
 requests to a path: `fake.fault("/api/embed", "500", times=1)`. Faults common to both:
 "500", "hang" (accepts, never answers: the client times out), "slow" (waits `.delay` s),
@@ -27,6 +29,7 @@ import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HANG_MAX = 10.0   # seconds a "hang" fault holds a request at most (released on exit)
+SEARCH_WORDS_ASK = "Someone searches their own personal notes"   # searchwords.PROMPT's start
 WORD_RE = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)*")
 SMALL = frozenset("the a an and or of to in on for is are was were be by with at as it "
                   "this that what which who does do did how when where yes no".split())
@@ -190,6 +193,7 @@ class FakeOllama(_Fake):
         self.chars_per_token = 4                   # /api/embed's reckoning of an input
         self.chooser = chooser or choose_reply     # prompt -> the choosing reply
         self.digest = digest                       # every model's, in /api/tags
+        self.rephrase = {}     # question -> the reply to searchwords' request (else itself)
 
     def _known(self, model: str) -> bool:
         return (model if ":" in model else model + ":latest") in self.models
@@ -257,6 +261,9 @@ class FakeOllama(_Fake):
                 logprobs = [{"token": content, "logprob": top[0][1],
                              "top_logprobs": [{"token": t, "logprob": lp}
                                               for t, lp in top[:body.get("top_logprobs", 0)]]}]
+        elif prompt.startswith(SEARCH_WORDS_ASK):         # searchwords.PROMPT
+            question = prompt.rsplit("Question: ", 1)[-1]
+            content = self.rephrase.get(question, question)
         else:
             content = write_reply(prompt)
         if kind == "empty":

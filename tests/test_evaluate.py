@@ -343,7 +343,8 @@ def test_run_variant_with_fake_ask():
     recs = ev.run_variant(qs, ask, "no-rerank", progress=seen.append)
     assert seen[0] == "no-rerank: question 1/2"
     assert seen[1] == (GOOD["question"], {"method": "hybrid", "use_version": True,
-                                          "rerank": False, "expand_links": True})
+                                          "rerank": False, "expand_links": True,
+                                          "search_words": None})
     assert [r["id"] for r in recs] == ["g1", "g2"]
     assert all(r["variant"] == "no-rerank" and not r["answer_correct"] for r in recs)
     full = ev.run_variant(qs, ask, "full")
@@ -444,8 +445,10 @@ def test_compare_needs_run_folders(tmp_path, capsys):
 
 def test_variants_table():
     assert dict(zip(ev.ASK_KEYS, ev.VARIANTS["hybrid"])) == {
-        "method": "hybrid", "use_version": False, "rerank": False, "expand_links": True}
-    assert ev.VARIANTS["full"] == ("hybrid", True, True, True)
+        "method": "hybrid", "use_version": False, "rerank": False, "expand_links": True,
+        "search_words": False}                  # a plain baseline asks no model for words
+    assert ev.VARIANTS["full"] == ("hybrid", True, True, True, None)
+    assert ev.VARIANTS["no-words"] == ev.VARIANTS["full"][:4] + (False,)
     assert ev.VARIANTS["no-links"][3] is False and math.isclose(measures.mcnemar(2, 2), 1.0)
 
 

@@ -21,12 +21,19 @@ def loaded(tmp_path_factory):
 
 
 class NoWriter:
-    """A writer that must not be called (the gate abstains before writing)."""
+    """A model writer that must not be asked to answer (the gate abstains before
+    writing); asked for other words to search (searchwords.py), it has none."""
 
     name = "no-writer"
 
+    def __init__(self):
+        self.asked = []
+
     def write(self, request, stage="generate", ledger=None):
-        raise AssertionError("the writer was called")
+        self.asked.append(stage)
+        if stage != "retrieve":            # the search words' request is retrieval's
+            raise AssertionError("the writer was called")
+        return builtin_writer.Written("", self.name, 1, 0)
 
 
 def test_current_value_is_the_newest_and_cites_the_newest_file(loaded):
@@ -72,9 +79,10 @@ def test_change_question_lists_every_value_in_date_order(loaded):
 
 def test_unanswerable_abstains_at_the_gate_without_calling_the_writer(loaded):
     idx, be = loaded
-    spy = models.Backend("builtin", be.embedder, be.judge, NoWriter(), be.note)
+    writer = NoWriter()
+    spy = models.Backend("builtin", be.embedder, be.judge, writer, be.note)
     a = harness.ask("What's the name of my dentist?", index=idx, backend=spy)
-    assert a.abstained and a.verdict == "ABSTAIN"
+    assert a.abstained and a.verdict == "ABSTAIN" and writer.asked == ["retrieve"]
     assert a.abstain_reason.startswith("no passage reached")
     gen = next(s for s in a.stages if s["name"] == "generate")
     assert gen["ms"] == 0 and gen["input_tokens"] == 0

@@ -18,7 +18,8 @@ LAYERS = [
     {"vault_walk", "dating", "families", "file_columns", "chunking", "store", "store_load",
      "bm25", "file_records"},                                                        # the index
     {"ingest", "retrieve", "version", "route", "rerank", "generate", "verify",
-     "calibrate", "unsure", "registry", "evidence", "passages", "verdict_fit", "followup"},  # stages
+     "calibrate", "unsure", "registry", "evidence", "passages", "verdict_fit", "followup",
+     "searchwords"},  # stages
     {"scorecard", "html_report"},                                # renderers of plain data
     {"harness"},                                                 # the pipeline
     {"evaluate", "measures", "budget_eval", "mcp_tools", "chat", "calibrate_model"},   # runs, MCP tools

@@ -514,7 +514,7 @@ def test_evaluate_records_a_question_that_timed_out_and_goes_on(fake, tmp_path, 
     vault, questions = _rent_vault(tmp_path)
     monkeypatch.setenv("OLLAMA_HOST", fake.url)
     monkeypatch.setenv(models.TIMEOUT_ENV, "")
-    fake.fault("/api/chat", "hang", times=1)                 # the first question's reply
+    fake.fault("/api/chat", "hang", times=2)     # the first question's search words, reply
     code = evaluate.main(["--vault", str(vault), "--questions", str(questions),
                           "--backend", "ollama", "--judge", "builtin", "--variant", "full",
                           "--timeout", "0.5", "--out", str(tmp_path / "run")])

@@ -841,6 +841,8 @@ def test_no_shipped_answer_carries_an_injected_value(hostile, writer):
     if writer != "builtin":
         class CitesPlanted(Obedient):
             def write(self, request, stage="generate", ledger=None):
+                if stage == "retrieve":             # search words: none, the question's own
+                    return builtin_writer.Written("", self.name, 5, 0)
                 notes = dict(re.findall(r"(?m)^\[(c\d+)\] path: (.+?) \|",
                                         request.messages[-1]["content"]))
                 cid = next(c for c, p in notes.items() if p == "home/landlord.md")
