@@ -1,0 +1,113 @@
+"""Search words measured apart from the embedder: a model's words for every question, kept
+in a file, then the evidence with the builtin backend with and without them.
+
+    export OLLAMA_HOST=http://127.0.0.1:11437            # a model server (the rig, Ollama)
+    python tools/search_words.py write WORDS.json --model qwen2.5-coder:1.5b [--role frozen]
+    python tools/search_words.py budgets WORDS.json [--role frozen] [--splits a,b]
+
+`write` asks the model searchwords.PROMPT for each question of the role's splits (the
+raw replies kept, resumable: a question already in the file is not asked again).
+`budgets` prints, per split and summed, the key-fact questions whose every key fact
+the evidence holds at 300, 600 and 1,000 words, change questions at 1,000, and stale
+evidence at 1,000 (present and as-of questions with an outdated value), first without
+the words and then with them (searchwords.parse of each reply). The builtin backend is
+used for everything else, so the difference is the words' alone; the whole path with a
+model's embedder is `evaluate.py --budgets --backend ollama --variant full no-words`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+import _checkout  # noqa: E402,F401  (`verso` is this checkout)
+
+from verso import builtin_writer  # noqa: E402
+from verso import evaluate  # noqa: E402
+from verso import harness  # noqa: E402
+from verso import measures  # noqa: E402
+from verso import models  # noqa: E402
+from verso import searchwords  # noqa: E402
+
+BUDGETS = (300, 600, 1000)
+
+
+def _sets(role: str, only: str | None) -> list[tuple[str, Path, list]]:
+    rows = json.loads((ROOT / "questions" / "splits.json").read_text())["splits"]
+    want = set(only.split(",")) if only else None
+    return [(name, ROOT / row["vault"], evaluate.load_questions(
+                ROOT / "questions" / f"{name}.jsonl"))
+            for name, row in rows.items() if row.get("role") == role
+            and row.get("kind") != "conversations" and (want is None or name in want)]
+
+
+def write(path: Path, role: str, only: str | None, model: str) -> None:
+    got = json.loads(path.read_text()) if path.exists() else {}
+    writer = models.OllamaWriter(model)
+    for name, _, questions in _sets(role, only):
+        for q in questions:
+            if q["question"] not in got:
+                request = builtin_writer.WriteRequest([{"role": "user", "content": (
+                    searchwords.PROMPT.format(question=q["question"]))}])
+                got[q["question"]] = writer.write(request, stage="retrieve").text
+                path.write_text(json.dumps(got, indent=1))
+        print(name, len(got), flush=True)
+
+
+def _measure(name, vault, questions, index_dir) -> tuple[list, list, int]:
+    idx, be = harness.load(index=index_dir, vault=vault, backend="builtin")
+    got, change, stale = [0, 0, 0], [0, 0], 0
+    for q in (q for q in questions if q["answerable"] and q["key_facts"]):
+        for k, b in enumerate(BUDGETS):
+            a = harness.ask(q["question"], index=idx, backend=be, write=False, budget=b)
+            got[k] += measures.evidence_recall(q["key_facts"], a.sources)
+        if q["category"] == "change":
+            change[0] += measures.evidence_recall(q["key_facts"], a.sources)
+            change[1] += 1
+        stale += bool(q["forbidden_facts"] and q["time_mode"] in ("present", "as_of")
+                      and measures.evidence_stale(q["forbidden_facts"], a.sources,
+                                                  q["key_facts"]))
+    return got, change, stale
+
+
+def budgets(path: Path, role: str, only: str | None) -> None:
+    replies = json.loads(path.read_text())
+    real = searchwords.find
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, words in (("without", False), ("with", True)):
+            total = [0, 0, 0]
+            searchwords.find = (lambda q, writer, ledger=None, stage="retrieve": searchwords
+                                .parse(replies.get(q, ""), q)) if words else real
+            try:
+                for name, vault, questions in _sets(role, only):
+                    got, change, stale = _measure(name, vault, questions, Path(tmp) / name)
+                    total = [x + y for x, y in zip(total, got)]
+                    print(f"{label:<8} {name:<14} {' / '.join(map(str, got))}  change "
+                          f"{change[0]}/{change[1]}  stale {stale}", flush=True)
+            finally:
+                searchwords.find = real
+            print(f"{label:<8} {'all':<14} {' / '.join(map(str, total))}", flush=True)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("command", choices=("write", "budgets"))
+    p.add_argument("words", type=Path)
+    p.add_argument("--role", default="frozen", choices=("tuning", "frozen"))
+    p.add_argument("--splits", default=None, help="these splits only (comma-separated)")
+    p.add_argument("--model", default=None, help="write: the model (default the writer's)")
+    args = p.parse_args(argv)
+    if args.command == "write":
+        write(args.words, args.role, args.splits, args.model)
+    else:
+        budgets(args.words, args.role, args.splits)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
