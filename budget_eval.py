@@ -14,7 +14,8 @@ Out: per variant and budget: evidence recall (every key fact of an answerable qu
      facts and are rightly labelled); the baseline's
      recall at each budget; found@5 (a gold note among the first five passages at the
      largest budget). Rendered as one table.
-Not: answering (no writer is called) or scoring answers (evaluate.py).
+Not: answering (no answer is written; a model writer is asked only for search words,
+     searchwords.py) or scoring answers (evaluate.py).
 
     python evaluate.py --vault vaults/ninth-vault --questions questions/ninth.jsonl --budgets
 """

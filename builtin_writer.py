@@ -65,6 +65,7 @@ class WriteRequest:
     # builtin reader reads them: {"id", "path", "section", "date", "status", "order", "text"}
     policy: dict | None = None    # a model's calibrated policy (calibrate.policy), for the
     #                               choosing writer; None: its own or the uncalibrated one
+    reply_tokens: int | None = None   # a model's reply cap (num_predict); None: the writer's
 
 
 @dataclass(frozen=True)

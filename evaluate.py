@@ -494,7 +494,8 @@ def _parser() -> argparse.ArgumentParser:
                    "(default 300 600 1000) for each --variant, beside the plain BM25 "
                    "baseline (plain_bm25.py); recall by kind, stale evidence, found@5")
     p.add_argument("--evidence-only", action="store_true", help="stop at the evidence the "
-                   "writer would get (no writer call): retrieval and evidence measures only, "
+                   "writer would get (no answer written; a model writer still writes search "
+                   "words): retrieval and evidence measures only, "
                    "quick with a model backend; the answer measures then mean nothing")
     return p
 

@@ -261,13 +261,14 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     context; the builtin reader's first evidence.KEEP passages). Without version rules
     (use_version=False, the baselines) it is the plain top `keep` (default 5).
     include_private=False searches shareable folders only; write=False stops at the
-    evidence (sources and the version trace), before the writer (mcp_server).
+    evidence (sources and the version trace), before the answer is written (mcp_server).
     as_of ("YYYY-MM-DD", or "YYYY-MM") asks about the notes as they stood on that date.
     context: words searched and reranked beside the question (a chat follow-up's
     previous subject); the router, the verify judge and the writer read the question
-    alone. search_words: also search other wordings of the question that the writer's
-    model writes (searchwords.find; one short request); None: whenever the writer is a
-    model, False: never."""
+    alone. search_words: also search other wordings of the question: None, those the
+    writer's model writes when it is a model (searchwords.find; one short request, made
+    even when write=False or the gate then abstains); a list, these; False, none. None
+    for a question about a period (its notes are every note of the period)."""
     question = " ".join(str(question).split())[:MAX_QUESTION_CHARS]
     if not question:
         raise ValueError("the question is empty: ask something about your notes")
@@ -291,9 +292,11 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
         budget = evidence.reader_budget(be.writer)
     if budget is not None and use_version:     # more words read from more candidates
         k = max(k, evidence.candidates_for(budget))
-    if search_words is not False and method == "hybrid":
-        out.search_words = clock.run("retrieve", searchwords.find, searched, be.writer,
-                                     ledger)
+    given = search_words if isinstance(search_words, (list, tuple)) else None
+    if (given or search_words is not False and searchwords.model_of(be.writer) is not None) \
+            and not asof.period(searched, _today(out, idx)):  # a period: all of its notes
+        out.search_words = searchwords.cleaned(given) if given is not None else clock.run(
+            "retrieve", searchwords.find, searched, be.writer, ledger)
     qvec, cands = clock.run("retrieve", _retrieve, out, idx, searched, k, method,
                             expand_links, include_private, ledger)
     if use_version:
@@ -329,10 +332,15 @@ def _retrieve(out: Answer, idx, searched, k, method, expand_links, include_priva
             for text in out.search_words]
     cands = retrieve.search(idx, searched, qvec, k=k, method=method,
                             expand_links=expand_links, include_private=include_private,
-                            today=out.as_of if out.time_mode == "as_of" else None,
-                            also=also)
+                            today=_today(out, idx), also=also)
     out.candidates["retrieve"] = _trace(cands)
     return qvec, cands
+
+
+def _today(out: Answer, idx) -> str | None:
+    """The day a period the question names counts from: the as-of date when one was
+    asked, else the vault's newest real-dated note's."""
+    return out.as_of if out.time_mode == "as_of" else retrieve.vault_today(idx)
 
 
 def _rerank(searched, cands, judge, idx, ledger):

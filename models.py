@@ -344,7 +344,8 @@ class OllamaWriter:
               ledger=None) -> builtin_writer.Written:
         """The request's messages answered in free text (builtin_writer's writer protocol)."""
         started = time.perf_counter()
-        r = self.chat(request.messages)
+        r = self.chat(request.messages, options={"num_predict": request.reply_tokens}
+                      if request.reply_tokens else None)
         text = self.text_of(r)
         inp, out = r.prompt_eval_count or 0, r.eval_count or 0
         self.last_stats = {k.replace("duration", "seconds"): (getattr(r, k) or 0) / 1e9

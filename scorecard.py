@@ -99,7 +99,7 @@ def pair_line(p: dict) -> str:
 def render(result: dict) -> str:
     """Variant table, evidence, answer_correct by category, verdicts, stage costs,
     paired tests."""
-    out = (["evidence only (--evidence-only: no writer call): the answer measures mean "
+    out = (["evidence only (--evidence-only: no answer written): the answer measures mean "
             "nothing here", ""] if result.get("evidence_only") else [])
     for title, header, rows in report_tables(result):
         out += ([""] if out else []) + ([title] if title else []) + textkit.columns(header, rows)

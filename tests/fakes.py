@@ -74,6 +74,13 @@ class _Handler(BaseHTTPRequestHandler):
                                   "headers": dict(self.headers), "raw": raw, "json": body})
             fake.in_flight += 1
             fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+        left = []
+
+        def leave():        # before the reply goes out: a client that has read it may send
+            if not left:    # its next request before this thread ends
+                left.append(True)
+                with fake.lock:
+                    fake.in_flight -= 1
         try:
             kind = fake.take_fault(self.path)
             if kind == "hang":
@@ -82,12 +89,13 @@ class _Handler(BaseHTTPRequestHandler):
             if kind == "slow":
                 time.sleep(fake.delay)
             if kind == "500":
+                leave()
                 return self.send(500, {"error": "internal server error"})
             status, payload, headers = fake.answer(self.path, body, kind, self.headers)
+            leave()
             self.send(status, payload, headers, truncated=kind == "truncated")
         finally:
-            with fake.lock:
-                fake.in_flight -= 1
+            leave()
 
     def send(self, status, payload, headers=None, truncated=False):
         data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()

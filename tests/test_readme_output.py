@@ -18,7 +18,7 @@ MS_RE = re.compile(r"^(\S+)\s+\d+\.\d+\s+(\d+)\s+(\d+)\s+(\d+\.\d+)$")   # a sta
 
 def _block() -> list[str]:
     text = README.read_text(encoding="utf-8")
-    start = text.index("```\n", text.index("Expected output of the first command")) + 4
+    start = text.index("```\n", text.index("Expected output (")) + 4
     return text[start:text.index("```", start)].rstrip("\n").split("\n")
 
 

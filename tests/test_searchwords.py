@@ -8,6 +8,8 @@ from fakes import FakeOllama
 from verso import builtin_writer
 from verso import harness
 from verso import models
+from verso import passages
+from verso import retrieve
 from verso import searchwords
 
 SLEEP = "How much shut-eye do I need?"
@@ -50,16 +52,24 @@ def test_only_a_model_is_asked_and_a_model_error_searches_the_question_as_typed(
     assert searchwords.find(SLEEP, wrapped) == ["sleep hours"]     # the model itself
 
 
+TOPICS = ("garden shed roof", "van insurance renewal", "piano tuning rates", "bike gears",
+          "boiler service", "dentist check", "car tax", "window cleaner", "chimney sweep",
+          "gutter repair", "fence panels", "lawn mower blades")
+
+
 def _vault(tmp_path):
+    """One note answers in other words; three others share the question's words, nine
+    share none."""
     vault = tmp_path / "vault"
     (vault / "health").mkdir(parents=True)
     (vault / "health" / "recovery.md").write_text(
-        "# Recovery\nBefore a hard interval session I need 7.5 hours of sleep, or the "
+        "# Recovery\nBefore a hard interval session: 7.5 hours of sleep, or the "
         "intervals fall apart.\n")
-    for n, topic in enumerate(("garden shed roof", "van insurance renewal", "piano tuning "
-                               "rates", "bike gears service")):
-        (vault / f"note {n}.md").write_text(f"# {topic}\nHow much did the {topic} cost? "
-                                            f"Do I need to book the {topic} again?\n")
+    for n, topic in enumerate(TOPICS):
+        (vault / f"note {n}.md").write_text(f"# {topic}\nHow much do I need for the "
+                                            f"{topic}?\n" if n < 3 else
+                                            f"# {topic}\nBooked the {topic} for spring.\n")
+    (vault / "journal.md").write_text("# Journal\n\n## 2026-03-02\nBooked the boiler.\n")
     return vault
 
 
@@ -69,29 +79,83 @@ def fake():
         yield f
 
 
-def test_the_models_words_find_a_note_the_question_does_not_name(fake, tmp_path,
-                                                                  monkeypatch):
+def test_a_model_writer_is_asked_once_and_its_words_shown_costed_and_capped(
+        fake, tmp_path, monkeypatch):
     monkeypatch.setenv("OLLAMA_HOST", fake.url)
     idx, be = harness.load(index=tmp_path / "idx", vault=_vault(tmp_path), backend="ollama",
                            judge="builtin")
-    fake.rephrase[SLEEP] = "1. hours of sleep needed\n2. sleep before hard sessions"
-    plain = harness.ask(SLEEP, index=idx, backend=be, write=False, budget=60,
+    fake.rephrase[SLEEP] = "1. hours of sleep\n2. sleep before interval sessions"
+    plain = harness.ask(SLEEP, index=idx, backend=be, write=False, budget=100,
                         search_words=False)
     assert plain.search_words == []
-    assert "health/recovery.md" not in [s["path"] for s in plain.sources]
-    a = harness.ask(SLEEP, index=idx, backend=be, write=False, budget=60)
-    assert a.search_words == ["hours of sleep needed", "sleep before hard sessions"]
-    assert a.sources[0]["path"] == "health/recovery.md"
-    assert "also searched: hours of sleep needed | sleep before hard sessions" in str(a)
+    a = harness.ask(SLEEP, index=idx, backend=be, write=False, budget=100)
+    assert a.search_words == ["hours of sleep", "sleep before interval sessions"]
+    assert "also searched: hours of sleep | sleep before interval sessions" in str(a)
     assert "also searched" not in str(plain)
-    assert "hours of sleep needed | sleep before hard sessions" in a.to_html()
+    assert "hours of sleep | sleep before interval sessions" in a.to_html()
     row = next(r for r in a.calls if r["stage"] == "retrieve" and r["model"] == be.writer.model)
     assert row["input_tokens"] > 0 and row["output_tokens"] > 0     # retrieval's cost
     asked = [b["messages"][-1]["content"] for b in fake.bodies("/api/chat")]
     assert sum(SLEEP in m for m in asked) == 1      # asked once; search_words=False: never
+    assert fake.bodies("/api/chat")[0]["options"]["num_predict"] == searchwords.REPLY_TOKENS
     again = harness.ask(SLEEP, index=idx, backend=be, write=False, budget=200)
     assert again.search_words == a.search_words     # asked again: the words remembered,
     assert len(fake.bodies("/api/chat")) == len(asked)          # no second request
     fake.rephrase.clear()                           # a reply of the question alone: none
-    other = "How much shut-eye did I get last week?"
+    other = "How much shut-eye do I get?"
     assert harness.ask(other, index=idx, backend=be, write=False, budget=60).search_words == []
+    assert any(other in m for m in (b["messages"][-1]["content"]
+                                    for b in fake.bodies("/api/chat")))     # it was asked
+
+
+def test_retrieval_finds_by_the_other_wordings_what_the_question_misses(tmp_path):
+    idx, _ = harness.load(index=tmp_path / "idx", vault=_vault(tmp_path), backend="builtin")
+    top = [c.path for c in retrieve.search(idx, SLEEP, None, k=3, method="bm25",
+                                           expand_links=False)]
+    assert "health/recovery.md" not in top and len(top) == 3     # the question's words
+    top = [c.path for c in retrieve.search(idx, SLEEP, None, k=3, method="bm25",
+                                           expand_links=False, also=[("hours of sleep", None)])]
+    assert "health/recovery.md" in top[:2]       # ranked first by the wording: fused in
+
+
+def test_a_sections_bm25_is_the_best_of_the_questions_and_the_wordings(tmp_path):
+    idx, _ = harness.load(index=tmp_path / "idx", vault=_vault(tmp_path), backend="builtin")
+    ids = list(range(len(idx.chunks)))
+    sleep = next(i for i in ids if idx.chunks[i]["path"] == "health/recovery.md")
+    own = passages._bm25(idx, SLEEP, ids)
+    both = passages._bm25(idx, SLEEP, ids, also=["hours of sleep"])
+    assert own[sleep] == 0 and both[sleep] == pytest.approx(own.max())   # scaled to its top
+    assert (both >= own).all() and both.max() == pytest.approx(own.max())
+
+
+def test_the_other_wordings_count_together_as_much_as_the_question():
+    assert retrieve.rrf([[1, 2], [2, 3]], rrf_k=1) == [(2, 1 / 2 + 1 / 3), (1, 1 / 2),
+                                                       (3, 1 / 3)]
+    fused = dict(retrieve.rrf([[1], [2], [3]], rrf_k=1, weights=[1.0, 0.5, 0.5]))
+    assert fused == {1: 0.5, 2: 0.25, 3: 0.25}
+
+
+def test_no_words_are_asked_for_a_period_or_with_the_flag(fake, tmp_path, monkeypatch,
+                                                          capsys):
+    monkeypatch.setenv("OLLAMA_HOST", fake.url)
+    vault, index = _vault(tmp_path), tmp_path / "idx"
+    idx, be = harness.load(index=index, vault=vault, backend="ollama", judge="builtin")
+    period = "What did I write in March 2026?"
+    fake.rephrase[period] = "march diary entries"
+    assert harness.ask(period, index=idx, backend=be, write=False, budget=60).search_words == []
+    assert harness.main([SLEEP, "--index", str(index), "--backend", "ollama", "--judge",
+                         "builtin", "--no-search-words"]) == 0
+    assert "also searched" not in capsys.readouterr().out
+    asked = [b["messages"][-1]["content"] for b in fake.bodies("/api/chat")]
+    assert not any(m.startswith(searchwords.PROMPT[:40]) for m in asked)
+
+
+def test_a_callers_own_wordings_are_searched_without_asking_any_model(tmp_path):
+    idx, be = harness.load(index=tmp_path / "idx", vault=_vault(tmp_path), backend="builtin")
+    a = harness.ask(SLEEP, index=idx, backend=be, write=False, budget=60,
+                    search_words=["  hours   of sleep ", "", "rest"])
+    assert a.search_words == ["hours of sleep", "rest"]
+    embedded = [r for r in a.calls if r["stage"] == "retrieve"]
+    assert len(embedded) == 3 and {r["backend"] for r in embedded} == {"builtin"}   # q + 2
+    assert harness.ask(SLEEP, index=idx, backend=be, write=False,
+                       budget=60).search_words == []          # the builtin writer: none

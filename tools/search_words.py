@@ -10,7 +10,8 @@ raw replies kept, resumable: a question already in the file is not asked again).
 `budgets` prints, per split and summed, the key-fact questions whose every key fact
 the evidence holds at 300, 600 and 1,000 words, change questions at 1,000, and stale
 evidence at 1,000 (present and as-of questions with an outdated value), first without
-the words and then with them (searchwords.parse of each reply). The builtin backend is
+the words and then with them (searchwords.parse of each reply, given as
+`ask(search_words=[...])`). The builtin backend is
 used for everything else, so the difference is the words' alone; the whole path with a
 model's embedder is `evaluate.py --budgets --backend ollama --variant full no-words`.
 """
@@ -27,7 +28,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 
-from verso import builtin_writer  # noqa: E402
 from verso import evaluate  # noqa: E402
 from verso import harness  # noqa: E402
 from verso import measures  # noqa: E402
@@ -52,19 +52,23 @@ def write(path: Path, role: str, only: str | None, model: str) -> None:
     for name, _, questions in _sets(role, only):
         for q in questions:
             if q["question"] not in got:
-                request = builtin_writer.WriteRequest([{"role": "user", "content": (
-                    searchwords.PROMPT.format(question=q["question"]))}])
-                got[q["question"]] = writer.write(request, stage="retrieve").text
+                got[q["question"]] = writer.write(searchwords.request(q["question"]),
+                                                  stage="retrieve").text
                 path.write_text(json.dumps(got, indent=1))
         print(name, len(got), flush=True)
 
 
-def _measure(name, vault, questions, index_dir) -> tuple[list, list, int]:
+def _measure(vault, questions, index_dir, replies) -> tuple[list, list, int]:
+    """Key-fact questions handed on at each budget, change questions and stale evidence
+    at the last, each question searched with the parsed reply (replies None: none)."""
     idx, be = harness.load(index=index_dir, vault=vault, backend="builtin")
     got, change, stale = [0, 0, 0], [0, 0], 0
     for q in (q for q in questions if q["answerable"] and q["key_facts"]):
+        words = False if replies is None else searchwords.parse(
+            replies.get(q["question"], ""), q["question"])
         for k, b in enumerate(BUDGETS):
-            a = harness.ask(q["question"], index=idx, backend=be, write=False, budget=b)
+            a = harness.ask(q["question"], index=idx, backend=be, write=False, budget=b,
+                            search_words=words)
             got[k] += measures.evidence_recall(q["key_facts"], a.sources)
         if q["category"] == "change":
             change[0] += measures.evidence_recall(q["key_facts"], a.sources)
@@ -77,20 +81,14 @@ def _measure(name, vault, questions, index_dir) -> tuple[list, list, int]:
 
 def budgets(path: Path, role: str, only: str | None) -> None:
     replies = json.loads(path.read_text())
-    real = searchwords.find
     with tempfile.TemporaryDirectory() as tmp:
-        for label, words in (("without", False), ("with", True)):
+        for label, given in (("without", None), ("with", replies)):
             total = [0, 0, 0]
-            searchwords.find = (lambda q, writer, ledger=None, stage="retrieve": searchwords
-                                .parse(replies.get(q, ""), q)) if words else real
-            try:
-                for name, vault, questions in _sets(role, only):
-                    got, change, stale = _measure(name, vault, questions, Path(tmp) / name)
-                    total = [x + y for x, y in zip(total, got)]
-                    print(f"{label:<8} {name:<14} {' / '.join(map(str, got))}  change "
-                          f"{change[0]}/{change[1]}  stale {stale}", flush=True)
-            finally:
-                searchwords.find = real
+            for name, vault, questions in _sets(role, only):
+                got, change, stale = _measure(vault, questions, Path(tmp) / name, given)
+                total = [x + y for x, y in zip(total, got)]
+                print(f"{label:<8} {name:<14} {' / '.join(map(str, got))}  change "
+                      f"{change[0]}/{change[1]}  stale {stale}", flush=True)
             print(f"{label:<8} {'all':<14} {' / '.join(map(str, total))}", flush=True)
 
 
