@@ -293,10 +293,11 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     if budget is not None and use_version:     # more words read from more candidates
         k = max(k, evidence.candidates_for(budget))
     given = search_words if isinstance(search_words, (list, tuple)) else None
-    if (given or search_words is not False and searchwords.model_of(be.writer) is not None) \
-            and not asof.period(searched, _today(out, idx)):  # a period: all of its notes
+    asks = given is None and search_words is not False \
+        and searchwords.model_of(be.writer) is not None
+    if (given or asks) and not asof.period(searched, _today(out, idx)):   # a period: all
         out.search_words = searchwords.cleaned(given) if given is not None else clock.run(
-            "retrieve", searchwords.find, searched, be.writer, ledger)
+            "retrieve", searchwords.find, searched, be.writer, ledger)     # of its notes
     qvec, cands = clock.run("retrieve", _retrieve, out, idx, searched, k, method,
                             expand_links, include_private, ledger)
     if use_version:

@@ -98,6 +98,10 @@ def test_a_model_writer_is_asked_once_and_its_words_shown_costed_and_capped(
     asked = [b["messages"][-1]["content"] for b in fake.bodies("/api/chat")]
     assert sum(SLEEP in m for m in asked) == 1      # asked once; search_words=False: never
     assert fake.bodies("/api/chat")[0]["options"]["num_predict"] == searchwords.REPLY_TOKENS
+    n = len(fake.bodies("/api/chat"))
+    assert harness.ask("How much shut-eye is enough?", index=idx, backend=be, write=False,
+                       budget=60, search_words=[]).search_words == []     # none given: none
+    assert len(fake.bodies("/api/chat")) == n                             # and none asked
     again = harness.ask(SLEEP, index=idx, backend=be, write=False, budget=200)
     assert again.search_words == a.search_words     # asked again: the words remembered,
     assert len(fake.bodies("/api/chat")) == len(asked)          # no second request
