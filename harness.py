@@ -296,8 +296,10 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     asks = given is None and search_words is not False \
         and searchwords.model_of(be.writer) is not None
     if (given or asks) and not asof.period(searched, _today(out, idx)):   # a period: all
+        problems: list[str] = []                                          # of its notes
         out.search_words = searchwords.cleaned(given) if given is not None else clock.run(
-            "retrieve", searchwords.find, searched, be.writer, ledger)     # of its notes
+            "retrieve", searchwords.find, searched, be.writer, ledger, problems=problems)
+        out.backend_note = "; ".join(filter(None, [out.backend_note, *problems]))
     qvec, cands = clock.run("retrieve", _retrieve, out, idx, searched, k, method,
                             expand_links, include_private, ledger)
     if use_version:

@@ -39,9 +39,11 @@ QUERY_RE = re.compile(r"^query\s*\d*:\s*", re.IGNORECASE)   # "Query 2: ..."
 MARKS = "\"'`*_ "      # quotes and emphasis around a query
 
 
-def find(question: str, writer, ledger=None, stage: str = "retrieve") -> list[str]:
+def find(question: str, writer, ledger=None, stage: str = "retrieve",
+         problems: list | None = None) -> list[str]:
     """Up to MAX_QUERIES other wordings of the question from the writer's model; [] for
-    the builtin writer or on a model error (the question is searched as typed)."""
+    the builtin writer or on a model error (the question is searched as typed, and the
+    error, one line, is appended to `problems` when given)."""
     writer = model_of(writer)
     if writer is None:
         return []
@@ -50,7 +52,9 @@ def find(question: str, writer, ledger=None, stage: str = "retrieve") -> list[st
         return list(memo[question])
     try:
         text = writer.write(request(question), stage=stage, ledger=ledger).text
-    except models.BackendError:
+    except models.BackendError as e:
+        if problems is not None:
+            problems.append(f"no search words ({e}): the question searched as typed")
         return []                       # not kept: the next ask tries again
     if len(memo) >= MEMO:
         memo.pop(next(iter(memo)))

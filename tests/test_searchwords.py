@@ -105,6 +105,11 @@ def test_a_model_writer_is_asked_once_and_its_words_shown_costed_and_capped(
     again = harness.ask(SLEEP, index=idx, backend=be, write=False, budget=200)
     assert again.search_words == a.search_words     # asked again: the words remembered,
     assert len(fake.bodies("/api/chat")) == len(asked)          # no second request
+    fake.fault("/api/chat", "500", times=2)         # failed, and so its retry: said
+    failed = harness.ask("How much sleep before a race?", index=idx, backend=be, write=False,
+                         budget=60)
+    assert failed.search_words == [] and "no search words (" in failed.backend_note
+    assert "no search words" in str(failed) and "no search words" not in a.backend_note
     fake.rephrase.clear()                           # a reply of the question alone: none
     other = "How much shut-eye do I get?"
     assert harness.ask(other, index=idx, backend=be, write=False, budget=60).search_words == []
