@@ -328,11 +328,11 @@ def model_rewrite(writer, msg: str, prev: dict | None) -> tuple[str, str]:
     """One short request to the writer model; its rewrite kept only when keeps() holds,
     else the builtin's (which may be the follow-up as written)."""
     builtin = rewrite(msg, prev)
-    if not prev or writer is None or getattr(writer, "name", "builtin") == "builtin":
+    writer = models.model_of(writer)            # the model itself, not the line chooser
+    if not prev or writer is None:
         return builtin
     prompt = REWRITE_PROMPT.format(prev=prev["question"], answer=prev.get("answer", "")[:400],
                                    msg=msg)
-    writer = getattr(writer, "inner", writer)   # the model itself, not the line chooser
     try:
         text = writer.write(builtin_writer.WriteRequest([{"role": "user", "content": prompt}]),
                             stage="route").text

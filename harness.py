@@ -292,16 +292,17 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
         budget = evidence.reader_budget(be.writer)
     if budget is not None and use_version:     # more words read from more candidates
         k = max(k, evidence.candidates_for(budget))
+    today = _today(out, idx)            # the day a period the question names counts from
     given = search_words if isinstance(search_words, (list, tuple)) else None
     asks = given is None and search_words is not False \
-        and searchwords.model_of(be.writer) is not None
-    if (given or asks) and not asof.period(searched, _today(out, idx)):   # a period: all
-        problems: list[str] = []                                          # of its notes
+        and models.model_of(be.writer) is not None
+    if (given or asks) and not asof.period(searched, today):   # a period: all of its notes
+        problems: list[str] = []
         out.search_words = searchwords.cleaned(given) if given is not None else clock.run(
             "retrieve", searchwords.find, searched, be.writer, ledger, problems=problems)
         out.backend_note = "; ".join(filter(None, [out.backend_note, *problems]))
     qvec, cands = clock.run("retrieve", _retrieve, out, idx, searched, k, method,
-                            expand_links, include_private, ledger)
+                            expand_links, include_private, ledger, today)
     if use_version:
         cands = clock.run("version-filter", version.apply, idx, cands, out.time_mode, qvec,
                           out.as_of)
@@ -327,15 +328,16 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     return out
 
 
-def _retrieve(out: Answer, idx, searched, k, method, expand_links, include_private, ledger):
-    """(the query vector, the candidates): search, with a period counted from the as-of
-    day when one was asked."""
+def _retrieve(out: Answer, idx, searched, k, method, expand_links, include_private, ledger,
+              today):
+    """(the query vector, the candidates): search, the question and its other wordings,
+    with a period counted from `today` (_today)."""
     qvec = idx.embedder.embed_query(searched, ledger=ledger, stage="retrieve")
     also = [(text, idx.embedder.embed_query(text, ledger=ledger, stage="retrieve"))
             for text in out.search_words]
     cands = retrieve.search(idx, searched, qvec, k=k, method=method,
                             expand_links=expand_links, include_private=include_private,
-                            today=_today(out, idx), also=also)
+                            today=today, also=also)
     out.candidates["retrieve"] = _trace(cands)
     return qvec, cands
 

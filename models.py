@@ -695,6 +695,14 @@ class JevJudge:
 # --------------------------------------------------------------------- selection
 
 
+def model_of(writer):
+    """The model a writer asks for free text (a line chooser's inner model), None for
+    the builtin writer or none."""
+    writer = getattr(writer, "inner", writer)
+    return None if writer is None or getattr(writer, "name", "builtin") == "builtin" \
+        else writer
+
+
 @dataclass
 class Backend:
     name: str

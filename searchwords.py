@@ -44,7 +44,7 @@ def find(question: str, writer, ledger=None, stage: str = "retrieve",
     """Up to MAX_QUERIES other wordings of the question from the writer's model; [] for
     the builtin writer or on a model error (the question is searched as typed, and the
     error, one line, is appended to `problems` when given)."""
-    writer = model_of(writer)
+    writer = models.model_of(writer)
     if writer is None:
         return []
     memo = _memo(writer)
@@ -66,13 +66,6 @@ def cleaned(words) -> list[str]:
     """Wordings given by the caller (ask(search_words=[...])): each one line of single
     spaces, the empty ones left out."""
     return [w for w in (" ".join(str(x).split()) for x in words) if w]
-
-
-def model_of(writer):
-    """The model a writer asks (a line chooser's inner model), None for the builtin."""
-    writer = getattr(writer, "inner", writer)
-    return None if writer is None or getattr(writer, "name", "builtin") == "builtin" \
-        else writer
 
 
 def request(question: str) -> builtin_writer.WriteRequest:

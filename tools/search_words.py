@@ -7,11 +7,12 @@ in a file, then the evidence with the builtin backend with and without them.
 
 `write` asks the model searchwords.PROMPT for each question of the role's splits (the
 raw replies kept, resumable: a question already in the file is not asked again).
-`budgets` prints, per split and summed, the key-fact questions whose every key fact
-the evidence holds at 300, 600 and 1,000 words, change questions at 1,000, and stale
-evidence at 1,000 (present and as-of questions with an outdated value), first without
-the words and then with them (searchwords.parse of each reply, given as
-`ask(search_words=[...])`). The builtin backend is
+`budgets` prints, per split and summed (budget_eval.measure, as `evaluate.py --budgets`),
+the key-fact questions whose every key fact the evidence holds at 300, 600 and 1,000
+words for the plain baseline (plain_bm25.py), without the words and with them
+(searchwords.parse of each reply, given as `ask(search_words=[...])`), and for the last
+two change questions and stale evidence at 1,000 (present and as-of questions with an
+outdated value). The builtin backend is
 used for everything else, so the difference is the words' alone; the whole path with a
 model's embedder is `evaluate.py --budgets --backend ollama --variant full no-words`.
 """
@@ -28,13 +29,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 
+from verso import budget_eval  # noqa: E402
 from verso import evaluate  # noqa: E402
 from verso import harness  # noqa: E402
-from verso import measures  # noqa: E402
 from verso import models  # noqa: E402
+from verso import plain_bm25  # noqa: E402
 from verso import searchwords  # noqa: E402
 
 BUDGETS = (300, 600, 1000)
+VARIANTS = ("without", "with")
 
 
 def _sets(role: str, only: str | None) -> list[tuple[str, Path, list]]:
@@ -58,38 +61,37 @@ def write(path: Path, role: str, only: str | None, model: str) -> None:
         print(name, len(got), flush=True)
 
 
-def _measure(vault, questions, index_dir, replies) -> tuple[list, list, int]:
-    """Key-fact questions handed on at each budget, change questions and stale evidence
-    at the last, each question searched with the parsed reply (replies None: none)."""
+def _measure(vault: Path, questions: list, index_dir: Path, replies: dict) -> dict:
+    """budget_eval.measure of one split, variants "without" (no words) and "with" (each
+    question searched with its parsed reply), beside the plain baseline."""
     idx, be = harness.load(index=index_dir, vault=vault, backend="builtin")
-    got, change, stale = [0, 0, 0], [0, 0], 0
-    for q in (q for q in questions if q["answerable"] and q["key_facts"]):
-        words = False if replies is None else searchwords.parse(
-            replies.get(q["question"], ""), q["question"])
-        for k, b in enumerate(BUDGETS):
-            a = harness.ask(q["question"], index=idx, backend=be, write=False, budget=b,
-                            search_words=words)
-            got[k] += measures.evidence_recall(q["key_facts"], a.sources)
-        if q["category"] == "change":
-            change[0] += measures.evidence_recall(q["key_facts"], a.sources)
-            change[1] += 1
-        stale += bool(q["forbidden_facts"] and q["time_mode"] in ("present", "as_of")
-                      and measures.evidence_stale(q["forbidden_facts"], a.sources,
-                                                  q["key_facts"]))
-    return got, change, stale
+
+    def ask(question, budget, words):
+        given = searchwords.parse(replies.get(question, ""), question) if words else False
+        return harness.ask(question, index=idx, backend=be, write=False, budget=budget,
+                           search_words=given)
+    return budget_eval.measure(questions, ask, plain_bm25.Baseline(vault), BUDGETS,
+                               VARIANTS, {v: {"words": v == "with"} for v in VARIANTS})
 
 
 def budgets(path: Path, role: str, only: str | None) -> None:
     replies = json.loads(path.read_text())
+    total = {v: [0] * len(BUDGETS) for v in ("baseline", *VARIANTS)}
     with tempfile.TemporaryDirectory() as tmp:
-        for label, given in (("without", None), ("with", replies)):
-            total = [0, 0, 0]
-            for name, vault, questions in _sets(role, only):
-                got, change, stale = _measure(vault, questions, Path(tmp) / name, given)
-                total = [x + y for x, y in zip(total, got)]
-                print(f"{label:<8} {name:<14} {' / '.join(map(str, got))}  change "
-                      f"{change[0]}/{change[1]}  stale {stale}", flush=True)
-            print(f"{label:<8} {'all':<14} {' / '.join(map(str, total))}", flush=True)
+        for name, vault, questions in _sets(role, only):
+            got = _measure(vault, questions, Path(tmp) / name, replies)
+            rows = {"baseline": got["baseline"], **{v: got["variants"][v]["budgets"]
+                                                    for v in VARIANTS}}
+            for label, row in rows.items():
+                k = [row[b]["recall"]["k"] for b in BUDGETS]
+                total[label] = [x + y for x, y in zip(total[label], k)]
+                last = row[BUDGETS[-1]]
+                more = ("" if label == "baseline" else f"  change "
+                        f"{last['by_kind']['change']['k']}/{last['by_kind']['change']['n']}"
+                        f"  stale {last['stale']['k']}")
+                print(f"{label:<8} {name:<14} {' / '.join(map(str, k))}{more}", flush=True)
+    for label, k in total.items():
+        print(f"{label:<8} {'all':<14} {' / '.join(map(str, k))}", flush=True)
 
 
 def main(argv=None) -> int:
