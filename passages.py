@@ -78,12 +78,12 @@ FEATURES = ("bm25", "dense", "terms", "heading", "title", "candidate",
             "note_rank", "note_bm25", "current", "first", "words",
             "later", "bm25_rank", "dense_rank", "reader", "note_reader")
 # ---- FITTED: tools/fit_evidence.py --write (raw-scale weights; do not edit by hand)
-BIAS = -7.1613
+BIAS = -7.2847
 WEIGHTS = {
-    "bm25": 0.3242, "dense": 3.5461, "terms": -0.4555, "heading": -0.4346, "title": 0.9458,
-    "candidate": 0.0892, "note_rank": 1.5726, "note_bm25": 2.1408, "current": 0.0969,
-    "first": 0.0571, "words": 0.4504, "later": -0.01, "bm25_rank": 0.082,
-    "dense_rank": 0.384, "reader": 4.7546, "note_reader": -2.4554}
+    "bm25": 0.2156, "dense": 3.1315, "terms": -0.3667, "heading": -0.6095, "title": 1.1501,
+    "candidate": 0.1212, "note_rank": 1.6001, "note_bm25": 2.279, "current": 0.0523,
+    "first": 0.0852, "words": 0.4611, "later": -0.1169, "bm25_rank": 0.0462,
+    "dense_rank": 0.4793, "reader": 4.6689, "note_reader": -2.4907}
 # ---- end FITTED
 
 
