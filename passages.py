@@ -78,12 +78,12 @@ FEATURES = ("bm25", "dense", "terms", "heading", "title", "candidate",
             "note_rank", "note_bm25", "current", "first", "words",
             "later", "bm25_rank", "dense_rank", "reader", "note_reader")
 # ---- FITTED: tools/fit_evidence.py --write (raw-scale weights; do not edit by hand)
-BIAS = -7.2847
+BIAS = -7.3913
 WEIGHTS = {
-    "bm25": 0.2156, "dense": 3.1315, "terms": -0.3667, "heading": -0.6095, "title": 1.1501,
-    "candidate": 0.1212, "note_rank": 1.6001, "note_bm25": 2.279, "current": 0.0523,
-    "first": 0.0852, "words": 0.4611, "later": -0.1169, "bm25_rank": 0.0462,
-    "dense_rank": 0.4793, "reader": 4.6689, "note_reader": -2.4907}
+    "bm25": 0.2881, "dense": 3.0185, "terms": -0.2663, "heading": -0.712, "title": 1.3944,
+    "candidate": 0.1524, "note_rank": 1.5467, "note_bm25": 2.2749, "current": 0.0656,
+    "first": 0.1458, "words": 0.4502, "later": -0.1365, "bm25_rank": -0.0362,
+    "dense_rank": 0.4477, "reader": 4.7761, "note_reader": -2.5504}
 # ---- end FITTED
 
 
