@@ -38,6 +38,10 @@ class BackendError(Exception):
     """A model backend failed; the message is one actionable line."""
 
 
+class BackendTimeout(BackendError):
+    """The server took the request and sent no reply within the timeout."""
+
+
 # ------------------------------------------------------------------------ ollama
 # (section owned by the backends developer: OllamaEmbedder, OllamaJudge, OllamaWriter)
 # The `ollama` client does the HTTP (imported on first use); _Ollama.call turns each of its
@@ -151,7 +155,7 @@ class _Ollama:
                 raise BackendError(f"Ollama is not answering at {self.host}: start it with "
                                    "`ollama serve`") from None
             except httpx.TimeoutException:
-                raise BackendError(f"Ollama at {self.host} sent no {what} reply from {model} "
+                raise BackendTimeout(f"Ollama at {self.host} sent no {what} reply from {model} "
                                    f"within {self.timeout:g} s: check `ollama ps`, or "
                                    f"{TIMEOUT_FIX}") from None
             except ollama.ResponseError as e:

@@ -22,6 +22,7 @@ its tokens and seconds are the retrieve stage's (the ledger row names the model)
 from __future__ import annotations
 
 import re
+import time
 
 from verso import builtin_writer
 from verso import models
@@ -31,6 +32,7 @@ MAX_QUERIES = 3         # queries kept from a reply
 MAX_WORDS = 25          # a longer line is no query (an explanation)
 REPLY_TOKENS = 80       # the reply's cap: three short lines (the figures were measured so)
 MEMO = 256              # questions a writer remembers its words for (asked again: no request)
+HUNG_WAIT = 300.0       # seconds a writer whose model timed out is not asked for words again
 PROMPT = ("Someone searches their own personal notes with the question below. Write "
           f"{MAX_QUERIES} short search queries, one per line, using other words their notes "
           "would likely use for the same thing (synonyms, the formal name, the kind of note "
@@ -43,23 +45,36 @@ def find(question: str, writer, ledger=None, stage: str = "retrieve",
          problems: list | None = None) -> list[str]:
     """Up to MAX_QUERIES other wordings of the question from the writer's model; [] for
     the builtin writer or on a model error (the question is searched as typed, and the
-    error, one line, is appended to `problems` when given)."""
+    error, one line, is appended to `problems` when given). A model that timed out is
+    not asked again for HUNG_WAIT seconds: a hung server costs one question its
+    timeout, not each of them (another error is tried again at the next question)."""
     writer = models.model_of(writer)
     if writer is None:
         return []
     memo = _memo(writer)
     if question in memo:                # the same question again: the same words
         return list(memo[question])
+    hung = _memo(writer, "_search_words_hung")
+    if "at" in hung and (waited := time.monotonic() - hung["at"]) < HUNG_WAIT:
+        return _failed(problems, f"{hung['why']}; not asked again for "
+                                 f"{HUNG_WAIT - waited:.0f} s")
     try:
         text = writer.write(request(question), stage=stage, ledger=ledger).text
-    except models.BackendError as e:
-        if problems is not None:
-            problems.append(f"no search words ({e}): the question searched as typed")
-        return []                       # not kept: the next ask tries again
+    except models.BackendTimeout as e:  # a hung model would cost every question its timeout
+        hung.update(at=time.monotonic(), why=str(e))
+        return _failed(problems, str(e))
+    except models.BackendError as e:    # not kept: the next ask tries again
+        return _failed(problems, str(e))
     if len(memo) >= MEMO:
         memo.pop(next(iter(memo)))
     memo[question] = parse(str(text), question)
     return list(memo[question])
+
+
+def _failed(problems: list | None, why: str) -> list[str]:
+    if problems is not None:
+        problems.append(f"no search words ({why}): the question searched as typed")
+    return []
 
 
 def cleaned(words) -> list[str]:
@@ -74,11 +89,12 @@ def request(question: str) -> builtin_writer.WriteRequest:
         question=question)}], question=question, reply_tokens=REPLY_TOKENS)
 
 
-def _memo(writer) -> dict:
+def _memo(writer, key: str = "_search_words") -> dict:
     """The writer's own memo of questions and their words (a model at temperature 0
-    with a fixed seed writes the same words again); a fresh dict where it takes none."""
+    with a fixed seed writes the same words again), or under another key its last
+    timeout; a fresh dict where it takes none."""
     try:
-        return writer.__dict__.setdefault("_search_words", {})
+        return writer.__dict__.setdefault(key, {})
     except AttributeError:
         return {}
 

@@ -491,7 +491,7 @@ def test_a_timed_out_reply_names_the_setting_to_raise(fake, monkeypatch):
     fake.fault("/api/chat", "hang")
     w = models.OllamaWriter(host=fake.url)
     assert w.api.timeout == 0.3
-    with pytest.raises(models.BackendError, match=r"within 0.3 s: .*--timeout SECONDS"):
+    with pytest.raises(models.BackendTimeout, match=r"within 0.3 s: .*--timeout SECONDS"):
         w.write(builtin_writer.WriteRequest([{"role": "user", "content": "hi"}]))
 
 
@@ -527,6 +527,10 @@ def test_evaluate_records_a_question_that_timed_out_and_goes_on(fake, tmp_path, 
     assert records[0]["verdict"] == evaluate.FAILED and records[1]["answer_correct"]
     summary = (tmp_path / "run" / "summary.json").read_text()
     assert '"failed": 1' in summary
+    from fakes import SEARCH_WORDS_ASK                   # the words timed out once: not asked again
+    asked = [b for b in fake.bodies("/api/chat")
+             if b["messages"][-1]["content"].startswith(SEARCH_WORDS_ASK)]
+    assert len(asked) == 1
 
 
 def test_a_backend_that_keeps_failing_stops_asking_after_a_streak():

@@ -52,6 +52,23 @@ def test_only_a_model_is_asked_and_a_model_error_searches_the_question_as_typed(
     assert searchwords.find(SLEEP, wrapped) == ["sleep hours"]     # the model itself
 
 
+def test_a_model_that_timed_out_is_not_asked_for_words_again_for_a_while(monkeypatch):
+    clock = [1000.0]
+    monkeypatch.setattr(searchwords.time, "monotonic", lambda: clock[0])
+    hung = Scripted(error=models.BackendTimeout("Ollama sent no reply within 300 s"))
+    problems = []
+    assert searchwords.find(SLEEP, hung, problems=problems) == [] and len(hung.stages) == 1
+    hung.error, hung.reply = None, "sleep hours"          # it answers again, but unasked
+    clock[0] += 10
+    assert searchwords.find("other question?", hung, problems=problems) == []
+    assert len(hung.stages) == 1                          # no request: no second timeout
+    left = f"{searchwords.HUNG_WAIT - 10:.0f} s"
+    assert f"within 300 s; not asked again for {left}" in problems[1]
+    assert problems[1].endswith("the question searched as typed")
+    clock[0] += searchwords.HUNG_WAIT                     # the wait is over: asked again
+    assert searchwords.find(SLEEP, hung) == ["sleep hours"] and len(hung.stages) == 2
+
+
 TOPICS = ("garden shed roof", "van insurance renewal", "piano tuning rates", "bike gears",
           "boiler service", "dentist check", "car tax", "window cleaner", "chimney sweep",
           "gutter repair", "fence panels", "lawn mower blades")
