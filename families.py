@@ -13,7 +13,8 @@ Rules, decided by code:
   NEAR_COPY_JACCARD) are duplicates only when both have the same real (non-mtime) date.
   The copy kept: the one without a copy marker, else the shorter path.
 - Family: folder + name without dates (a bare year too: "Rates 2025" and "Rates 2026"
-  are one document kept a year at a time), v1/v2/final/draft, (1)/copy/copy 2/backup/
+  are one document kept a year at a time; a weekday beside a date goes with it: "Sun 1
+  Feb 2026" is a day's note), v1/v2/final/draft, (1)/copy/copy 2/backup/
   bak/old and separators. A name left empty ("2026-04-03.md") and files in
   `versioned = false` folders are their own family.
 - Exactly one member of a family is latest (latest_of). Newest real date wins; mtime
@@ -52,16 +53,22 @@ DIGITS_RE = re.compile(r"(\d+)")
 SEPARATORS_RE = re.compile(r"[\s_\-.,()\[\]]+")   # after dating.fold: every dash is "-"
 YEAR_RE = re.compile(r"(?<![a-z\d.,:£$€#])(?:19|20)\d\d(?:[/-]\d\d(?!\d))?(?![\d.,:%a-z])")
                                    # "Rates 2026", "budget 2025/26"; not "£2026", "#2026"
+DATE_MARK = "\x00"                 # where _undated blanked a date, until the weekday goes
+_WEEKDAY = (r"(?<![a-z])(?:mon|tue|tues|wed|weds|thu|thur|thurs|fri|sat|sun)"
+            r"(?:day|sday|nesday|rsday|urday)?(?![a-z])")
+WEEKDAY_RE = re.compile(rf"{_WEEKDAY}[\s,.]*{DATE_MARK}|{DATE_MARK}[\s,.]*{_WEEKDAY}")
 WIKILINK_RE = re.compile(r"\[\[([^\]|#\n]*)(?:#[^\]|\n]*)?(?:\|[^\]\n]*)?\]\]")
 
 
 def _undated(stem: str) -> str:
     """A name folded (dating.fold), every date form in it blanked: d/m/y digits too,
-    whatever the order ("2026-10" is no v-number, "Oct" no word), and a bare year."""
+    whatever the order ("2026-10" is no v-number, "Oct" no word), and a bare year; a
+    weekday written beside a date goes with it ("Sun 1 Feb 2026", "2026-03-01 Sun": a
+    day's note, not a version of every other Sunday's)."""
     s = dating.fold(stem)
     for rx, _ in dating.DATE_PATTERNS:
-        s = rx.sub(" ", s)
-    return YEAR_RE.sub(" ", s)
+        s = rx.sub(DATE_MARK, s)
+    return YEAR_RE.sub(" ", WEEKDAY_RE.sub(DATE_MARK, s).replace(DATE_MARK, " "))
 
 
 def _family_name(stem: str) -> str:
