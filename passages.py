@@ -78,12 +78,12 @@ FEATURES = ("bm25", "dense", "terms", "heading", "title", "candidate",
             "note_rank", "note_bm25", "current", "first", "words",
             "later", "bm25_rank", "dense_rank", "reader", "note_reader")
 # ---- FITTED: tools/fit_evidence.py --write (raw-scale weights; do not edit by hand)
-BIAS = -7.3913
+BIAS = -7.3847
 WEIGHTS = {
-    "bm25": 0.2881, "dense": 3.0185, "terms": -0.2663, "heading": -0.712, "title": 1.3944,
-    "candidate": 0.1524, "note_rank": 1.5467, "note_bm25": 2.2749, "current": 0.0656,
-    "first": 0.1458, "words": 0.4502, "later": -0.1365, "bm25_rank": -0.0362,
-    "dense_rank": 0.4477, "reader": 4.7761, "note_reader": -2.5504}
+    "bm25": 0.2864, "dense": 3.0166, "terms": -0.2612, "heading": -0.7038, "title": 1.4012,
+    "candidate": 0.1513, "note_rank": 1.5581, "note_bm25": 2.2731, "current": 0.0583,
+    "first": 0.1464, "words": 0.4511, "later": -0.1386, "bm25_rank": -0.0373,
+    "dense_rank": 0.4452, "reader": 4.7741, "note_reader": -2.5663}
 # ---- end FITTED
 
 
