@@ -64,8 +64,9 @@ HEADER_RE = re.compile(r"^[\s>*_#-]*(?:last[\s_-]+)?(?:updated|edited|modified|r
                        r"date|dated|created|written)\b", re.I)
 FRONT_KEYS = ("updated", "date", "created")    # frontmatter date keys, in preference order
 DAY_PATTERNS = DATE_PATTERNS[:4]   # the forms that name a whole day
-LEAD_MARK_RE = re.compile(r"[\s>]*(?:[*_]{1,2}(?=\S))?(?:(?:mon|tues?|wed(?:nes)?|"
-                          r"thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:day)?\.?,?\s+)?", re.I)
+WEEKDAY = r"(?:mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:day)?"
+                                   # a weekday, whole or cut: "Fri", "Thurs", "Wednesday"
+LEAD_MARK_RE = re.compile(rf"[\s>]*(?:[*_]{{1,2}}(?=\S))?(?:{WEEKDAY}\.?,?\s+)?", re.I)
                                    # what may stand before a day that opens a line
 SET_OFF_RE = re.compile(r"(?<![\d\s])\s*(?:\s[-\u2013\u2014|]|[:(])\s*")
                                    # what sets a day off at the end of the title line

@@ -54,8 +54,7 @@ SEPARATORS_RE = re.compile(r"[\s_\-.,()\[\]]+")   # after dating.fold: every das
 YEAR_RE = re.compile(r"(?<![a-z\d.,:£$€#])(?:19|20)\d\d(?:[/-]\d\d(?!\d))?(?![\d.,:%a-z])")
                                    # "Rates 2026", "budget 2025/26"; not "£2026", "#2026"
 DATE_MARK = "\x00"                 # where _undated blanked a date, until the weekday goes
-_WEEKDAY = (r"(?<![a-z])(?:mon|tue|tues|wed|weds|thu|thur|thurs|fri|sat|sun)"
-            r"(?:day|sday|nesday|rsday|urday)?(?![a-z])")
+_WEEKDAY = rf"(?<![a-z])(?:{dating.WEEKDAY}|weds)(?![a-z])"   # and a journal's "Weds"
 WEEKDAY_RE = re.compile(rf"{_WEEKDAY}[\s,.]*{DATE_MARK}|{DATE_MARK}[\s,.]*{_WEEKDAY}")
 WIKILINK_RE = re.compile(r"\[\[([^\]|#\n]*)(?:#[^\]|\n]*)?(?:\|[^\]\n]*)?\]\]")
 
