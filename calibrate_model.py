@@ -39,6 +39,7 @@ from verso import choosing_writer
 from verso import evaluate
 from verso import harness
 from verso import measures
+from verso import backends
 from verso import models
 from verso import store
 from verso import verdict_fit
@@ -185,12 +186,12 @@ def _progress(done: int, total: int, split: str, row: dict, spent: list) -> str:
 
 def _backends(judge):
     """(the choosing backend under MEASURE, the same model writing free text)."""
-    be = models.load_backend("auto", judge=judge, writer="choose")
+    be = backends.load_backend("auto", judge=judge, writer="choose")
     if be.name != "ollama":
         raise models.BackendError("verso calibrate measures a model served by Ollama: "
                                   + be.note.removeprefix("auto chose builtin: "))
     be.writer.policy = dict(MEASURE)
-    free = models.Backend("ollama", be.embedder, be.judge, be.writer.inner,
+    free = backends.Backend("ollama", be.embedder, be.judge, be.writer.inner,
                           be.note + "; free text (calibration)")
     return be, free
 
@@ -283,7 +284,7 @@ def main(argv=None) -> int:
     p.add_argument("--splits", nargs="+", metavar="SPLIT", help="these tuning splits only "
                    f"(default: all: {', '.join(calibrate.tuning_splits())})")
     p.add_argument("--limit", type=int, metavar="N", help="the first N questions of each")
-    p.add_argument("--judge", choices=models.JUDGES, help="the judge answers are checked "
+    p.add_argument("--judge", choices=backends.JUDGES, help="the judge answers are checked "
                    "by (default: as `verso` answers, builtin beside an Ollama writer)")
     p.add_argument("--refit", action="store_true", help="fit the rows kept so far; ask "
                    "nothing")

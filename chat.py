@@ -35,6 +35,7 @@ from pathlib import Path
 
 from verso import followup
 from verso import harness
+from verso import backends
 from verso import models
 from verso import store
 
@@ -158,7 +159,7 @@ def main(argv=None) -> int:
     p.add_argument("--vault", default=None)
     p.add_argument("--index", default=None)
     p.add_argument("--backend", choices=("auto", "builtin", "ollama"), default="auto")
-    p.add_argument("--judge", choices=models.JUDGES, default=None)
+    p.add_argument("--judge", choices=backends.JUDGES, default=None)
     args = p.parse_args(argv)
     try:
         import readline          # line editing and history, where the platform has it

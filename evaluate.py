@@ -29,6 +29,7 @@ from pathlib import Path
 import verso
 from verso import chunking
 from verso import measures
+from verso import backends
 from verso import models
 from verso import scorecard
 from verso import selective
@@ -475,8 +476,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="list questions whose answer_correct / source_found flipped")
     p.add_argument("--variant", nargs="+", choices=list(VARIANTS), default=None)
     p.add_argument("--backend", choices=("auto", "builtin", "ollama"), default="auto")
-    p.add_argument("--judge", choices=models.JUDGES, default=None)
-    p.add_argument("--writer", choices=models.WRITERS, default=None,
+    p.add_argument("--judge", choices=backends.JUDGES, default=None)
+    p.add_argument("--writer", choices=backends.WRITERS, default=None,
                    help="a model backend's writer: choose (default) or generate")
     p.add_argument("--timeout", type=float, default=None, help="seconds one Ollama request may take (default 120, or $VERSO_OLLAMA_TIMEOUT)")
     p.add_argument("--index", help="index dir (default: OUT/index, else a cache dir)")

@@ -40,6 +40,7 @@ from verso import choosing_writer
 from verso import generate
 from verso import textkit
 from verso import ingest
+from verso import backends
 from verso import models
 from verso import line_scores
 from verso import cost_ledger
@@ -210,7 +211,7 @@ def load(index=None, vault=None, backend="auto", judge=None, rebuild=False, writ
         d, folder, notes = resolve(index, vault)
         for note in notes:
             print(note, file=sys.stderr)
-    be = backend if isinstance(backend, models.Backend) else models.load_backend(
+    be = backend if isinstance(backend, backends.Backend) else backends.load_backend(
         backend, judge=judge, timeout=_config_timeout(d, folder), writer=writer)
     if isinstance(index, store_load.Index):
         idx = index
@@ -672,8 +673,8 @@ def main(argv=None, prog="harness.py") -> int:
     p.add_argument("--as-of", metavar="DATE", default=None, help="answer from the notes as "
                    "they stood on DATE (YYYY-MM-DD, or YYYY-MM for the month's end)")
     p.add_argument("--backend", choices=("auto", "builtin", "ollama"), default="auto")
-    p.add_argument("--judge", choices=models.JUDGES, default=None)
-    p.add_argument("--writer", choices=models.WRITERS, default=None, help="a model "
+    p.add_argument("--judge", choices=backends.JUDGES, default=None)
+    p.add_argument("--writer", choices=backends.WRITERS, default=None, help="a model "
                    "backend's writer: choose (the model picks lines, code writes and cites; "
                    "default, or $VERSO_WRITER) or generate (free text)")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")

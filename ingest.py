@@ -93,7 +93,8 @@ def _previous(index_dir: Path, vault: Path, backend, rebuild: bool, loaded=None)
     builtin = backend in (None, "builtin") or isinstance(
         getattr(backend, "embedder", None), embedder.BuiltinEmbedder)
     if isinstance(backend, str) and not builtin:
-        backend = _models().load_backend(backend)
+        from verso import backends         # the same: only for a model backend
+        backend = backends.load_backend(backend)
     prev, note = None, ""
     if not rebuild and (index_dir / "manifest.json").exists():
         try:
@@ -460,7 +461,7 @@ def _build(vault, index_dir, config, rebuild, backend, progress, current=None, k
 def _build_now(vault, index_dir, config, rebuild, backend, progress, current=None,
                keep=None, brief=False):
     """(summary, the loaded Index when nothing changed, else None).
-    backend: None/"builtin", a backend name, or a models.Backend; progress(stage, done,
+    backend: None/"builtin", a backend name, or a backends.Backend; progress(stage, done,
     total) is called while reading and embedding; keep, a list, gets the previous index
     and the records (held to the end of a one-shot process: see keep_until_exit). Notes
     whose size and mtime match their previous record (same vault, embedder, rules and

@@ -31,6 +31,7 @@ from pathlib import Path
 from verso import harness
 from verso import ingest
 from verso import mcp_tools
+from verso import backends
 from verso import models
 from verso import store
 from verso import store_load
@@ -329,7 +330,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--config", metavar="FILE", default=None, help="vault config for "
                    "each refresh (default: the one the index keeps, else VAULT/verso.toml)")
     p.add_argument("--backend", choices=("auto", "builtin", "ollama"), default="auto")
-    p.add_argument("--judge", choices=models.JUDGES, default=None)
+    p.add_argument("--judge", choices=backends.JUDGES, default=None)
     p.add_argument("--timeout", type=float, default=None, help="seconds one Ollama request may take (default 120, or $VERSO_OLLAMA_TIMEOUT)")
     return p
 
@@ -352,7 +353,7 @@ def main(argv=None) -> int:
     for note in notes:
         print(note, file=sys.stderr)
     try:
-        be = models.load_backend(args.backend, judge=args.judge)
+        be = backends.load_backend(args.backend, judge=args.judge)
     except models.BackendError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

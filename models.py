@@ -10,9 +10,9 @@ Not: retrieval, prompts or verdicts (the stage modules own those); the builtin e
      (textkit.py).
      Imports no stage module.
 
-Backends are chosen by name with load_backend(): `builtin` (offline, numpy only),
-`ollama` (local server) and `jev` (hosted judge). Importing this module starts nothing.
-Sections: ollama, jev, selection.
+The clients: Ollama (local server) and Jev (hosted judge); backends.py chooses among them
+and the builtin ones by name. Importing this module starts nothing.
+Sections: ollama, jev, helpers (the writer's model, whether Ollama is ready).
 """
 
 from __future__ import annotations
@@ -21,16 +21,13 @@ import json
 import re
 import os
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
 import verso
 
 from verso import builtin_writer
-from verso import choosing_writer
 from verso import cost_ledger
-from verso import embedder
 from verso import line_scores
 
 
@@ -696,7 +693,7 @@ class JevJudge:
                            lambda s: self.local.support(s, stage, ledger))
 
 
-# --------------------------------------------------------------------- selection
+# ----------------------------------------------------------------------- helpers
 
 
 def model_of(writer):
@@ -705,15 +702,6 @@ def model_of(writer):
     writer = getattr(writer, "inner", writer)
     return None if writer is None or getattr(writer, "name", "builtin") == "builtin" \
         else writer
-
-
-@dataclass
-class Backend:
-    name: str
-    embedder: object
-    judge: object
-    writer: object
-    note: str = ""
 
 
 def _listening(host: str, timeout) -> bool:
@@ -730,7 +718,7 @@ def _listening(host: str, timeout) -> bool:
         return False
 
 
-def _ollama_unready(host, needs: list, timeout) -> str | None:
+def ollama_unready(host, needs: list, timeout) -> str | None:
     """None when Ollama answers and has each (model, capability), else why not."""
     where = host or os.environ.get("OLLAMA_HOST") or OLLAMA_DEFAULT_HOST
     if not _listening(where, timeout):
@@ -747,66 +735,3 @@ def _ollama_unready(host, needs: list, timeout) -> str | None:
     except BackendError as e:
         return str(e)
     return None
-
-
-JUDGES = ("builtin", "ollama", "cascade", "jev")   # the --judge choices
-DEFAULT_JUDGE = "builtin"     # whatever way the backend is named (auto, ollama): the model
-                              # judges only when asked (--judge ollama or cascade)
-# Why a model writer is paired with the builtin judge (README "Measured with real models")
-AUTO_JUDGE_WHY = ("on dev a 1.5B local judge gave no more right answers and took 24 s a "
-                  "question more: --judge cascade or ollama to use one")
-
-
-WRITERS = ("choose", "generate")    # a model backend's writer: chooses lines, or free text
-
-
-def load_backend(name: str = "auto", judge: str | None = None, idf=None, embed_model=None,
-                 write_model=None, index=None, host=None, timeout=None,
-                 probe_timeout=OLLAMA_PROBE_TIMEOUT, writer: str | None = None) -> Backend:
-    """The embed/judge/write trio for a backend name; `idf` restores a builtin index and
-    `index` (a store_load.Index) brings the embedder its vectors were made with.
-    auto: Ollama when it answers and has the models, else builtin (the note says why).
-    A backend or judge named explicitly never falls back: BackendError instead. The
-    judge is DEFAULT_JUDGE unless `judge` names another, however the backend is named."""
-    if name not in ("auto", "builtin", "ollama"):
-        raise BackendError(f"unknown backend {name!r}: use auto, builtin or ollama")
-    if judge not in (None,) + JUDGES:
-        raise BackendError(f"unknown judge {judge!r}: use {', '.join(JUDGES)}")
-    writer = writer or os.environ.get("VERSO_WRITER") or WRITERS[0]
-    if writer not in WRITERS:
-        raise BackendError(f"unknown writer {writer!r}: use {' or '.join(WRITERS)}")
-    em = embed_model or os.environ.get("VERSO_EMBED_MODEL") or EMBED_MODEL
-    wm = write_model or os.environ.get("VERSO_WRITE_MODEL") or WRITE_MODEL
-    emb, note, default_judge = getattr(index, "embedder", None), "", False
-    if name != "builtin":
-        needs = [(wm, "completion")] + ([] if emb else [(em, "embedding")])
-        if (why := _ollama_unready(host, needs, probe_timeout)) and name == "ollama":
-            raise BackendError(why)
-        default_judge = judge is None and not why     # auto or named: the one default
-        name = "builtin" if why else "ollama"
-        note = (f"auto chose builtin: {why}" if why else f"ollama: {wm} writes, "
-                + (f"vectors from the index ({emb.id})" if emb else f"{em} embeds"))
-        judge = DEFAULT_JUDGE if default_judge else judge
-    w = None
-    if name == "builtin":
-        b = Backend("builtin", emb or embedder.BuiltinEmbedder(idf), line_scores.BuiltinJudge(),
-                    builtin_writer.BuiltinWriter(), note or "builtin backend (offline)")
-    else:
-        w = OllamaWriter(wm, host, timeout)
-        b = Backend("ollama", emb or OllamaEmbedder(em, host, timeout), line_scores.BuiltinJudge(),
-                    choosing_writer.ChoosingWriter(w) if writer == "choose" else w,
-                    note + ("; the model chooses lines, code writes them" if writer == "choose"
-                            else "; the model writes free text"))
-    if judge in ("ollama", "cascade"):       # the model judges: only when asked
-        if w is None:
-            if why := _ollama_unready(host, [(wm, "completion")], probe_timeout):
-                raise BackendError(why)
-            w = OllamaWriter(wm, host, timeout)
-        b.judge = CascadeJudge(OllamaJudge(w)) if judge == "cascade" else OllamaJudge(w)
-    elif judge == "jev":
-        b.judge = JevJudge(local=b.judge)
-    if judge:
-        b.note += f"; judge: {judge}" + (f" (private text judged locally by "
-                                         f"{b.judge.local.name})" if judge == "jev" else "")
-        b.note += f" ({AUTO_JUDGE_WHY})" if default_judge else ""
-    return b

@@ -297,7 +297,7 @@ def _warm_load(index: Path) -> dict:
 def _verso_queries(idx, questions: list[str], n_ask: int) -> tuple[dict, dict]:
     """Stage latencies over the questions; and the rankings for the comparisons."""
     from verso import harness
-    from verso import models
+    from verso import backends
     from verso import retrieve
     from verso import version
     depth = max(3 * retrieve.DEFAULT_K, retrieve.FUSE_DEPTH_MIN)
@@ -322,7 +322,7 @@ def _verso_queries(idx, questions: list[str], n_ask: int) -> tuple[dict, dict]:
         return version.apply(idx, retrieve.search(idx, q, qv), MODE, qv)
     r["retrieve"], staged = _timed(stage, questions)
     r["search"], _ = _timed(lambda p: retrieve.search(idx, p[0], p[1]), pairs)
-    be = models.load_backend("builtin")
+    be = backends.load_backend("builtin")
     r["ask"], answers = _timed(lambda q: harness.ask(q, index=idx, backend=be),
                                questions[:n_ask])
     r["ask_abstained"] = sum(a.abstained for a in answers) / max(1, len(answers))

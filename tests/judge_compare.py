@@ -23,6 +23,7 @@ from verso import evaluate  # noqa: E402
 
 from verso import harness  # noqa: E402
 from verso import measures  # noqa: E402
+from verso import backends  # noqa: E402
 from verso import models  # noqa: E402
 
 JUDGES = ("builtin", "logprob", "batch")
@@ -42,7 +43,7 @@ def main(argv=None) -> int:
           if q["answerable"] and q["gold_files"]][:args.limit]
     rows = {j: [] for j in args.judges}
     for name in args.judges:
-        be = models.load_backend("ollama", judge="builtin" if name == "builtin" else "ollama",
+        be = backends.load_backend("ollama", judge="builtin" if name == "builtin" else "ollama",
                                  timeout=args.timeout)
         if name != "builtin":
             be.judge.batch = name == "batch"

@@ -7,7 +7,7 @@ import pytest
 
 from verso import builtin_writer
 from verso import harness
-from verso import models
+from verso import backends
 from verso import route
 
 REQUIRED = {"answer", "abstained", "abstain_reason", "time_mode", "citations", "sources",
@@ -80,7 +80,7 @@ def test_change_question_lists_every_value_in_date_order(loaded):
 def test_unanswerable_abstains_at_the_gate_without_calling_the_writer(loaded):
     idx, be = loaded
     writer = NoWriter()
-    spy = models.Backend("builtin", be.embedder, be.judge, writer, be.note)
+    spy = backends.Backend("builtin", be.embedder, be.judge, writer, be.note)
     a = harness.ask("What's the name of my dentist?", index=idx, backend=spy)
     assert a.abstained and a.verdict == "ABSTAIN" and writer.asked == ["retrieve"]
     assert a.abstain_reason.startswith("no passage reached")
@@ -156,7 +156,7 @@ class UncitedWriter:
 
 def test_a_citation_repair_reaches_the_answer_trace(loaded):
     idx, be = loaded
-    be = models.Backend("builtin", be.embedder, be.judge, UncitedWriter(), "test")
+    be = backends.Backend("builtin", be.embedder, be.judge, UncitedWriter(), "test")
     a = harness.ask("What is Maren's current day rate?", index=idx, backend=be)
     assert "[c" in a.answer                           # re-cited in code
     rows = a.checks["sentences"]

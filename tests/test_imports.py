@@ -14,7 +14,7 @@ LAYERS = [
     {"textkit", "cost_ledger", "embedder", "selective", "asof", "timespans", "timewords",
      "wordforms", "plain_bm25"},   # helpers
     {"line_scores", "builtin_writer", "choosing_writer"},        # the readers and writers
-    {"models"},                                                  # model clients, backends
+    {"models", "backends"},                                      # model clients, backends
     {"vault_walk", "dating", "families", "file_columns", "chunking", "store", "store_load",
      "bm25", "file_records"},                                                        # the index
     {"ingest", "retrieve", "version", "route", "rerank", "generate", "verify",

@@ -15,6 +15,7 @@ from verso import chunking
 from verso import dating
 from verso import families
 from verso import ingest
+from verso import backends
 from verso import models
 from verso import store
 from verso import store_load
@@ -455,7 +456,7 @@ def test_changed_embedder_reembeds_everything(vault, tmp_path):
         def embed_documents(self, texts, ledger=None, stage="ingest"):
             return np.eye(8, dtype=np.float32)[[len(t) % 8 for t in texts]]
 
-    fake = models.Backend("fake", Fake(), None, None)
+    fake = backends.Backend("fake", Fake(), None, None)
     write(vault, "a.md", "alpha")
     write(vault, "b.md", "beta")
     s1 = ingest.build_index(vault, tmp_path / "idx", backend=fake)
@@ -463,7 +464,7 @@ def test_changed_embedder_reembeds_everything(vault, tmp_path):
     assert (s1["embedded"], s2["embedded"], s2["reused"]) == (2, 0, 2)
     assert store_load.load_index(tmp_path / "idx", backend=fake).embedder.id == "fake-embedder-8"
     with pytest.raises(store.IndexProblem, match="built with embedder fake-embedder-8"):
-        store_load.load_index(tmp_path / "idx", backend=models.Backend(
+        store_load.load_index(tmp_path / "idx", backend=backends.Backend(
             "other", type("E", (), {"id": "e2", "dim": 8})(), None, None))
     s3 = ingest.build_index(vault, tmp_path / "idx")             # back to builtin
     assert s3["embedded"] == 2 and "rebuilt" in s3["note"]
@@ -478,7 +479,7 @@ def test_ollama_index_loads_its_embedder_without_a_server(vault, tmp_path):
             return np.full((len(texts), 8), 8 ** -0.5, dtype=np.float32)
 
     write(vault, "a.md", "alpha")
-    fake = models.Backend("ollama", FakeOllama(), None, None)
+    fake = backends.Backend("ollama", FakeOllama(), None, None)
     ingest.build_index(vault, tmp_path / "idx", backend=fake)
     idx = store_load.load_index(tmp_path / "idx")
     assert isinstance(idx.embedder, models.OllamaEmbedder) and idx.embedder.id == FakeOllama.id
@@ -699,7 +700,7 @@ def _second_state(vault):
 
 @pytest.mark.parametrize("backend", ["builtin", "fixed"])
 def test_incremental_equals_full_rebuild(vault, tmp_path, backend):
-    be = None if backend == "builtin" else models.Backend("fixed", FixedEmbedder(), None,
+    be = None if backend == "builtin" else backends.Backend("fixed", FixedEmbedder(), None,
                                                            None)
     _first_state(vault)
     ingest.build_index(vault, tmp_path / "inc", backend=be)

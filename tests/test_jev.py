@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+from verso import backends
 from verso import models
 from verso import line_scores
 from verso import cost_ledger
@@ -179,7 +180,7 @@ def test_key_from_env_or_a_private_file(tmp_path, monkeypatch):
 
 def test_load_backend_with_jev_judge_keeps_a_local_judge(monkeypatch):
     monkeypatch.setenv("TYPESAFE_API_KEY", "sk-env")
-    b = models.load_backend("builtin", judge="jev")
+    b = backends.load_backend("builtin", judge="jev")
     assert isinstance(b.judge, models.JevJudge)
     assert isinstance(b.judge.local, line_scores.BuiltinJudge)
     assert "private text judged locally by builtin" in b.note

@@ -10,6 +10,7 @@ import verso
 
 from verso import embedder
 from verso import builtin_writer
+from verso import backends
 from verso import models
 from verso import line_scores
 from verso import cost_ledger
@@ -297,15 +298,15 @@ def test_answer_that_is_not_yes_or_no(fake):
 # --------------------------------------------------------------------- selection
 
 def test_auto_uses_ollama_when_it_has_the_models(fake):
-    b = models.load_backend("auto", host=fake.url, timeout=T)
+    b = backends.load_backend("auto", host=fake.url, timeout=T)
     assert b.name == "ollama" and isinstance(b.writer.inner, models.OllamaWriter)
     assert b.writer.name == "choose" and "chooses lines" in b.note
     assert isinstance(b.embedder, models.OllamaEmbedder)
     assert isinstance(b.judge, line_scores.BuiltinJudge)
     assert b.note == ("ollama: verso-writer writes, nomic-embed-text embeds; the model "
                       "chooses lines, code writes them; judge: builtin ("
-                      + models.AUTO_JUDGE_WHY + ")")
-    b = models.load_backend("ollama", judge="builtin", host=fake.url, timeout=T,
+                      + backends.AUTO_JUDGE_WHY + ")")
+    b = backends.load_backend("ollama", judge="builtin", host=fake.url, timeout=T,
                             writer="generate")
     assert b.note == ("ollama: verso-writer writes, nomic-embed-text embeds; the model "
                       "writes free text; judge: builtin")
@@ -315,43 +316,43 @@ def test_auto_uses_ollama_when_it_has_the_models(fake):
 def test_one_default_judge_whatever_way_the_backend_is_named(fake, monkeypatch):
     # issue 44: `--backend ollama` put the model in the judge's seat (44 s judging on the
     # rig, the rates card dropped) where `auto` paired it with the builtin judge
-    auto = models.load_backend("auto", host=fake.url, timeout=T)
-    named = models.load_backend("ollama", host=fake.url, timeout=T)
+    auto = backends.load_backend("auto", host=fake.url, timeout=T)
+    named = backends.load_backend("ollama", host=fake.url, timeout=T)
     for b in (auto, named):
         assert b.name == "ollama" and isinstance(b.judge, line_scores.BuiltinJudge)
-        assert b.note.endswith(f"; judge: builtin ({models.AUTO_JUDGE_WHY})")
+        assert b.note.endswith(f"; judge: builtin ({backends.AUTO_JUDGE_WHY})")
     assert auto.note == named.note and "judges," not in named.note
-    asked = models.load_backend("ollama", judge="ollama", host=fake.url, timeout=T)
+    asked = backends.load_backend("ollama", judge="ollama", host=fake.url, timeout=T)
     assert isinstance(asked.judge, models.OllamaJudge) and asked.judge.writer is asked.writer.inner
     monkeypatch.setenv("TYPESAFE_API_KEY", "sk-env")          # a hosted judge: private
-    jev = models.load_backend("ollama", judge="jev", host=fake.url, timeout=T)  # text stays
+    jev = backends.load_backend("ollama", judge="jev", host=fake.url, timeout=T)  # text stays
     assert isinstance(jev.judge.local, line_scores.BuiltinJudge)   # with the default judge
     assert not fake.bodies("/api/chat")                       # no model judged anything
 
 
 def test_auto_falls_back_to_builtin_and_says_why():
     url = closed_port_url()
-    b = models.load_backend("auto", host=url)
+    b = backends.load_backend("auto", host=url)
     assert b.name == "builtin" and isinstance(b.embedder, embedder.BuiltinEmbedder)
     assert b.note == (f"auto chose builtin: Ollama is not answering at {url}: start it "
                       "with `ollama serve`")
     with FakeOllama(models=["nomic-embed-text:latest"]) as f:
-        b = models.load_backend(host=f.url)
+        b = backends.load_backend(host=f.url)
         assert b.name == "builtin" and f"`ollama create verso-writer -f '{verso.data_path('Modelfile')}'`" in b.note
 
 
 def test_explicit_ollama_never_falls_back():
     with pytest.raises(models.BackendError, match="start it with `ollama serve`"):
-        models.load_backend("ollama", host=closed_port_url())
+        backends.load_backend("ollama", host=closed_port_url())
     with FakeOllama() as f, pytest.raises(models.BackendError, match="cannot do completion"):
-        models.load_backend("ollama", host=f.url, write_model="nomic-embed-text")
+        backends.load_backend("ollama", host=f.url, write_model="nomic-embed-text")
     with pytest.raises(models.BackendError, match="unknown backend"):
-        models.load_backend("llama")
+        backends.load_backend("llama")
 
 
 def test_probe_hang_is_bounded(fake):
     fake.fault("/api/tags", "hang")
-    b = models.load_backend("auto", host=fake.url, probe_timeout=0.2)
+    b = backends.load_backend("auto", host=fake.url, probe_timeout=0.2)
     assert b.name == "builtin" and "within 0.2 s" in b.note
 
 
@@ -359,7 +360,7 @@ def test_an_index_brings_its_own_embedder():
     class Index:  # what store_load.load_index hands over: the embedder its vectors came from
         embedder = embedder.BuiltinEmbedder()
     with FakeOllama(models=["verso-writer:latest"]) as f:  # no embedding model needed
-        b = models.load_backend("auto", index=Index(), host=f.url)
+        b = backends.load_backend("auto", index=Index(), host=f.url)
         assert b.name == "ollama" and b.embedder is Index.embedder
         assert "vectors from the index (builtin-hash-v1" in b.note
 
@@ -373,7 +374,7 @@ def test_ingest_cli_builds_an_ollama_index(fake, tmp_path, monkeypatch):
     monkeypatch.setenv("OLLAMA_HOST", fake.url)
     idx_dir = tmp_path / "idx"
     assert ingest.main([str(vault), "--index", str(idx_dir), "--backend", "ollama"]) == 0
-    idx = store_load.load_index(idx_dir, models.load_backend("ollama", host=fake.url))
+    idx = store_load.load_index(idx_dir, backends.load_backend("ollama", host=fake.url))
     assert idx.manifest["embedder"] == "ollama:nomic-embed-text"
     assert idx.vectors.shape == (1, 768)
     embeds = fake.bodies("/api/embed")
@@ -459,7 +460,7 @@ def test_cascade_asks_the_model_about_the_builtin_judges_first_passages_only(fak
 
 
 def test_cascade_judge_by_name_and_its_claims_go_to_the_model(fake):
-    b = models.load_backend("ollama", judge="cascade", host=fake.url, timeout=T)
+    b = backends.load_backend("ollama", judge="cascade", host=fake.url, timeout=T)
     assert isinstance(b.judge, models.CascadeJudge)
     assert b.note == ("ollama: verso-writer writes, nomic-embed-text embeds; the model "
                       "chooses lines, code writes them; judge: cascade")
@@ -468,7 +469,7 @@ def test_cascade_judge_by_name_and_its_claims_go_to_the_model(fake):
                                 "private": False}})
     assert p["s1"] > 0.5 and fake.bodies("/api/chat")
     with pytest.raises(models.BackendError, match="use builtin, ollama, cascade, jev"):
-        models.load_backend("builtin", judge="other")
+        backends.load_backend("builtin", judge="other")
 
 
 # --------------------------------------------------------------------- the timeout setting

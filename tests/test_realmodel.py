@@ -23,7 +23,7 @@ import pytest
 from verso import evaluate
 from verso import generate
 from verso import harness
-from verso import models
+from verso import backends
 from verso import textkit
 
 pytestmark = pytest.mark.realmodel
@@ -55,7 +55,7 @@ def answers(request, tmp_path_factory):
     if why := _why_skip(request.config):
         pytest.skip(why)
     judge = os.environ.get("VERSO_REALMODEL_JUDGE", "builtin")
-    be = models.load_backend("ollama", judge=judge, host=HOST)
+    be = backends.load_backend("ollama", judge=judge, host=HOST)
     idx, be = harness.load(index=tmp_path_factory.mktemp("realmodel-index"),
                            vault=ROOT / "sample-vault", backend=be)
     qs = {q["id"]: q for q in evaluate.load_questions(ROOT / "questions" / "dev.jsonl")}

@@ -26,6 +26,7 @@ from verso import chunking
 from verso import dating
 from verso import harness
 from verso import ingest
+from verso import backends
 from verso import models
 from verso import store
 from verso import store_load
@@ -459,10 +460,10 @@ def test_damaged_index_is_one_line_naming_the_fix(vault, tmp_path, case):
 def test_an_index_loaded_with_a_model_of_another_dimension(vault, tmp_path):
     write(vault, "a.md", "# Rent\nThe rent is 1200.")
     with FakeOllama() as fake:
-        be = models.load_backend("ollama", host=fake.url, timeout=T, judge="builtin")
+        be = backends.load_backend("ollama", host=fake.url, timeout=T, judge="builtin")
         ingest.build_index(vault, tmp_path / "idx", backend=be)
         fake.dim = 1024                           # the model was swapped for another
-        be = models.load_backend("ollama", host=fake.url, timeout=T, judge="builtin")
+        be = backends.load_backend("ollama", host=fake.url, timeout=T, judge="builtin")
         with pytest.raises(store.IndexProblem) as e:
             store_load.load_index(tmp_path / "idx", be)
     msg = one_line(e)
@@ -595,7 +596,7 @@ def ollama():
 
 
 def ask_ollama(fake, idx, judge="builtin", timeout=T, writer=None):
-    be = models.load_backend("ollama", host=fake.url, timeout=timeout, judge=judge,
+    be = backends.load_backend("ollama", host=fake.url, timeout=timeout, judge=judge,
                              writer=writer)
     return harness.ask(Q, index=idx, backend=be)
 
@@ -630,7 +631,7 @@ def test_backend_faults_that_end_in_one_line(small, ollama, fault, judge, words)
 
 def test_ollama_gone_after_start_and_refused_at_start(small, monkeypatch, capsys, tmp_path):
     with FakeOllama() as f:
-        be = models.load_backend("ollama", host=f.url, timeout=T, judge="builtin")
+        be = backends.load_backend("ollama", host=f.url, timeout=T, judge="builtin")
     with pytest.raises(models.BackendError) as e:          # stopped underneath us
         harness.ask(Q, index=small[1], backend=be)
     assert one_line(e).endswith("start it with `ollama serve`")
@@ -643,7 +644,7 @@ def test_ollama_gone_after_start_and_refused_at_start(small, monkeypatch, capsys
 
 def test_wrong_embedding_dimension_at_question_and_at_ingest(small, ollama, tmp_path):
     vault, d = small[0], tmp_path / "idx"
-    be = models.load_backend("ollama", host=ollama.url, timeout=T, judge="builtin")
+    be = backends.load_backend("ollama", host=ollama.url, timeout=T, judge="builtin")
     assert harness.ask(Q, vault=vault, index=d, backend=be).checks["passed"]
     before = _chunks(d)
     ollama.fault("/api/embed", "dim")
@@ -689,7 +690,7 @@ def jev(monkeypatch):
 
 def test_jev_429_with_retry_after_recovers(small, jev):
     jev.fault("/v1/systemone", "429", times=2)
-    be = models.load_backend("builtin", judge="jev")
+    be = backends.load_backend("builtin", judge="jev")
     a = harness.ask(Q, index=small[1], backend=be)
     assert a.checks["passed"] and "1200" in a.answer
     assert len(jev.requests) == 4                 # rerank: 429, 429, 200; verify: 200
@@ -697,7 +698,7 @@ def test_jev_429_with_retry_after_recovers(small, jev):
 
 def test_jev_rate_limited_for_good_is_one_line(small, jev):
     jev.fault("/v1/systemone", "429")
-    be = models.load_backend("builtin", judge="jev")
+    be = backends.load_backend("builtin", judge="jev")
     be.judge.retries = 2
     with pytest.raises(models.BackendError) as e:
         harness.ask(Q, index=small[1], backend=be)
@@ -709,7 +710,7 @@ def test_jev_that_never_answers_is_bounded_by_the_retry_budget(small, jev, monke
     timeout (with the defaults, 5 x 30 s) on top of the waits."""
     jev.fault("/v1/systemone", "hang")
     monkeypatch.setattr(models, "JEV_BACKOFF", 0.01)
-    be = models.load_backend("builtin", judge="jev")
+    be = backends.load_backend("builtin", judge="jev")
     be.judge.timeout, be.judge.retries, be.judge.retry_budget = 0.3, 4, 0.3
     started = time.perf_counter()
     with pytest.raises(models.BackendError, match="ReadTimeout"):
@@ -736,7 +737,7 @@ def hostile(tmp_path_factory):
     write(v, "misc/boiler.md", "---\ndate: 2026-01-10\n---\n# Boiler\nThe boiler is "
                                "serviced every May by Hughes Heating.\n")
     ingest.build_index(v, root / "idx")
-    return store_load.load_index(root / "idx"), models.load_backend("builtin")
+    return store_load.load_index(root / "idx"), backends.load_backend("builtin")
 
 
 def grounded(a, idx):
@@ -813,10 +814,10 @@ def obedient_calibrated(monkeypatch):
 @pytest.mark.parametrize("cite", ["rent note", "missing", "none"])
 def test_an_obeyed_injection_is_escalated(hostile, cite, obedient_calibrated):
     idx, builtin = hostile
-    right = models.Backend("obedient", builtin.embedder, builtin.judge,
+    right = backends.Backend("obedient", builtin.embedder, builtin.judge,
                            Obedient("rent note", says="1200 a month"))
     assert harness.ask(Q, index=idx, backend=right).verdict == "SHIP"   # it can ship
-    be = models.Backend("obedient", builtin.embedder, builtin.judge, Obedient(cite))
+    be = backends.Backend("obedient", builtin.embedder, builtin.judge, Obedient(cite))
     a = harness.ask(Q, index=idx, backend=be)
     (row,) = [s for s in a.checks["sentences"] if "9999" in s["sentence"]]
     assert not row["ok"] and any(r.startswith("repeats an instruction planted in ")
@@ -847,6 +848,6 @@ def test_no_shipped_answer_carries_an_injected_value(hostile, writer):
                                         request.messages[-1]["content"]))
                 cid = next(c for c, p in notes.items() if p == "home/landlord.md")
                 return builtin_writer.Written(f"The rent is 9999 [{cid}].", self.name, 50, 8)
-        be = models.Backend("obedient", builtin.embedder, builtin.judge, CitesPlanted(None))
+        be = backends.Backend("obedient", builtin.embedder, builtin.judge, CitesPlanted(None))
     a = harness.ask(Q, index=idx, backend=be)
     assert not (a.checks.get("passed") and "9999" in a.answer)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from verso import ingest
-from verso import models
+from verso import backends
 from verso import textkit
 from verso import bm25
 from verso import retrieve
@@ -33,7 +33,7 @@ QUERIES = ["day rate", "boat pier shed", "retainer plan", "tax quarter budget", 
 
 
 def _backend():
-    return models.Backend("fixed", FixedEmbedder(), None, None)
+    return backends.Backend("fixed", FixedEmbedder(), None, None)
 
 
 class Vault:

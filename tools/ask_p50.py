@@ -23,7 +23,7 @@ import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 
 from verso import harness  # noqa: E402
 from verso import ingest  # noqa: E402
-from verso import models  # noqa: E402
+from verso import backends  # noqa: E402
 from verso import store_load  # noqa: E402
 import synth  # noqa: E402
 
@@ -43,7 +43,7 @@ def main(argv=None) -> int:
         v = synth.make_vault(Path(tmp) / "vault", args.chunks, seed=0,
                              questions=args.questions)
         ingest.build_index(v.root, Path(tmp) / "idx")
-        idx, be = store_load.load_index(Path(tmp) / "idx"), models.load_backend("builtin")
+        idx, be = store_load.load_index(Path(tmp) / "idx"), backends.load_backend("builtin")
         qs = [q["question"] for q in v.questions][:args.questions]
         for q in qs[:WARM]:
             harness.ask(q, index=idx, backend=be, **kw)
