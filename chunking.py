@@ -9,6 +9,8 @@ Not: embedding (ingest.py, models.py), storing chunks (store.py), reading notes
 Rules, decided by code:
 - Dated sections: a `##`/`###` heading that is or starts with a date is an entry; its
   chunks carry section_date (= date) and entry_latest (true for the file's newest entry).
+  A day and month without a year ("Sat 21/03") take the year of the nearest entry above
+  that has one, else below, else the note's own date (dating.day_without_year).
 - Time words inside a chunk ("yesterday", "next Tuesday") are followed by the day they
   mean, against its entry's date, else its note's (timewords.py); not in an undated note.
 - Chunks follow headings (trail "Plan > Week 3"); short sections merge forward within one
@@ -88,16 +90,43 @@ def _tables(text: str) -> str:
     return "\n".join(out)
 
 
-def _sections(body: str, date_order: str = "ymd") -> list[tuple[str, str | None, str,
-                                                               str]]:
-    """(heading trail, section date, last heading, text) per heading outside code."""
+def _headings(body: str):
+    """(line number, level, title) of each heading outside code."""
+    fence = False
+    for n, line in enumerate(body.split("\n")):
+        fence = fence != bool(FENCE_RE.match(line))
+        m = None if fence else HEADING_RE.match(line)
+        if m:
+            yield n, len(m.group(1)), m.group(2).strip()
+
+
+def _entry_dates(body: str, date_order: str, day: str | None) -> dict:
+    """line number -> the date of each `##`/`###` heading that is or opens with one; a
+    day and month without a year ("Sat 21/03") read beside the nearest entry above it
+    that has a year, else below, else the note's `day` (dating.day_without_year)."""
+    dated = {n: dating.find_date(t.lstrip("*_ "), True, date_order)
+             for n, level, t in _headings(body) if level in (2, 3)}
+    whole = sorted(n for n, d in dated.items() if d)
+    for n, level, t in _headings(body):
+        if level in (2, 3) and not dated[n]:
+            above = [k for k in whole if k < n]
+            near = dated[above[-1]] if above else dated[whole[0]] if whole else day
+            dated[n] = dating.day_without_year(t.lstrip("*_ "), near, date_order)
+    return dated
+
+
+def _sections(body: str, date_order: str = "ymd",
+              day: str | None = None) -> list[tuple[str, str | None, str, str]]:
+    """(heading trail, section date, last heading, text) per heading outside code;
+    `day`: the note's own date, if it has one (a year-less entry's year)."""
     out, trail, lines, sdate, slevel, fence = [], [], [], None, 0, False
+    dated = _entry_dates(body, date_order, day)
 
     def flush():
         out.append((" > ".join(t for _, t in trail), sdate, trail[-1][1] if trail else "",
                     _tables("\n".join(lines)).strip()))
 
-    for line in body.split("\n"):
+    for n, line in enumerate(body.split("\n")):
         fence = fence != bool(FENCE_RE.match(line))
         m = None if fence else HEADING_RE.match(line)
         if not m:
@@ -108,8 +137,7 @@ def _sections(body: str, date_order: str = "ymd") -> list[tuple[str, str | None,
         trail = [(lv, t) for lv, t in trail if lv < level] + [(level, title)]
         if sdate and level <= slevel:
             sdate = None
-        found = (dating.find_date(title.lstrip("*_ "), True, date_order) if level in (2, 3)
-                 else None)
+        found = dated.get(n)
         if found:
             sdate, slevel = found, level
     flush()
@@ -152,10 +180,11 @@ def _windows(text: str) -> list[str]:
     return [w for w in out if w]
 
 
-def _pieces(body: str, date_order: str = "ymd") -> list[tuple[str, str | None, str]]:
-    """(heading, section_date, text) chunks of one file."""
+def _pieces(body: str, date_order: str = "ymd",
+            day: str | None = None) -> list[tuple[str, str | None, str]]:
+    """(heading, section_date, text) chunks of one file; `day`: the note's own date."""
     merged = []
-    for heading, sdate, last, text in _sections(body, date_order):
+    for heading, sdate, last, text in _sections(body, date_order, day):
         prev = merged[-1] if merged else None
         prev_words = len(prev[2].split()) if prev else 0
         if prev and prev[1] == sdate and not prev[2]:
@@ -186,7 +215,8 @@ def as_shown(text: str, mtime: float, stem: str, date_order: str = "ymd") -> str
     meta, body = dating.frontmatter(text)
     day, source = dating.date_of(stem, meta, body, mtime, date_order)
     day = None if source == dating.WEAK_SOURCE else day
-    return "\n\n".join(timewords.resolve(t, sd or day) for _, sd, t in _pieces(body, date_order))
+    return "\n\n".join(timewords.resolve(t, sd or day)
+                       for _, sd, t in _pieces(body, date_order, day))
 
 
 def _real_date(r: dict) -> str | None:
@@ -203,7 +233,7 @@ def chunk_all(recs: list[dict]) -> list[dict]:
     for r in recs:
         if r["duplicate_of"]:
             continue
-        pieces = _pieces(r["_body"], r.get("_date_order", "ymd"))
+        pieces = _pieces(r["_body"], r.get("_date_order", "ymd"), _real_date(r))
         newest = max((d for _, d, _ in pieces if d), default=None)
         for heading, sdate, text in pieces:
             shown = timewords.resolve(text, sdate or _real_date(r))

@@ -27,6 +27,11 @@ Rules, decided by code:
   alone does not). A date inside a sentence ("the meeting in Ghent, 17–20 Nov 2026")
   does not date the note; nor do first lines that open with two different days (a log
   of dated lines: its first entry is not the note's day).
+- A log entry's heading with a day and a month but no year ("Sat 21/03", "14 July",
+  "Tue 14/07"; day_without_year, asked by chunking.py): the reading nearest the nearest
+  entry that has a year (else the note's own date) of a year either side of it; with a
+  weekday written, the nearest reading on that weekday within YEAR_REACH years. Never
+  without a dated neighbour: the year is not invented.
 """
 
 from __future__ import annotations
@@ -72,6 +77,17 @@ SET_OFF_RE = re.compile(r"(?<![\d\s])\s*(?:\s[-\u2013\u2014|]|[:(])\s*")
                                    # what sets a day off at the end of the title line
 TITLE_END = " \t)]*_."             # what may follow a day that ends the title line
 HEADING_RE = re.compile(r"(#{1,6})\s")   # a markdown heading (a "#tag" is none)
+WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")   # date.weekday() order
+YEARLESS_LEAD_RE = re.compile(rf"[\s>*_]*(?:({WEEKDAY})\.?,?\s+)?", re.I)
+_NO_YEAR = r"(?![\s,._/-]*(?:19|20)?\d)"  # no year (nor another number) after it
+YEARLESS_PATTERNS = [   # a day and a month with no year, as a log's heading opens
+    (re.compile(r"(\d{1,2})([./])(\d{1,2})" + _NO_YEAR), "num"),
+    (re.compile(r"(\d{1,2})(?:st|nd|rd|th)?[\s_-]+" + _MON + r"(?![a-z])" + _NO_YEAR, re.I),
+     "dm"),
+    (re.compile(_MON + r"[\s_-]+(\d{1,2})(?:st|nd|rd|th)?(?![\d:])" + _NO_YEAR, re.I), "md"),
+]
+NUM_REST_RE = re.compile(r"\s*(?:$|[-\u2013\u2014:,(|])")   # what may follow 21/03 unnamed
+YEAR_REACH = 2          # years either side of the nearest dated day a written weekday picks
 
 
 def fold(name: str) -> str:
@@ -141,6 +157,56 @@ def find_date(text: str, at_start: bool = False, date_order: str = "ymd") -> str
     """The first day of the first valid date in text, ISO; None if there is none."""
     found = _find_span(text, at_start, date_order)
     return found[0].isoformat() if found else None
+
+
+def day_without_year(text: str, near: str | None, date_order: str = "ymd") -> str | None:
+    """The day a heading that opens with a day and a month but no year names ("Sat 21/03",
+    "14 July", "Tue 14/07", "March 3rd"), ISO, read beside `near` (ISO: its note's nearest
+    dated entry, else the note's date): of the readings a year before to a year after it,
+    the nearest; with a weekday written, of those YEAR_REACH years around it, the nearest
+    whose weekday it is. 21/03 is read as date_order says; under "ymd" only as it can be
+    read (21/03 a day-month, 03/21 a month-day), 05/06 only by its weekday; a bare 05/06
+    must end the heading or be set off ("05/06 - swim"), not open a sentence ("3/4 of
+    it"). None without `near`, or when no reading fits."""
+    lead = YEARLESS_LEAD_RE.match(text)
+    if near is None or not lead:
+        return None
+    rest, weekday = text[lead.end():], lead.group(1)
+    readings = []
+    for rx, form in YEARLESS_PATTERNS:
+        m = rx.match(rest)
+        if not m:
+            continue
+        if form == "num":
+            if not weekday and not NUM_REST_RE.match(rest[m.end():]):
+                return None
+            a, b = int(m.group(1)), int(m.group(3))
+            readings = {"dmy": [(a, b)], "mdy": [(b, a)]}.get(date_order, [(a, b), (b, a)])
+        else:
+            day, mon = (m.group(1), m.group(2)) if form == "dm" else (m.group(2), m.group(1))
+            readings = [(int(day), MONTHS.get(mon.casefold()[:3]))]
+        break
+    readings = [(d, mo) for d, mo in readings if mo and 1 <= mo <= 12 and 1 <= d <= 31]
+    if not weekday and len({r for r in readings}) > 1:
+        return None                           # 05/06 with nothing to tell the order
+    try:
+        anchor = date.fromisoformat(near[:10])
+    except ValueError:
+        return None
+    reach = YEAR_REACH if weekday else 1
+    wanted = WEEKDAYS.index(weekday.casefold()[:3]) if weekday else None
+    days = []
+    for y in range(anchor.year - reach, anchor.year + reach + 1):
+        for d, mo in readings:
+            try:
+                day = date(y, mo, d)
+            except ValueError:
+                continue
+            if wanted is None or day.weekday() == wanted:
+                days.append(day)
+    if not days:
+        return None
+    return min(days, key=lambda day: (abs((day - anchor).days), day)).isoformat()
 
 
 def frontmatter(text: str) -> tuple[dict, str]:

@@ -73,7 +73,7 @@ DELTA_SHARE = 0.1                  # file records differing from the base above 
 EMBED_BATCH = 256
 SCRATCH = ("_body", "_norm", "_date_order", "_reused", "_chunks", "_family", "_reread")
                                    # record keys of one run, never written
-REUSE_RULES = 7                    # bump when reading/dating/chunking rules change: an
+REUSE_RULES = 8                    # bump when reading/dating/chunking rules change: an
                                    # index made under other rules is not reused per file
 
 

@@ -278,6 +278,39 @@ def test_dated_sections_and_entry_latest(vault, tmp_path):
     assert idx.chunks[1]["text"] == "Ran 20k.\n\nNotes\nKnee fine."   # ### merged, same entry
 
 
+def test_a_log_entry_written_without_its_year_takes_it_from_its_neighbours(vault, tmp_path):
+    # People date a quick log entry "Sat 21/03" or "14 July": the day and month, the
+    # year left to the entries around it. Such an entry is an entry of its own day, not
+    # text merged into the entry before it, and the newest entry may be one of them.
+    write(vault, "health/running log.md", "runs, mostly 5k\n## 2026-02-07\nparkrun 29:41\n"
+          "## Sat 21/03\nAshton Court 28:55\n## 2026-05-09\n5k 28:10\n"
+          "## 14 July\n5k towpath 27:48, hot\n## Tue 01/12\nparkrun 27:02\n")
+    _, idx = build(vault, tmp_path)
+    rows = [(c["heading"], c["section_date"], c["entry_latest"]) for c in idx.chunks]
+    assert rows == [("", None, None), ("2026-02-07", "2026-02-07", False),
+                    ("Sat 21/03", "2026-03-21", False), ("2026-05-09", "2026-05-09", False),
+                    ("14 July", "2026-07-14", False), ("Tue 01/12", "2026-12-01", True)]
+
+
+@pytest.mark.parametrize("heading, near, order, day", [
+    ("Sat 21/03", "2026-02-07", "ymd", "2026-03-21"),     # 21 can only be the day
+    ("Sat 03/01", "2025-12-14", "ymd", "2026-01-03"),     # the year turns after December
+    ("Thu 05/06", "2025-05-01", "ymd", "2025-06-05"),     # the weekday decides 5 June
+    ("**Sun 28/09**", "2025-09-01", "ymd", "2025-09-28"),
+    ("March 3rd - call", "2025-12-30", "ymd", "2026-03-03"),
+    ("2 May flight", "2026-01-01", "ymd", "2026-05-02"),
+    ("05/06", "2026-01-01", "ymd", None),                 # nothing tells 5 June from 6 May
+    ("05/06", "2026-01-01", "dmy", "2026-06-05"),         # the vault's date order does
+    ("3/4 of the budget", "2026-01-01", "dmy", None),     # a fraction opening a sentence
+    ("Sat 21/03", "2026-02-07", "mdy", None),             # no month 21
+    ("18th Edition", "2026-01-01", "ymd", None),
+    ("May 12:30 call", "2026-01-01", "ymd", None),
+    ("Sat 21/03", None, "ymd", None),                     # no dated neighbour: no year
+])
+def test_a_day_without_a_year_is_read_beside_its_nearest_dated_day(heading, near, order, day):
+    assert dating.day_without_year(heading, near, order) == day
+
+
 # ---------------------------------------------------------------------- chunks
 
 def test_table_rows_keep_their_column_names(vault, tmp_path):
