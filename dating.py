@@ -15,8 +15,11 @@ Rules, decided by code:
   first lines (date_source "text", below); else mtime (date_source "mtime", weak). A
   month, ISO week (2026-W40) or quarter (Q3 2026) alone means its first day, unless the
   note's frontmatter, header or first lines give a day inside it ("filename+text").
-  03.10.2026 and 3/10/2026 are read only as verso.toml's date_order ("dmy"/"mdy") says;
-  the default "ymd" reads only unambiguous dates. Impossible dates are not dates. Names
+  03.10.2026, 3/10/2026 and 03.10.26 are read as the date_order ("dmy"/"mdy") says:
+  verso.toml's, else the order the vault's file names show (names_order, asked by
+  vault_walk.settle_date_order), else "ymd": only a digit date that reads one way
+  (14.07.26). A two-digit year is 20xx up to 68, 19xx from 69. Impossible dates are
+  not dates. Names
   are compared NFKC-folded, case-folded, with every Unicode dash as "-".
 - First lines ("text"): the title line (the first non-empty line) and the LEAD_LINES
   non-empty lines after it, up to the first heading below the title. A day counts when
@@ -57,7 +60,8 @@ DATE_PATTERNS = [  # most specific first; group order in the second field
     (re.compile(r"(?<![\da-z])(\d{1,2})(?:st|nd|rd|th)?[\s_-]+" + _MON + r",?[\s_-]+" + _YEAR,
                 re.I), "dmy"),
     # 03.10.2026 or 3/10/2026: day-first or month-first only as the config's date_order says
-    (re.compile(r"(?<![\d.])(\d{1,2})([./-])(\d{1,2})\2((?:19|20)\d\d)(?!\d)"), "num"),
+    (re.compile(r"(?<![\d.vV])(\d{1,2})([./-])(\d{1,2})\2((?:19|20)\d\d|\d\d)(?![\d]|[./-]\d)"),
+     "num"),                       # 14.07.26: a two-digit year, 00-68 20xx, 69-99 19xx
     (re.compile(r"(?<![\da-z])((?:19|20)\d\d)[-_\s]?w(\d{1,2})(?![\da-z])", re.I), "yw"),
     (re.compile(r"(?<![\da-z])q([1-4])[\s_-]*((?:19|20)\d\d)(?!\d)", re.I), "qy"),
     (re.compile(r"(?<![\da-z])((?:19|20)\d\d)[\s_-]*q([1-4])(?![\da-z])", re.I), "yq"),
@@ -87,6 +91,7 @@ YEARLESS_PATTERNS = [   # a day and a month with no year, as a log's heading ope
     (re.compile(_MON + r"[\s_-]+(\d{1,2})(?:st|nd|rd|th)?(?![\d:])" + _NO_YEAR, re.I), "md"),
 ]
 NUM_REST_RE = re.compile(r"\s*(?:$|[-\u2013\u2014:,(|])")   # what may follow 21/03 unnamed
+NAMES_ORDER_MIN = 2     # file names read only one way that set a vault's date order
 YEAR_REACH = 2          # years either side of the nearest dated day a written weekday picks
 
 
@@ -102,9 +107,11 @@ def _span(groups, order: str, date_order: str = "ymd") -> tuple[date, date] | No
     """(first day, last day) of what a date match names (a day, week, month or
     quarter), or None when it is no real date or its digit order is not known."""
     if order == "num":
-        if date_order == "ymd":
-            return None
-        groups, order = (groups[0], groups[2], groups[3]), date_order
+        year = groups[3] if len(groups[3]) == 4 else str(_century(int(groups[3])))
+        if date_order == "ymd":             # only a date that reads one way: 14.07.26
+            days = {_span((groups[0], groups[2], year), o) for o in ("dmy", "mdy")} - {None}
+            return days.pop() if len(days) == 1 else None
+        groups, order = (groups[0], groups[2], year), date_order
     parts = {}
     for key, value in zip(order, groups):    # casefold: re.I lets "ſep" match "sep"
         parts[key] = int(value) if value.isdigit() else MONTHS.get(value.casefold()[:3])
@@ -125,6 +132,11 @@ def _span(groups, order: str, date_order: str = "ymd") -> tuple[date, date] | No
                                             calendar.monthrange(y, parts["m"])[1])
     except ValueError:
         return None
+
+
+def _century(yy: int) -> int:
+    """A two-digit year as POSIX strptime reads it: 00-68 are 2000-2068, 69-99 1969-1999."""
+    return 2000 + yy if yy < 69 else 1900 + yy
 
 
 def _find_span(text: str, at_start: bool = False,
@@ -151,6 +163,25 @@ def days_in(text: str) -> list[str]:
             if found:
                 out.append(found[0].isoformat())
     return out
+
+
+def names_order(stems) -> str | None:
+    """The order a vault's file names write numeric dates in: "dmy" when at least
+    NAMES_ORDER_MIN names hold a date only day-first reads ("14.07.26") and none one only
+    month-first reads ("07.14.26"), "mdy" the other way round, else None (unknown)."""
+    seen = {"dmy": 0, "mdy": 0}
+    rx = DATE_PATTERNS[3][0]
+    for stem in stems:
+        for m in rx.finditer(stem):
+            a, _, b, y = m.groups()
+            year = y if len(y) == 4 else str(_century(int(y)))
+            reads = [o for o in seen if _span((a, b, year), o)]
+            if len(reads) == 1 and a != b:
+                seen[reads[0]] += 1
+    for order, other in (("dmy", "mdy"), ("mdy", "dmy")):
+        if seen[order] >= NAMES_ORDER_MIN and not seen[other]:
+            return order
+    return None
 
 
 def find_date(text: str, at_start: bool = False, date_order: str = "ymd") -> str | None:

@@ -160,13 +160,16 @@ def config_of(manifest: dict) -> dict:
             "given": bool(manifest.get("config_given"))}
 
 
-def _reuse_key(cfg_path) -> list:
-    """What per-file reuse depends on besides the note itself: the rules and the config
-    file (its stat). A previous index with another key is not reused per file."""
+def _reuse_key(cfg_path, date_order: str = "ymd") -> list:
+    """What per-file reuse depends on besides the note itself: the rules, the config
+    file (its stat) and the date order notes are read in (the vault's file names may set
+    it: vault_walk.settle_date_order). A previous index with another key is not reused
+    per file."""
     return [REUSE_RULES, timewords.RULES, vault_walk.MAX_FILE_BYTES, chunking.CHUNK_WORDS,
             chunking.MAX_WORD_CHARS, chunking.OVERLAP, chunking.MIN_CHUNK_WORDS,
             families.SHINGLE, dating.HEADER_LINES,
-            str(cfg_path) if cfg_path else None, _stat(Path(cfg_path)) if cfg_path else None]
+            str(cfg_path) if cfg_path else None, _stat(Path(cfg_path)) if cfg_path else None,
+            date_order]
 
 
 def _old_records(prev, key: list) -> dict:
@@ -484,6 +487,7 @@ def _build_now(vault, index_dir, config, rebuild, backend, progress, current=Non
     paths, passed_over = vault_walk.scan(vault, cfg, stats)
     if not paths:                      # an index of nothing would only fail the question
         raise ValueError(_no_notes(vault, cfg, passed_over))
+    vault_walk.settle_date_order(cfg, paths)
     stamp = _stamp(vault, stats, passed_over, cfg_path, backend)
     with store.lock(index_dir):
         recovered = store.recover(index_dir)
@@ -496,7 +500,7 @@ def _build_now(vault, index_dir, config, rebuild, backend, progress, current=Non
             return same, loaded
         backend, builtin, prev, note = _previous(index_dir, vault, backend, rebuild, loaded)
         del loaded
-        key = _reuse_key(cfg_path)
+        key = _reuse_key(cfg_path, cfg["date_order"])
         same_key = prev is not None and prev.manifest.get("reuse") == key and len(prev.files)
         known = {"old": _near_pairs(prev) if same_key else {}, "new": {}}
         recs, skipped, chunks, counts, ch = _files_and_chunks(vault, paths, cfg, progress,

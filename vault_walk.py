@@ -38,8 +38,8 @@ def load_config(vault: Path, config=None) -> tuple[dict, Path | None]:
     if not path.is_file():
         if config:
             raise ValueError(f"config file {path} not found")
-        return {"ignore": [], "folders": {}, "date_order": "ymd", "timeout": None,
-                "registry": []}, None
+        return {"ignore": [], "folders": {}, "date_order": "ymd", "date_order_given": False,
+                "timeout": None, "registry": []}, None
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
@@ -79,8 +79,17 @@ def load_config(vault: Path, config=None) -> tuple[dict, Path | None]:
                                  f"(versioned: true/false; privacy: private/shareable)")
         folders[name.strip("/")] = table
     return ({"ignore": ignore, "folders": folders, "date_order": date_order,
-             "timeout": timeout, "registry": [x.strip("/") for x in folders_of]},
+             "date_order_given": "date_order" in data, "timeout": timeout, "registry": [x.strip("/") for x in folders_of]},
             path.resolve())
+
+
+def settle_date_order(cfg: dict, paths) -> str:
+    """cfg's date_order: the config's, else the order the vault's file names write
+    numeric dates in (dating.names_order: "14.07.26" names make 03.09.26 the 3rd of
+    September), else "ymd" (only dates that read one way)."""
+    if not cfg["date_order_given"]:
+        cfg["date_order"] = dating.names_order(Path(p).stem for p in paths) or "ymd"
+    return cfg["date_order"]
 
 
 def folder_flags(rel: str, cfg: dict) -> dict:

@@ -113,6 +113,49 @@ def test_ambiguous_digits_are_never_guessed_by_default(tmp_path):
     assert {f["family"] for f in files.values()} == {"minutes"}   # still one family
 
 
+@pytest.mark.parametrize("text, order, expected", [
+    ("journal 14.07.26", "ymd", "2026-07-14"),   # a date that reads only one way is read
+    ("25/12/2026", "ymd", "2026-12-25"),
+    ("03.03.25", "ymd", "2025-03-03"),           # both ways the same day
+    ("08.01.26", "ymd", None),                   # 8 January or 1 August: not guessed
+    ("08.01.26", "dmy", "2026-01-08"),
+    ("08.01.26", "mdy", "2026-08-01"),
+    ("band mtg 15.3.26", "ymd", "2026-03-15"),
+    ("14.07.98", "dmy", "1998-07-14"),           # two-digit years as strptime reads them
+    ("v2.1.26", "dmy", None),                    # a version, not a date
+    ("14.07.26.3", "dmy", None),
+])
+def test_digit_dates_with_two_digit_years_and_one_reading(text, order, expected):
+    assert dating.find_date(text, date_order=order) == expected
+
+
+@pytest.mark.parametrize("names, expected", [
+    (["14.07.26", "20.11.26", "08.01.26"], "dmy"),
+    (["07.14.26", "11.20.26", "08.01.26"], "mdy"),
+    (["14.07.26", "08.01.26"], None),                # one name is no habit
+    (["14.07.26", "20.11.26", "11.20.26"], None),    # names read both ways: unknown
+    (["2026-07-14", "notes"], None),
+])
+def test_a_vaults_file_names_tell_the_order_it_writes_dates_in(names, expected):
+    assert dating.names_order(names) == expected
+
+
+def test_ambiguous_digits_follow_the_vaults_own_names_unless_the_config_says(tmp_path):
+    # A writer who names notes 14.07.26 and 20.11.26 writes day first: 08.01.26 is the
+    # 8th of January. The config, when it names an order, decides instead.
+    vault = tmp_path / "v"
+    write(vault, "journal/14.07.26.md", "Swim 40 lengths", mtime=OLD)
+    write(vault, "journal/20.11.26.md", "Swim 44 lengths", mtime=OLD)
+    write(vault, "journal/08.01.26.md", "Swim 36 lengths", mtime=OLD)
+    files = build(vault, tmp_path)
+    assert files["journal/08.01.26.md"]["date"] == "2026-01-08"
+    assert files["journal/14.07.26.md"]["date"] == "2026-07-14"
+    write(vault, "verso.toml", 'date_order = "mdy"\n')
+    files = build(vault, tmp_path)
+    assert files["journal/08.01.26.md"]["date"] == "2026-08-01"
+    assert files["journal/14.07.26.md"]["date_source"] == "mtime"   # no month 14
+
+
 def test_a_bad_date_order_is_one_clear_error(tmp_path):
     vault = tmp_path / "v"
     write(vault, "verso.toml", 'date_order = "dym"\n')

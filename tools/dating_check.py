@@ -70,6 +70,7 @@ def check(vault: Path) -> dict:
     dated by mtime, logs the notes whose first lines open with several days."""
     cfg, _ = vault_walk.load_config(vault)
     paths, _ = vault_walk.scan(vault, cfg)
+    vault_walk.settle_date_order(cfg, paths)
     dated, refined, carry, logs, left = Counter(), 0, 0, 0, []
     for rel in paths:
         text, st, _ = vault_walk.read(vault / rel)
