@@ -91,7 +91,8 @@ TOOLS = [
          additionalProperties=False) | {"required": ["query"]},
      "outputSchema": _obj({"time_mode": T["string"], "chosen_by": T["string"],
                            "as_of": OPT, "passages": _arr(PASSAGE),
-                           "set_aside": _arr(SET_ASIDE), "note": OPT})},
+                           "set_aside": _arr(SET_ASIDE), "note": OPT,
+                           "also_searched": _arr(T["string"])})},
     {"name": "note_history", "title": "Every version of a note",
      "description": "Every version of a note's family (v1/v2/dated copies) and every "
      "dated entry of a log, oldest first, each with date, path and the passages that "
@@ -220,7 +221,8 @@ def search_notes(srv, args: dict) -> dict:
         raise ToolError(str(e)) from None
     out = {"time_mode": mode, "as_of": day,
            "chosen_by": "router" if mode == "auto" else "caller",
-           "passages": [], "set_aside": [], "note": _nothing_shareable(idx)}
+           "passages": [], "set_aside": [], "note": _nothing_shareable(idx),
+           "also_searched": []}
     if out["note"]:
         if mode == "auto":     # the mode a search would have used
             out["time_mode"] = route.route(args["query"])["time_mode"]
@@ -251,6 +253,7 @@ def search_notes(srv, args: dict) -> dict:
                 "reason": c["dropped"], "relevance": round(float(c["relevance"] or 0), 4),
                 "text": idx.chunks[c["id"]]["text"]})
     out["time_mode"], out["note"], out["as_of"] = a.time_mode, a.abstain_reason, a.as_of
+    out["also_searched"] = list(a.search_words)   # the server model's wordings of the query
     return out
 
 

@@ -7,6 +7,8 @@ import pytest
 from fakes import FakeOllama
 from verso import builtin_writer
 from verso import harness
+from verso import mcp_server
+from verso import mcp_tools
 from verso import models
 from verso import passages
 from verso import retrieve
@@ -185,3 +187,17 @@ def test_a_callers_own_wordings_are_searched_without_asking_any_model(tmp_path):
     assert len(embedded) == 3 and {r["backend"] for r in embedded} == {"builtin"}   # q + 2
     assert harness.ask(SLEEP, index=idx, backend=be, write=False,
                        budget=60).search_words == []          # the builtin writer: none
+
+
+def test_search_notes_tells_a_host_the_words_it_also_searched(fake, tmp_path, monkeypatch):
+    # A host reading the evidence should know it came from more than its own query.
+    monkeypatch.setenv("OLLAMA_HOST", fake.url)
+    vault = tmp_path / "v"
+    (vault / "work").mkdir(parents=True)
+    (vault / "verso.toml").write_text('[folders.work]\nprivacy = "shareable"\n')
+    (vault / "work" / "sleep.md").write_text("# Sleep\nEight hours before interval days.\n")
+    fake.rephrase[SLEEP] = "1. hours of sleep"
+    srv = mcp_server.Server(vault, tmp_path / "idx", "ollama", "builtin")
+    assert mcp_tools.search_notes(srv, {"query": SLEEP})["also_searched"] == ["hours of sleep"]
+    offline = mcp_server.Server(vault, tmp_path / "idx2", "builtin")
+    assert mcp_tools.search_notes(offline, {"query": SLEEP})["also_searched"] == []
