@@ -78,12 +78,12 @@ FEATURES = ("bm25", "dense", "terms", "heading", "title", "candidate",
             "note_rank", "note_bm25", "current", "first", "words",
             "later", "bm25_rank", "dense_rank", "reader", "note_reader")
 # ---- FITTED: tools/fit_evidence.py --write (raw-scale weights; do not edit by hand)
-BIAS = -7.3847
+BIAS = -7.3821
 WEIGHTS = {
-    "bm25": 0.2864, "dense": 3.0166, "terms": -0.2612, "heading": -0.7038, "title": 1.4012,
-    "candidate": 0.1513, "note_rank": 1.5581, "note_bm25": 2.2731, "current": 0.0583,
-    "first": 0.1464, "words": 0.4511, "later": -0.1386, "bm25_rank": -0.0373,
-    "dense_rank": 0.4452, "reader": 4.7741, "note_reader": -2.5663}
+    "bm25": 0.2519, "dense": 2.9841, "terms": -0.2576, "heading": -0.7139, "title": 1.3911,
+    "candidate": 0.1734, "note_rank": 1.5699, "note_bm25": 2.2994, "current": 0.0393,
+    "first": 0.1547, "words": 0.4457, "later": -0.1379, "bm25_rank": -0.0333,
+    "dense_rank": 0.4469, "reader": 4.732, "note_reader": -2.522}
 # ---- end FITTED
 
 
