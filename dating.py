@@ -19,8 +19,8 @@ Rules, decided by code:
   verso.toml's, else the order the vault's file names show (names_order, asked by
   vault_walk.settle_date_order), else "ymd": only a digit date that reads one way
   (14.07.26). A two-digit year is 20xx up to 68, 19xx from 69. Impossible dates are
-  not dates. Names
-  are compared NFKC-folded, case-folded, with every Unicode dash as "-".
+  not dates. Names are compared NFKC-folded, case-folded, with every Unicode dash as
+  "-".
 - First lines ("text"): the title line (the first non-empty line) and the LEAD_LINES
   non-empty lines after it, up to the first heading below the title. A day counts when
   it opens one of them ("28 Aug 2026 — rough first pass", "Fri 2 Oct 2026", "Oct 8,
@@ -59,7 +59,7 @@ DATE_PATTERNS = [  # most specific first; group order in the second field
     (re.compile(_MON + r"[\s_-]+(\d{1,2})(?:st|nd|rd|th)?,?[\s_-]+" + _YEAR, re.I), "mdy"),
     (re.compile(r"(?<![\da-z])(\d{1,2})(?:st|nd|rd|th)?[\s_-]+" + _MON + r",?[\s_-]+" + _YEAR,
                 re.I), "dmy"),
-    # 03.10.2026 or 3/10/2026: day-first or month-first only as the config's date_order says
+    # 03.10.2026, 3/10/2026, 03.10.26: as the date_order says ("ymd": one reading only)
     (re.compile(r"(?<![\d.vV])(\d{1,2})([./-])(\d{1,2})\2((?:19|20)\d\d|\d\d)(?![\d]|[./-]\d)"),
      "num"),                       # 14.07.26: a two-digit year, 00-68 20xx, 69-99 19xx
     (re.compile(r"(?<![\da-z])((?:19|20)\d\d)[-_\s]?w(\d{1,2})(?![\da-z])", re.I), "yw"),
@@ -81,7 +81,6 @@ SET_OFF_RE = re.compile(r"(?<![\d\s])\s*(?:\s[-\u2013\u2014|]|[:(])\s*")
                                    # what sets a day off at the end of the title line
 TITLE_END = " \t)]*_."             # what may follow a day that ends the title line
 HEADING_RE = re.compile(r"(#{1,6})\s")   # a markdown heading (a "#tag" is none)
-WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")   # date.weekday() order
 YEARLESS_LEAD_RE = re.compile(rf"[\s>*_]*(?:({WEEKDAY})\.?,?\s+)?", re.I)
 _NO_YEAR = r"(?![\s,._/-]*(?:19|20)?\d)"  # no year (nor another number) after it
 YEARLESS_PATTERNS = [   # a day and a month with no year, as a log's heading opens
@@ -225,7 +224,8 @@ def day_without_year(text: str, near: str | None, date_order: str = "ymd") -> st
     except ValueError:
         return None
     reach = YEAR_REACH if weekday else 1
-    wanted = WEEKDAYS.index(weekday.casefold()[:3]) if weekday else None
+    wanted = ([d[:3] for d in textkit.WEEKDAYS].index(weekday.casefold()[:3])
+              if weekday else None)
     days = []
     for y in range(anchor.year - reach, anchor.year + reach + 1):
         for d, mo in readings:
