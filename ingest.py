@@ -487,7 +487,6 @@ def _build_now(vault, index_dir, config, rebuild, backend, progress, current=Non
     paths, passed_over = vault_walk.scan(vault, cfg, stats)
     if not paths:                      # an index of nothing would only fail the question
         raise ValueError(_no_notes(vault, cfg, passed_over))
-    vault_walk.settle_date_order(cfg, paths)
     stamp = _stamp(vault, stats, passed_over, cfg_path, backend)
     with store.lock(index_dir):
         recovered = store.recover(index_dir)
@@ -500,6 +499,7 @@ def _build_now(vault, index_dir, config, rebuild, backend, progress, current=Non
             return same, loaded
         backend, builtin, prev, note = _previous(index_dir, vault, backend, rebuild, loaded)
         del loaded
+        vault_walk.settle_date_order(cfg, paths)   # the names decide it: the stamp holds them
         key = _reuse_key(cfg_path, cfg["date_order"])
         same_key = prev is not None and prev.manifest.get("reuse") == key and len(prev.files)
         known = {"old": _near_pairs(prev) if same_key else {}, "new": {}}
