@@ -172,6 +172,18 @@ def _reuse_key(cfg_path, date_order: str = "ymd") -> list:
             date_order]
 
 
+def _settle_date_order(cfg: dict, paths: list, prev) -> None:
+    """cfg's date_order (vault_walk.settle_date_order), the order the file names show
+    taken from the previous index when its notes had the same names (an edit leaves the
+    names, and so the order, as they were: no scan of every name)."""
+    kept = prev.manifest.get("names_order") if prev is not None else None
+    if (kept and not cfg["date_order_given"] and len(prev.files) == len(paths)
+            and file_columns.column(prev.files, "path") == paths):
+        cfg["date_order"] = kept
+    else:
+        vault_walk.settle_date_order(cfg, paths)
+
+
 def _old_records(prev, key: list) -> dict:
     """path -> (previous record, its live rows (segment, first row, rows) or None for a
     duplicate) when prev was built under the same reuse key, else {}."""
@@ -499,7 +511,7 @@ def _build_now(vault, index_dir, config, rebuild, backend, progress, current=Non
             return same, loaded
         backend, builtin, prev, note = _previous(index_dir, vault, backend, rebuild, loaded)
         del loaded
-        vault_walk.settle_date_order(cfg, paths)   # the names decide it: the stamp holds them
+        _settle_date_order(cfg, paths, prev)
         key = _reuse_key(cfg_path, cfg["date_order"])
         same_key = prev is not None and prev.manifest.get("reuse") == key and len(prev.files)
         known = {"old": _near_pairs(prev) if same_key else {}, "new": {}}
@@ -525,6 +537,7 @@ def _build_now(vault, index_dir, config, rebuild, backend, progress, current=Non
                    "seconds": 0.0, "index": str(index_dir), "embedder": emb.id, "note": note}
         manifest.update({
             "backend": name, "vault": str(vault), "stamp": stamp, "reuse": key,
+            "names_order": None if cfg["date_order_given"] else cfg["date_order"],
             **_config_fields(cfg_path, config), **_counts(summary),
             "projects": _projects(vault, files, cfg["registry"], backend, prev)})
         summary["config"] = config_of(manifest)

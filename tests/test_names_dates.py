@@ -11,6 +11,7 @@ from verso import families
 from verso import harness
 from verso import ingest
 from verso import store_load
+from verso import vault_walk
 from vaults import write
 
 OLD = 1_600_000_000   # an mtime in 2020, far from every date written in the notes
@@ -154,6 +155,26 @@ def test_ambiguous_digits_follow_the_vaults_own_names_unless_the_config_says(tmp
     files = build(vault, tmp_path)
     assert files["journal/08.01.26.md"]["date"] == "2026-08-01"
     assert files["journal/14.07.26.md"]["date_source"] == "mtime"   # no month 14
+
+
+def test_an_edit_keeps_the_vaults_date_order_and_a_new_name_reads_it_again(tmp_path,
+                                                                           monkeypatch):
+    vault = tmp_path / "v"
+    write(vault, "journal/14.07.26.md", "Swim 40 lengths", mtime=OLD)
+    write(vault, "journal/20.11.26.md", "Swim 44 lengths", mtime=OLD)
+    write(vault, "journal/08.01.26.md", "Swim 36 lengths", mtime=OLD)
+    build(vault, tmp_path)
+    asked = []
+    real = vault_walk.settle_date_order
+    monkeypatch.setattr(vault_walk, "settle_date_order",
+                        lambda cfg, paths: asked.append(len(paths)) or real(cfg, paths))
+    write(vault, "journal/08.01.26.md", "Swim 38 lengths", mtime=OLD + 5)    # an edit
+    files = build(vault, tmp_path)
+    assert asked == [] and files["journal/08.01.26.md"]["date"] == "2026-01-08"
+    write(vault, "journal/07.14.26.md", "Swim 41 lengths", mtime=OLD)        # a new name
+    files = build(vault, tmp_path)
+    assert asked == [4]                 # read again: now names read both ways, no order
+    assert files["journal/08.01.26.md"]["date_source"] == "mtime"
 
 
 def test_a_bad_date_order_is_one_clear_error(tmp_path):
