@@ -101,6 +101,9 @@ CITATION_RUN_RE = re.compile(r"(?:\s*\[\s*c\d+(?:\s*[,;]\s*c\d+)*\s*\])+", re.IG
 TRAILING_CITES_RE = re.compile(
     r"([.!?])((?:\s*\[\s*c\d+(?:\s*[,;]\s*c\d+)*\s*\])+)[.!?]?", re.IGNORECASE)
 HEADING_RE = re.compile(r"^\s*#{1,6}\s.*$", re.MULTILINE)   # a markdown heading line
+HEADING_MARK_RE = re.compile(r"^#{1,6}\s+")   # a heading's marks after a citation opened
+                                              # its line ("[c1]# x"): left out, so that a
+                                              # reply written back is not a heading
 THINK_OPEN_RE = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
 THINK_CLOSE = "</think>"     # a reply whose template opened the block in the prompt
 THINK_STRAY_RE = re.compile(r"</?think>", re.IGNORECASE)   # a tag left over after that
@@ -306,7 +309,7 @@ def parse_citations(text: str) -> list[tuple[str, list[str]]]:
             ids += [i.strip().lower() for i in re.split(r"[,;]", group)]
         sentence = CITATION_RUN_RE.sub("", piece)
         sentence = re.sub(r"\s+([.!?,;:])", r"\1", " ".join(sentence.split()))
-        sentence = sentence.lstrip(",;: ")
+        sentence = HEADING_MARK_RE.sub("", sentence.lstrip(",;: "))   # "[c1]# x": text
         if ids and _only_citing(sentence):
             if out:
                 out[-1] = (out[-1][0], list(dict.fromkeys(out[-1][1] + ids)))

@@ -200,6 +200,7 @@ PIECE = st.sampled_from(["49 bpm", "[c1]", "[c9]", "(c2)", "[1, 2]", "c1", ". ",
 @FAST
 @given(st.lists(PIECE, max_size=25).map("".join))
 @example("<think></think></think>")          # a stray closing tag once survived the strip
+@example("[c1]# x. - Notes:")                # re-cited and written back, it was a heading
 def test_no_reply_shape_crashes_generate_or_verify(reply):
     d, v = run("history_lines_uncited", reply)
     assert v.verdict in ("SHIP", "ESCALATE")
