@@ -192,7 +192,7 @@ def _backends(judge):
                                   + be.note.removeprefix("auto chose builtin: "))
     be.writer.policy = dict(MEASURE)
     free = backends.Backend("ollama", be.embedder, be.judge, be.writer.inner,
-                          be.note + "; free text (calibration)")
+                            be.note + "; free text (calibration)")
     return be, free
 
 

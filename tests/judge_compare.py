@@ -44,7 +44,7 @@ def main(argv=None) -> int:
     rows = {j: [] for j in args.judges}
     for name in args.judges:
         be = backends.load_backend("ollama", judge="builtin" if name == "builtin" else "ollama",
-                                 timeout=args.timeout)
+                                   timeout=args.timeout)
         if name != "builtin":
             be.judge.batch = name == "batch"
         idx, be = harness.load(index=args.index, vault=args.vault, backend=be)

@@ -734,7 +734,7 @@ def _second_state(vault):
 @pytest.mark.parametrize("backend", ["builtin", "fixed"])
 def test_incremental_equals_full_rebuild(vault, tmp_path, backend):
     be = None if backend == "builtin" else backends.Backend("fixed", FixedEmbedder(), None,
-                                                           None)
+                                                             None)
     _first_state(vault)
     ingest.build_index(vault, tmp_path / "inc", backend=be)
     _second_state(vault)

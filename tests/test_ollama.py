@@ -307,7 +307,7 @@ def test_auto_uses_ollama_when_it_has_the_models(fake):
                       "chooses lines, code writes them; judge: builtin ("
                       + backends.AUTO_JUDGE_WHY + ")")
     b = backends.load_backend("ollama", judge="builtin", host=fake.url, timeout=T,
-                            writer="generate")
+                              writer="generate")
     assert b.note == ("ollama: verso-writer writes, nomic-embed-text embeds; the model "
                       "writes free text; judge: builtin")
     assert isinstance(b.writer, models.OllamaWriter)

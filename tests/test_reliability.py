@@ -597,7 +597,7 @@ def ollama():
 
 def ask_ollama(fake, idx, judge="builtin", timeout=T, writer=None):
     be = backends.load_backend("ollama", host=fake.url, timeout=timeout, judge=judge,
-                             writer=writer)
+                               writer=writer)
     return harness.ask(Q, index=idx, backend=be)
 
 
@@ -815,7 +815,7 @@ def obedient_calibrated(monkeypatch):
 def test_an_obeyed_injection_is_escalated(hostile, cite, obedient_calibrated):
     idx, builtin = hostile
     right = backends.Backend("obedient", builtin.embedder, builtin.judge,
-                           Obedient("rent note", says="1200 a month"))
+                             Obedient("rent note", says="1200 a month"))
     assert harness.ask(Q, index=idx, backend=right).verdict == "SHIP"   # it can ship
     be = backends.Backend("obedient", builtin.embedder, builtin.judge, Obedient(cite))
     a = harness.ask(Q, index=idx, backend=be)
