@@ -78,12 +78,12 @@ FEATURES = ("bm25", "dense", "terms", "heading", "title", "candidate",
             "note_rank", "note_bm25", "current", "first", "words",
             "later", "bm25_rank", "dense_rank", "reader", "note_reader")
 # ---- FITTED: tools/fit_evidence.py --write (raw-scale weights; do not edit by hand)
-BIAS = -7.3821
+BIAS = -7.4878
 WEIGHTS = {
-    "bm25": 0.2519, "dense": 2.9841, "terms": -0.2576, "heading": -0.7139, "title": 1.3911,
-    "candidate": 0.1734, "note_rank": 1.5699, "note_bm25": 2.2994, "current": 0.0393,
-    "first": 0.1547, "words": 0.4457, "later": -0.1379, "bm25_rank": -0.0333,
-    "dense_rank": 0.4469, "reader": 4.732, "note_reader": -2.522}
+    "bm25": 0.3579, "dense": 3.2213, "terms": -0.4256, "heading": -0.6342, "title": 0.9524,
+    "candidate": 0.3019, "note_rank": 1.4674, "note_bm25": 2.1151, "current": -0.0021,
+    "first": 0.0595, "words": 0.4845, "later": -0.1504, "bm25_rank": -0.0445,
+    "dense_rank": 0.4514, "reader": 4.8429, "note_reader": -2.3481}
 # ---- end FITTED
 
 
