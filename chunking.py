@@ -22,6 +22,7 @@ Rules, decided by code:
 
 from __future__ import annotations
 
+import bisect
 import re
 
 from verso import dating
@@ -104,14 +105,14 @@ def _entry_dates(body: str, date_order: str, day: str | None) -> dict:
     """line number -> the date of each `##`/`###` heading that is or opens with one; a
     day and month without a year ("Sat 21/03") read beside the nearest entry above it
     that has a year, else below, else the note's `day` (dating.day_without_year)."""
-    dated = {n: dating.find_date(t.lstrip("*_ "), True, date_order)
-             for n, level, t in _headings(body) if level in (2, 3)}
-    whole = sorted(n for n, d in dated.items() if d)
-    for n, level, t in _headings(body):
-        if level in (2, 3) and not dated[n]:
-            above = [k for k in whole if k < n]
-            near = dated[above[-1]] if above else dated[whole[0]] if whole else day
-            dated[n] = dating.day_without_year(t.lstrip("*_ "), near, date_order)
+    entries = [(n, t.lstrip("*_ ")) for n, level, t in _headings(body) if level in (2, 3)]
+    dated = {n: dating.find_date(t, True, date_order) for n, t in entries}
+    whole = [n for n, _ in entries if dated[n]]          # in line order
+    for n, t in entries:
+        if not dated[n]:
+            at = bisect.bisect(whole, n)                  # the dated entries above it
+            near = dated[whole[at - 1]] if at else dated[whole[0]] if whole else day
+            dated[n] = dating.day_without_year(t, near, date_order)
     return dated
 
 

@@ -75,13 +75,13 @@ FRONT_KEYS = ("updated", "date", "created")    # frontmatter date keys, in prefe
 DAY_PATTERNS = DATE_PATTERNS[:4]   # the forms that name a whole day
 WEEKDAY = r"(?:mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:day)?"
                                    # a weekday, whole or cut: "Fri", "Thurs", "Wednesday"
-LEAD_MARK_RE = re.compile(rf"[\s>]*(?:[*_]{{1,2}}(?=\S))?(?:{WEEKDAY}\.?,?\s+)?", re.I)
+LEAD_MARK_RE = re.compile(rf"[\s>]*(?:[*_]{{1,2}}(?=\S))?(?:(?P<weekday>{WEEKDAY})\.?,?\s+)?",
+                          re.I)
                                    # what may stand before a day that opens a line
 SET_OFF_RE = re.compile(r"(?<![\d\s])\s*(?:\s[-\u2013\u2014|]|[:(])\s*")
                                    # what sets a day off at the end of the title line
 TITLE_END = " \t)]*_."             # what may follow a day that ends the title line
 HEADING_RE = re.compile(r"(#{1,6})\s")   # a markdown heading (a "#tag" is none)
-YEARLESS_LEAD_RE = re.compile(rf"[\s>*_]*(?:({WEEKDAY})\.?,?\s+)?", re.I)
 _NO_YEAR = r"(?![\s,._/-]*(?:19|20)?\d)"  # no year (nor another number) after it
 YEARLESS_PATTERNS = [   # a day and a month with no year, as a log's heading opens
     (re.compile(r"(\d{1,2})([./])(\d{1,2})" + _NO_YEAR), "num"),
@@ -170,10 +170,8 @@ def names_order(stems) -> str | None:
     month-first reads ("07.14.26"), "mdy" the other way round, else None (unknown)."""
     seen = {"dmy": 0, "mdy": 0}
     for m in DATE_PATTERNS[3][0].finditer("\n".join(stems)):   # one scan of every name
-        a, _, b, y = m.groups()
-        year = y if len(y) == 4 else str(_century(int(y)))
-        reads = [o for o in seen if _span((a, b, year), o)]
-        if len(reads) == 1 and a != b:
+        reads = [o for o in seen if _span(m.groups(), "num", o)]
+        if len(reads) == 1:
             seen[reads[0]] += 1
     for order, other in (("dmy", "mdy"), ("mdy", "dmy")):
         if seen[order] >= NAMES_ORDER_MIN and not seen[other]:
@@ -196,10 +194,10 @@ def day_without_year(text: str, near: str | None, date_order: str = "ymd") -> st
     read (21/03 a day-month, 03/21 a month-day), 05/06 only by its weekday; a bare 05/06
     must end the heading or be set off ("05/06 - swim"), not open a sentence ("3/4 of
     it"). None without `near`, or when no reading fits."""
-    lead = YEARLESS_LEAD_RE.match(text)
-    if near is None or not lead:
+    if near is None:
         return None
-    rest, weekday = text[lead.end():], lead.group(1)
+    lead = LEAD_MARK_RE.match(text)
+    rest, weekday = text[lead.end():], lead.group("weekday")
     readings = []
     for rx, form in YEARLESS_PATTERNS:
         m = rx.match(rest)
