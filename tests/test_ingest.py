@@ -218,14 +218,14 @@ def test_a_day_named_with_its_weekday_is_its_own_note_not_a_version(vault, tmp_p
     date, so two Sundays are not one document; a weekday that is the name's own word
     ("Monday meeting") or stands apart from the date ("Sunday league 2025") stays."""
     for name in ("Sun 1 Feb 2026", "Sun 16 Feb 2025", "2026-03-01 Sun", "2026-03-08 Sun.",
-                 "Wed, 4 March 2026", "Tuesday 3 March 2026"):
+                 "Wed, 4 March 2026", "Tuesday 3 March 2026", "Weds 11 March 2026"):
         write(vault, f"journal/{name}.md", f"the day of {name}")
     write(vault, "club/Sunday league 2025.md", "---\ndate: 2025-05-01\n---\nfixtures")
     write(vault, "club/Sunday league 2026.md", "---\ndate: 2026-05-01\n---\nfixtures")
     _, idx = build(vault, tmp_path)
     f = files_of(idx)
     days = [p for p in f if p.startswith("journal/")]
-    assert len(days) == 6 and all(f[p]["family"] == p and f[p]["is_latest"] for p in days)
+    assert len(days) == 7 and all(f[p]["family"] == p and f[p]["is_latest"] for p in days)
     assert f["club/Sunday league 2025.md"]["family"] == "club/sunday league"
     assert not f["club/Sunday league 2025.md"]["is_latest"]
     assert families._family_name("Monday meeting") == "monday meeting"
