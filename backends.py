@@ -76,7 +76,8 @@ def load_backend(name: str = "auto", judge: str | None = None, idf=None, embed_m
                     builtin_writer.BuiltinWriter(), note or "builtin backend (offline)")
     else:
         w = models.OllamaWriter(wm, host, timeout)
-        b = Backend("ollama", emb or models.OllamaEmbedder(em, host, timeout), line_scores.BuiltinJudge(),
+        b = Backend("ollama", emb or models.OllamaEmbedder(em, host, timeout),
+                    line_scores.BuiltinJudge(),
                     choosing_writer.ChoosingWriter(w) if writer == "choose" else w,
                     note + ("; the model chooses lines, code writes them" if writer == "choose"
                             else "; the model writes free text"))
@@ -85,7 +86,8 @@ def load_backend(name: str = "auto", judge: str | None = None, idf=None, embed_m
             if why := models.ollama_unready(host, [(wm, "completion")], probe_timeout):
                 raise models.BackendError(why)
             w = models.OllamaWriter(wm, host, timeout)
-        b.judge = models.CascadeJudge(models.OllamaJudge(w)) if judge == "cascade" else models.OllamaJudge(w)
+        judged = models.OllamaJudge(w)
+        b.judge = models.CascadeJudge(judged) if judge == "cascade" else judged
     elif judge == "jev":
         b.judge = models.JevJudge(local=b.judge)
     if judge:

@@ -79,7 +79,8 @@ def load_config(vault: Path, config=None) -> tuple[dict, Path | None]:
                                  f"(versioned: true/false; privacy: private/shareable)")
         folders[name.strip("/")] = table
     return ({"ignore": ignore, "folders": folders, "date_order": date_order,
-             "date_order_given": "date_order" in data, "timeout": timeout, "registry": [x.strip("/") for x in folders_of]},
+             "date_order_given": "date_order" in data, "timeout": timeout,
+             "registry": [x.strip("/") for x in folders_of]},
             path.resolve())
 
 
