@@ -9,8 +9,15 @@ Out: one row per question, appended as it is answered to
      date and the Verso version, and a report: whose answer is shown where the model and
      the builtin reader disagree, who answers synthesis and change questions, and when
      an answer ships.
-Not: the fit itself (verdict_fit.py) or applying it (calibrate.py, choosing_writer.py).
-     Nothing is written into the source tree or the user's notes.
+     First, the evidence ranker for the user's embedder (evidence_fit.py): the pools of
+     the same questions gathered with its vectors (the model asked nothing), fitted and
+     held out by vault, stored as <home>/calibrations/evidence@<embedder>.json; the
+     sections of that embedder's indexes are scored by it when it won held out
+     (passages.ranker). Fitted again when this Verso has none of its own for the
+     embedder, or when --evidence asks (and then only it).
+Not: the fit itself (verdict_fit.py, evidence_fit.py) or applying it (calibrate.py,
+     choosing_writer.py, passages.py). Nothing is written into the source tree or the
+     user's notes.
 
 Each question is asked once with the model choosing lines, under the measuring policy
 (MEASURE: both readers' answers kept, asked again in reverse where they disagree), and a
@@ -19,6 +26,7 @@ answer, whether it is right (measures.answer_correct), its calibration features 
 whether verify's checks passed.
 
     verso calibrate [--splits dev dev2] [--limit N] [--judge builtin] [--refit] [--json]
+    verso calibrate --evidence        # the evidence ranker for the embedder, only
 """
 
 from __future__ import annotations
@@ -34,13 +42,16 @@ import sys
 import time
 from datetime import date
 
+from verso import builtin_writer
 from verso import calibrate
 from verso import choosing_writer
 from verso import evaluate
+from verso import evidence_fit
 from verso import harness
 from verso import measures
 from verso import backends
 from verso import models
+from verso import passages
 from verso import store
 from verso import verdict_fit
 
@@ -232,6 +243,39 @@ def collect(splits: dict, be, free, path, same: dict, limit=None, say=print) -> 
     return [r for r in rows if r["split"] in splits]
 
 
+def fit_evidence(splits: dict, be, judge: str, limit=None, say=print) -> dict:
+    """The evidence ranker fitted on the pools the embedder of `be` gives for the tuning
+    questions (the first `limit` of each split), evidence_fit's rule deciding whether it
+    is used: what calibrations/evidence@<embedder>.json keeps."""
+    pools = backends.Backend("ollama", be.embedder, be.judge,
+                             builtin_writer.BuiltinWriter(),
+                             be.note + "; evidence pools (calibration)")
+    sets, loaded = [], {}
+    for i, (split, (vault, qfile)) in enumerate(splits.items()):
+        say(f"calibrate: indexing {split} with {be.embedder.id} ({i + 1}/{len(splits)})")
+        loaded[split] = harness.load(index=_index_dir(be, vault), vault=vault,
+                                     backend=pools)
+        sets.append((split, vault, [q for q in evaluate.load_questions(qfile)[:limit]
+                                    if q["answerable"] and q["key_facts"]]))
+    rows = evidence_fit.collect(sets, loaded, say=lambda split, i, n: say(
+        f"calibrate: evidence pools of {split} ({i}/{n})"))
+    if not rows:
+        raise ValueError("no evidence pools: the tuning questions found no sections")
+    fitted = evidence_fit.embedder_fit(rows, {split: str(v) for split, v, _ in sets})
+    return {"format": calibrate.STORED_FORMAT, "key": passages.stored_key(be.embedder.id),
+            "embedder": be.embedder.id, "judge": judge, "date": date.today().isoformat(),
+            "verso": version(), "questions": sum(len(q) for _, _, q in sets),
+            "sections": len(rows), "holding": sum(r["right"] for r in rows),
+            "splits": sorted(splits), "limit": limit, **fitted}
+
+
+def evidence_report(ev: dict) -> str:
+    """The line a person reads after the evidence ranker is fitted."""
+    return (f"evidence ranker for {ev['embedder']}: {ev['questions']} questions, "
+            f"{ev['sections']} sections ({ev['holding']} holding a key fact); {ev['why']} "
+            f"-> {'this fit' if ev['use'] == 'fitted' else 'the shipped one'}")
+
+
 def stored(rows: list[dict], model_key: str, model: str, judge: str) -> dict:
     """What calibrations/<key>.json keeps: the fit, with what it was fitted on."""
     return {"format": calibrate.STORED_FORMAT, "key": model_key, "model": model,
@@ -288,8 +332,13 @@ def main(argv=None) -> int:
                    "by (default: as `verso` answers, builtin beside an Ollama writer)")
     p.add_argument("--refit", action="store_true", help="fit the rows kept so far; ask "
                    "nothing")
+    p.add_argument("--evidence", action="store_true", help="fit only the evidence ranker "
+                   "to the embedder (the order sections are handed on in); asks the "
+                   "model nothing")
     p.add_argument("--json", action="store_true", help="print the stored calibration")
     args = p.parse_args(argv)
+    if args.evidence and args.refit:
+        p.error("--evidence fits the ranker again from the notes; --refit fits kept rows")
     splits = calibrate.tuning_splits()
     if args.splits and not set(args.splits) <= set(splits):
         p.error(f"not tuning splits: {', '.join(sorted(set(args.splits) - set(splits)))}")
@@ -307,6 +356,20 @@ def main(argv=None) -> int:
         path.parent.mkdir(parents=True, exist_ok=True)
         same = {"format": FORMAT, "verso": version(), "judge": args.judge or "builtin"}
         say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+        ev_key = passages.stored_key(be.embedder.id)
+        ev = calibrate.load_stored(ev_key)
+        ev_lines = [f"evidence ranker for {be.embedder.id}: fitted {ev['date']} "
+                    "(`verso calibrate --evidence` fits it again)"] if ev else []
+        if args.evidence or not args.refit and (ev is None or (
+                ev.get("verso"), ev.get("splits"), ev.get("limit")) != (
+                version(), sorted(splits), args.limit)):
+            ev = fit_evidence(splits, be, same["judge"], args.limit, say)
+            store.write_atomic(calibrate.stored_path(ev_key),
+                               (json.dumps(ev, indent=1) + "\n").encode())
+            ev_lines = [evidence_report(ev), f"stored: {calibrate.stored_path(ev_key)}"]
+        if args.evidence:
+            print(json.dumps(ev, indent=1) if args.json else "\n".join(ev_lines))
+            return 0
         rows = (load_rows(path, same)[0] if args.refit else
                 collect(splits, be, free, path, same, args.limit, say))
         rows = [r for r in rows if r["split"] in splits]
@@ -319,7 +382,7 @@ def main(argv=None) -> int:
         return 1
     store.write_atomic(calibrate.stored_path(key), (json.dumps(cal, indent=1) + "\n").encode())
     print(json.dumps(cal, indent=1) if args.json else "\n".join(
-        report(cal) + [f"stored: {calibrate.stored_path(key)}"]))
+        ev_lines + report(cal) + [f"stored: {calibrate.stored_path(key)}"]))
     return 0
 
 

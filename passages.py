@@ -51,10 +51,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from pathlib import PurePosixPath
 
 import numpy as np
 
+from verso import calibrate
+from verso import embedder
 from verso import line_scores
 from verso import rerank
 from verso import retrieve
@@ -85,6 +88,10 @@ WEIGHTS = {
     "first": 0.0595, "words": 0.4845, "later": -0.1504, "bm25_rank": -0.0445,
     "dense_rank": 0.4514, "reader": 4.8429, "note_reader": -2.3481}
 # ---- end FITTED
+EMBEDDER_FIT = "evidence@"  # calibrations/evidence@<embedder>.json: `verso calibrate`'s
+                            # fit for a model embedder (calibrate_model.py)
+FORCED = None               # (bias, weights) every index is scored by: a fit measuring
+                            # its weights (evidence_fit.weights_in_use), else None
 
 
 @dataclasses.dataclass
@@ -216,8 +223,9 @@ def sections(question: str, cands: list[Candidate], index, qvec,
         x.features["reader"], best[x.path] = p, max(best.get(x.path, 0.0), p)
     for x in out:
         x.features["note_reader"] = best[x.path]
+    bias, weights = ranker(index)
     for s in out:
-        s.p = probability(s.features)
+        s.p = probability(s.features, weights, bias)
     return out, notes
 
 
@@ -237,6 +245,26 @@ def probability(features: dict, weights=None, bias=None) -> float:
     z = (BIAS if bias is None else bias) + sum(w * features.get(k, 0.0)
                                               for k, w in weights.items())
     return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+
+def stored_key(embedder_id: str) -> str:
+    """The name `verso calibrate` keeps an embedder's ranker under in Verso's home."""
+    return EMBEDDER_FIT + re.sub(r"[^A-Za-z0-9_.-]+", "-", embedder_id)
+
+
+def ranker(index) -> tuple[float, dict]:
+    """(bias, weights) the index's sections are scored by: the fit `verso calibrate`
+    stored for its model embedder when that fit won held out (its features this
+    Verso's), else the shipped fit, made on the builtin embedder's pools."""
+    if FORCED is not None:
+        return FORCED
+    emb = getattr(getattr(index, "embedder", None), "id", None) or ""
+    if emb and not emb.startswith(embedder.BUILTIN_EMBEDDER):
+        got = calibrate.load_stored(stored_key(emb))
+        ours = got and set(got.get("weights") or ()) == set(FEATURES)
+        if ours and got.get("use") == "fitted":
+            return got["bias"], got["weights"]
+    return BIAS, WEIGHTS
 
 
 def _superseded(c, chunk) -> bool:

@@ -14,6 +14,7 @@ from verso import calibrate_model
 from verso import evaluate
 from verso import harness
 from verso import measures
+from verso import passages
 
 from fakes import FakeOllama
 
@@ -155,6 +156,39 @@ def test_a_killed_calibration_resumes_without_asking_a_finished_question(tmp_pat
     asked.clear()                                         # --refit asks nothing
     assert calibrate_with(oracle, "d" * 64, monkeypatch, argv + ["--refit"])[0] == 0
     assert asked == []
+
+
+def test_the_evidence_ranker_is_fitted_to_the_embedder_once_asking_the_model_nothing(
+        tmp_path, monkeypatch, capsys):
+    """`verso calibrate --evidence` gathers the embedder's pools of the tuning questions
+    and stores its ranker (asking the writer model nothing); a calibration of the model
+    then keeps that fit while the Verso, splits and limit are the same, and fits it
+    again for other splits."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("VERSO_HOME", str(home))
+    argv = ["--splits", "dev2", "dev3", "--limit", "3"]           # one vault, two splits
+    code, fake = calibrate_with(oracle, "e" * 64, monkeypatch, argv + ["--evidence"])
+    assert code == 0 and fake.bodies("/api/chat") == []
+    n = sum(q["answerable"] and bool(q["key_facts"]) for s in ("dev2", "dev3")
+            for q in evaluate.load_questions(calibrate.tuning_splits()[s][1])[:3])
+    assert f"evidence ranker for ollama:nomic-embed-text: {n} questions" in \
+        capsys.readouterr().out
+    path = calibrate.stored_path(passages.stored_key("ollama:nomic-embed-text"))
+    ev = json.loads(path.read_text())
+    assert ev["splits"] == ["dev2", "dev3"] and ev["limit"] == 3 and ev["sections"] > 0
+    assert ev["use"] == "shipped" and ev["held_out"] is None    # nothing to hold out
+    assert set(ev["weights"]) == set(passages.FEATURES)
+    before = path.stat().st_mtime_ns
+    assert calibrate_with(oracle, "e" * 64, monkeypatch, argv)[0] == 0
+    assert path.stat().st_mtime_ns == before
+    assert "fitted " + ev["date"] in capsys.readouterr().out
+    again = ["--splits", "dev4", "dev5", "--limit", "2", "--evidence"]
+    assert calibrate_with(oracle, "e" * 64, monkeypatch, again)[0] == 0
+    ev = json.loads(path.read_text())
+    assert ev["splits"] == ["dev4", "dev5"] and ev["held_out"] is not None
+    assert ev["use"] in ("fitted", "shipped") and ev["why"].startswith("held out by vault")
+    with pytest.raises(SystemExit):                   # two asks that cannot both hold
+        calibrate_model.main(["--evidence", "--refit"])
 
 
 def test_until_a_model_is_calibrated_both_readings_are_shown_then_its_policy_holds(

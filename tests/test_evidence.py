@@ -6,6 +6,7 @@ import pytest
 
 from verso import builtin_writer
 from verso import evidence
+from verso import evidence_fit
 from verso import passages
 from verso import harness
 from verso import route
@@ -314,7 +315,7 @@ def test_the_shipped_statement_weights_are_what_the_fit_gives(tmp_path):
     loaded = {name: harness.load(index=str(tmp_path / name), vault=vault, backend="builtin")
               for name, vault, _ in sets}
     rows, cases = fit_statements.collect(sets, loaded)
-    bias, weights = fit_evidence.raw(verdict_fit.fit(rows, evidence.STATEMENT_FEATURES))
+    bias, weights = evidence_fit.raw(verdict_fit.fit(rows, evidence.STATEMENT_FEATURES))
     assert bias == pytest.approx(evidence.STATEMENT_BIAS, abs=2e-3)
     assert weights == pytest.approx(evidence.STATEMENT_WEIGHTS, abs=2e-3)
     assert fit_statements.pick_cut(sets, rows, cases, (bias, weights)) == evidence.STATEMENT_CUT
@@ -328,7 +329,7 @@ def test_the_statement_cut_is_the_lowest_right_twice_as_often_as_wrong(monkeypat
     import fit_statements
     from verso import verdict_fit
     monkeypatch.setattr(verdict_fit, "fit", lambda rows, names: None)
-    monkeypatch.setattr(fit_statements.fit_evidence, "raw", lambda fitted: (0.0, {}))
+    monkeypatch.setattr(evidence_fit, "raw", lambda fitted: (0.0, {}))
     table = {0.5: (5, 3), 0.3: (13, 5), 0.2: (20, 10), 0.1: (27, 16), 0.05: (46, 33)}
 
     def score(cases, bias, weights):

@@ -22,7 +22,8 @@ LAYERS = [
      "searchwords"},  # stages
     {"scorecard", "html_report"},                                # renderers of plain data
     {"harness"},                                                 # the pipeline
-    {"evaluate", "measures", "budget_eval", "mcp_tools", "chat", "calibrate_model"},   # runs, MCP tools
+    {"evaluate", "measures", "budget_eval", "mcp_tools", "chat", "calibrate_model",
+     "evidence_fit"},                                            # runs, MCP tools, fits
     {"mcp_server", "mcp_check"},                                 # the MCP face
     {"cli"},                                                     # the entry
 ]

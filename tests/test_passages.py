@@ -3,11 +3,14 @@ written for it: the right note with the wrong section, one note taking every slo
 only an older version holds, a budget that does not scale, a change question's versions.
 Also the plain baseline (plain_bm25.py) against a hand-worked BM25, and the budget table."""
 
+import json
 import math
 
 import pytest
 
 from verso import budget_eval
+from verso import calibrate
+from verso import evidence_fit
 from verso import harness
 from verso import measures
 from verso import passages
@@ -217,6 +220,76 @@ def test_the_model_is_a_probability_rising_with_its_positive_features():
         assert (p1 > p0) == (w > 0) or w == 0
 
 
+def _stored_ranker(home, embedder_id, use="fitted", weights=None, bias=-3.0):
+    key = passages.stored_key(embedder_id)
+    path = home / "calibrations" / f"{key}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"format": calibrate.STORED_FORMAT, "key": key, "use": use,
+                                "bias": bias, "weights": weights or {
+                                    f: 0.0 for f in passages.FEATURES}}))
+
+
+def test_a_model_embedders_stored_ranker_scores_its_sections_and_no_other(
+        boat, tmp_path, monkeypatch):
+    """`verso calibrate` keeps a ranker fitted on a model embedder's pools; the sections of
+    an index built with that embedder are scored by it when it won held out, and by the
+    shipped fit otherwise: another embedder, the builtin one, a fit that lost, or one
+    over other features."""
+    from types import SimpleNamespace
+    from fakes import FakeOllama
+    home = tmp_path / "home"
+    monkeypatch.setenv("VERSO_HOME", str(home))
+    with_id = lambda i: SimpleNamespace(embedder=SimpleNamespace(id=i))  # noqa: E731
+    shipped = (passages.BIAS, passages.WEIGHTS)
+    assert passages.ranker(with_id("ollama:nomic-embed-text")) == shipped   # none stored
+    _stored_ranker(home, "ollama:nomic-embed-text")
+    got = passages.ranker(with_id("ollama:nomic-embed-text"))
+    assert got[0] == -3.0 and set(got[1].values()) == {0.0}
+    assert passages.ranker(with_id("ollama:mxbai-embed-large")) == shipped
+    idx, _ = harness.load(tmp_path / "idx", boat, "builtin")
+    _stored_ranker(home, idx.embedder.id)
+    assert passages.ranker(idx) == shipped                # the builtin's: the shipped fit
+    _stored_ranker(home, "ollama:lost", use="shipped")
+    assert passages.ranker(with_id("ollama:lost")) == shipped
+    _stored_ranker(home, "ollama:older", weights={"bm25": 1.0})
+    assert passages.ranker(with_id("ollama:older")) == shipped
+    with FakeOllama() as fake:              # an index of the fake's embedder, end to end
+        monkeypatch.setenv("OLLAMA_HOST", fake.url)
+        idx, be = harness.load(tmp_path / "model-idx", boat, "ollama", judge="builtin")
+        seen, real = [], passages.sections
+        monkeypatch.setattr(passages, "sections",
+                            lambda *a, **kw: seen.append(real(*a, **kw)) or seen[-1])
+        q = "What is the fuel filter part number?"
+        (home / "calibrations" / f"{passages.stored_key(idx.embedder.id)}.json").unlink()
+        harness.ask(q, index=idx, backend=be, write=False, budget=150, search_words=False)
+        assert len({round(s.p, 6) for s in seen[-1][0]}) > 1    # the shipped fit
+        _stored_ranker(home, idx.embedder.id)
+        harness.ask(q, index=idx, backend=be, write=False, budget=150, search_words=False)
+        assert {round(s.p, 6) for s in seen[-1][0]} == {round(1 / (1 + math.exp(3.0)), 6)}
+
+
+def test_an_embedders_fit_is_used_only_when_it_wins_held_out_by_vault():
+    """evidence_fit.embedder_fit: rows where the shipped weights read a feature the wrong
+    way round (sections the builtin reader scores low hold the facts) give a fit that
+    wins held out, on every vault; rows of one vault hold nothing out: the shipped fit."""
+    import random
+    rng = random.Random(7)
+    rows = []
+    for split in ("a1", "a2", "b", "c"):
+        for i in range(300):
+            reader = rng.random()
+            f = {k: 0.0 for k in passages.FEATURES}
+            f["reader"] = reader
+            rows.append({"split": split, "features": f, "right": rng.random() < 1 - reader})
+    vault_of = {"a1": "v1", "a2": "v1", "b": "v2", "c": "v3"}
+    got = evidence_fit.embedder_fit(rows, vault_of)
+    assert got["use"] == "fitted" and got["weights"]["reader"] < 0
+    assert got["held_out"]["fitted"] < got["held_out"]["shipped"]
+    one = evidence_fit.embedder_fit([r for r in rows if r["split"] in ("a1", "a2")],
+                                    vault_of)
+    assert one["use"] == "shipped" and one["held_out"] is None
+
+
 def test_the_reader_budgets():
     class Model:
         num_ctx, reply_tokens = 8192, 400
@@ -374,7 +447,7 @@ def test_the_shipped_evidence_weights_are_what_the_fit_gives(tmp_path):
                                                     "dev6", "dev7", "dev8", "dev9"]
     loaded = {name: harness.load(index=str(tmp_path / name), vault=vault, backend="builtin")
               for name, vault, _ in sets}
-    bias, weights = fit_evidence.raw(verdict_fit.fit(fit_evidence.collect(sets, loaded),
+    bias, weights = evidence_fit.raw(verdict_fit.fit(evidence_fit.collect(sets, loaded),
                                                      passages.FEATURES))
     assert bias == pytest.approx(passages.BIAS, abs=2e-3)
     assert weights == pytest.approx(passages.WEIGHTS, abs=2e-3)
@@ -395,7 +468,7 @@ def test_the_grid_scores_its_pick_held_out_by_vault(monkeypatch, capsys):
 
     def recall(sets, loaded, bias, weights):
         return {name: [gain[passages.CUT_MIN][name]] * 3 for name, _, _ in sets}
-    monkeypatch.setattr(fit_evidence, "recall", recall)
+    monkeypatch.setattr(evidence_fit, "recall", recall)
 
     def held_out(sets):
         best = fit_evidence.grid(sets, {name: None for name, _, _ in sets})

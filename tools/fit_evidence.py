@@ -3,10 +3,8 @@
 
 In:  the tuning splits of questions/splits.json (never a frozen one), the builtin backend.
 Rows: every section of the pool passages.sections builds for each answerable question
-     (the same pool the harness builds, captured while harness.ask runs), labelled 1 when
-     its heading or text holds a key fact and its note is a gold file (any note when the
-     question names none), or when a key fact is its note's date and it is the note's
-     first section (every reader is shown the date).
+     (evidence_fit.collect: the pool the harness builds, captured while harness.ask
+     runs; its label rule is evidence_fit's).
 Fit: verdict_fit.fit (standardised ridge logistic regression, Newton's method), turned
      into raw-scale weights. Held out: for each tuning split, the model fitted on the
      splits of the other vaults (dev, dev2 and dev3 share one), and the evidence recall
@@ -46,12 +44,12 @@ import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 import numpy as np  # noqa: E402
 
 from verso import evaluate  # noqa: E402
+from verso import evidence_fit  # noqa: E402
 from verso import harness  # noqa: E402
-from verso import measures  # noqa: E402
 from verso import passages  # noqa: E402
 from verso import verdict_fit  # noqa: E402
 
-BUDGETS = (300, 600, 1000)
+BUDGETS = evidence_fit.BUDGETS
 GRID = {"CUT_MIN": (10, 25, 50), "WORDS_POWER": (1.0, 0.8, 0.6)}   # ties: the first
 FENCE_RE = re.compile(r"(# ---- FITTED:[^\n]*\n)(.*?)(# ---- end FITTED)", re.S)
 
@@ -65,66 +63,6 @@ def tuning_sets() -> list[tuple[str, Path, list]]:
             if row.get("role") == "tuning" and row.get("kind") != "conversations"]
 
 
-def _label(q: dict, s, idx) -> bool:
-    chunk = idx.chunks[s.id]
-    if q["gold_files"] and s.path not in q["gold_files"]:
-        return False
-    text = f"{chunk.get('heading') or ''}\n{chunk.get('text') or ''}"
-    if s.at == 0:
-        text += f"\n{chunk.get('date') or ''}"
-    return any(measures.has_fact(text, f) for f in q["key_facts"])
-
-
-def collect(sets, loaded) -> list[dict]:
-    """One row per pool section: {"split", "q", "features", "right"}."""
-    rows, real = [], passages.sections
-    for name, _, questions in sets:
-        idx, be = loaded[name]
-        for q in questions:
-            seen = []
-
-            def spy(*a, **kw):
-                pool, table = real(*a, **kw)
-                seen.append(pool)
-                return pool, table
-            passages.sections = spy
-            try:
-                harness.ask(q["question"], index=idx, backend=be, write=False,
-                            budget=BUDGETS[-1])
-            finally:
-                passages.sections = real
-            for s in (seen[0] if seen else []):
-                rows.append({"split": name, "q": q["id"], "features": dict(s.features),
-                             "right": _label(q, s, idx)})
-    return rows
-
-
-def raw(model: dict) -> tuple[float, dict]:
-    """(bias, {feature: weight}) on the features' own scale."""
-    w = model["weights"] / model["scale"]
-    bias = float(model["bias"] - (w * model["mean"]).sum())
-    return bias, {n: round(float(x), 4) for n, x in zip(model["names"], w)}
-
-
-def recall(sets, loaded, bias, weights) -> dict:
-    """{split: [key-fact questions handed on at each budget]} with these weights."""
-    saved = passages.BIAS, dict(passages.WEIGHTS)
-    passages.BIAS, passages.WEIGHTS = bias, weights
-    out = {}
-    try:
-        for name, _, questions in sets:
-            idx, be = loaded[name]
-            got = []
-            for b in BUDGETS:
-                got.append(sum(measures.evidence_recall(q["key_facts"], harness.ask(
-                    q["question"], index=idx, backend=be, write=False,
-                    budget=b).sources) for q in questions))
-            out[name] = got
-    finally:
-        passages.BIAS, passages.WEIGHTS = saved
-    return out
-
-
 def grid(sets, loaded) -> dict:
     """GRID's sizes by its rule (every combination); prints a row per combination, the
     pick, and what picking buys held out: each vault scored at the sizes the rule picks
@@ -135,7 +73,7 @@ def grid(sets, loaded) -> dict:
         for combo in itertools.product(*(GRID[n] for n in names)):
             for n, v in zip(names, combo):
                 setattr(passages, n, v)
-            got = recall(sets, loaded, passages.BIAS, passages.WEIGHTS)
+            got = evidence_fit.recall(sets, loaded, passages.BIAS, passages.WEIGHTS)
             print(", ".join(f"{n} {v}" for n, v in zip(names, combo)) + ": " + "  ".join(
                 f"{b} words {k}" for b, k in zip(BUDGETS, _sums(got))), flush=True)
             rows.append(([GRID[n].index(v) for n, v in zip(names, combo)], combo, got))
@@ -206,19 +144,20 @@ def main(argv=None) -> int:
     if args.grid:
         grid(sets, loaded)
         return 0
-    rows = collect(sets, loaded)
+    rows = evidence_fit.collect(sets, loaded)
     names = passages.FEATURES
     print(f"{len(rows)} sections, {sum(r['right'] for r in rows)} holding a key fact, "
           f"{sum(len(q) for _, _, q in sets)} questions")
-    bias, weights = raw(verdict_fit.fit(rows, names))
+    bias, weights = evidence_fit.raw(verdict_fit.fit(rows, names))
     print(f"BIAS = {bias:.4f}\nWEIGHTS = {json.dumps(weights)}")
-    inside = recall(sets, loaded, bias, weights)
+    inside = evidence_fit.recall(sets, loaded, bias, weights)
     print(f"{'split':<8}{'n':>4}  " + "  ".join(f"{b:>5}in {b:>5}out" for b in BUDGETS))
     total_in, total_out = np.zeros(len(BUDGETS)), np.zeros(len(BUDGETS))
     vault_of = {name: vault for name, vault, _ in sets}
     for name, vault, questions in sets:      # held out: every split of its vault left out
-        fold = raw(verdict_fit.fit([r for r in rows if vault_of[r["split"]] != vault], names))
-        out = recall([s for s in sets if s[0] == name], loaded, *fold)[name]
+        fold = evidence_fit.raw(verdict_fit.fit(
+            [r for r in rows if vault_of[r["split"]] != vault], names))
+        out = evidence_fit.recall([s for s in sets if s[0] == name], loaded, *fold)[name]
         total_in += inside[name]
         total_out += out
         print(f"{name:<8}{len(questions):>4}  " + "  ".join(

@@ -48,6 +48,7 @@ import fit_evidence  # noqa: E402
 
 from verso import budget_eval  # noqa: E402
 from verso import evidence  # noqa: E402
+from verso import evidence_fit  # noqa: E402
 from verso import harness  # noqa: E402
 from verso import measures  # noqa: E402
 from verso import verdict_fit  # noqa: E402
@@ -120,7 +121,7 @@ def pick_cut(sets, rows, cases, model: tuple) -> float:
     sample."""
     names = evidence.STATEMENT_FEATURES
     vault_of = {name: vault for name, vault, _ in sets}
-    folds = {vault: fit_evidence.raw(verdict_fit.fit(
+    folds = {vault: evidence_fit.raw(verdict_fit.fit(
         [r for r in rows if vault_of[r["split"]] != vault], names))
         for vault in dict.fromkeys(vault_of.values())}
     picks, saved = [], evidence.STATEMENT_CUT
@@ -157,7 +158,7 @@ def main(argv=None) -> int:
     names = evidence.STATEMENT_FEATURES
     print(f"{len(rows)} line pairs, {sum(r['right'] for r in rows)} replacing, "
           f"{len(cases)} questions")
-    bias, weights = fit_evidence.raw(verdict_fit.fit(rows, names))
+    bias, weights = evidence_fit.raw(verdict_fit.fit(rows, names))
     print(f"STATEMENT_BIAS = {bias:.4f}\nSTATEMENT_WEIGHTS = {json.dumps(weights)}")
     if set(evidence.STATEMENT_WEIGHTS) == set(names):     # the weights evidence.py ships
         print(_show("shipped", score(cases, evidence.STATEMENT_BIAS,
