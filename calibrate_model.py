@@ -13,8 +13,8 @@ Out: one row per question, appended as it is answered to
      the same questions gathered with its vectors (the model asked nothing), fitted and
      held out by vault, stored as <home>/calibrations/evidence@<embedder>.json; the
      sections of that embedder's indexes are scored by it when it won held out
-     (passages.ranker). Fitted again when this Verso has none of its own for the
-     embedder, or when --evidence asks (and then only it).
+     (passages.ranker). Fitted again when the one kept was made by another Verso or on
+     other splits or limit, and when --evidence asks (and then only it).
 Not: the fit itself (verdict_fit.py, evidence_fit.py) or applying it (calibrate.py,
      choosing_writer.py, passages.py). Nothing is written into the source tree or the
      user's notes.
@@ -321,10 +321,11 @@ def report(cal: dict) -> list[str]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="verso calibrate", description="Measure your model "
-                                "on the tuning question sets shipped with Verso and store "
-                                "how its answers are used (whose reading is shown, when an "
-                                "answer ships) in Verso's home.")
+    p = argparse.ArgumentParser(prog="verso calibrate", description="Fit the evidence "
+                                "ranker to your embedder, then measure your model on the "
+                                "tuning question sets shipped with Verso and store how its "
+                                "answers are used (whose reading is shown, when an answer "
+                                "ships) in Verso's home.")
     p.add_argument("--splits", nargs="+", metavar="SPLIT", help="these tuning splits only "
                    f"(default: all: {', '.join(calibrate.tuning_splits())})")
     p.add_argument("--limit", type=int, metavar="N", help="the first N questions of each")
@@ -358,8 +359,10 @@ def main(argv=None) -> int:
         say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
         ev_key = passages.stored_key(be.embedder.id)
         ev = calibrate.load_stored(ev_key)
-        ev_lines = [f"evidence ranker for {be.embedder.id}: fitted {ev['date']} "
-                    "(`verso calibrate --evidence` fits it again)"] if ev else []
+        ev_lines = [f"evidence ranker for {be.embedder.id}: "
+                    f"{'its own fit' if ev['use'] == 'fitted' else 'the shipped one'} "
+                    f"(fitted {ev['date']}; `verso calibrate --evidence` fits it again)"
+                    ] if ev else []
         if args.evidence or not args.refit and (ev is None or (
                 ev.get("verso"), ev.get("splits"), ev.get("limit")) != (
                 version(), sorted(splits), args.limit)):

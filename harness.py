@@ -43,6 +43,7 @@ from verso import ingest
 from verso import backends
 from verso import models
 from verso import line_scores
+from verso import passages
 from verso import cost_ledger
 from verso import evidence
 from verso import builtin_writer
@@ -224,6 +225,9 @@ def load(index=None, vault=None, backend="auto", judge=None, rebuild=False, writ
             idx = ingest.refresh(folder, index_dir=d, config=config, rebuild=rebuild,
                                  backend=be)
     be.embedder = idx.embedder
+    if passages.ranker(idx) != (passages.BIAS, passages.WEIGHTS):
+        be.note += f"; evidence ranked by the fit `verso calibrate` made for " \
+            f"{idx.embedder.id}"
     return idx, be
 
 

@@ -26,7 +26,9 @@ How it chooses, by one model and one fill:
   section (every section read by code, whichever judge reranked the candidates: a
   model judge's scale is not the one fitted), the note's rank, whether it is current,
   its place in the note. The weights are fitted by tools/fit_evidence.py on the tuning
-  splits (never a frozen one) and written below between the FITTED marks.
+  splits (never a frozen one) and written below between the FITTED marks; an index
+  made with a model embedder is scored by the fit `verso calibrate` made on that
+  embedder's pools, when one won held out (ranker).
 - The fill: sections in order of P per word (the expected key facts a word buys, words
   raised to WORDS_POWER: a long section that likely answers is not put behind every
   short one) while the words fit (a short note is one section: chunking merges short

@@ -241,9 +241,10 @@ def test_a_model_embedders_stored_ranker_scores_its_sections_and_no_other(
     monkeypatch.setenv("VERSO_HOME", str(home))
     with_id = lambda i: SimpleNamespace(embedder=SimpleNamespace(id=i))  # noqa: E731
     shipped = (passages.BIAS, passages.WEIGHTS)
-    assert passages.ranker(with_id("ollama:nomic-embed-text")) == shipped   # none stored
-    _stored_ranker(home, "ollama:nomic-embed-text")
-    got = passages.ranker(with_id("ollama:nomic-embed-text"))
+    fake_id = "ollama:nomic-embed-text"
+    assert passages.ranker(with_id(fake_id)) == shipped   # none stored
+    _stored_ranker(home, fake_id)
+    got = passages.ranker(with_id(fake_id))
     assert got[0] == -3.0 and set(got[1].values()) == {0.0}
     assert passages.ranker(with_id("ollama:mxbai-embed-large")) == shipped
     idx, _ = harness.load(tmp_path / "idx", boat, "builtin")
@@ -255,17 +256,21 @@ def test_a_model_embedders_stored_ranker_scores_its_sections_and_no_other(
     assert passages.ranker(with_id("ollama:older")) == shipped
     with FakeOllama() as fake:              # an index of the fake's embedder, end to end
         monkeypatch.setenv("OLLAMA_HOST", fake.url)
+        (home / "calibrations" / f"{passages.stored_key(fake_id)}.json").unlink()
         idx, be = harness.load(tmp_path / "model-idx", boat, "ollama", judge="builtin")
+        assert idx.embedder.id == fake_id
         seen, real = [], passages.sections
         monkeypatch.setattr(passages, "sections",
                             lambda *a, **kw: seen.append(real(*a, **kw)) or seen[-1])
         q = "What is the fuel filter part number?"
-        (home / "calibrations" / f"{passages.stored_key(idx.embedder.id)}.json").unlink()
         harness.ask(q, index=idx, backend=be, write=False, budget=150, search_words=False)
         assert len({round(s.p, 6) for s in seen[-1][0]}) > 1    # the shipped fit
+        assert "verso calibrate" not in be.note
         _stored_ranker(home, idx.embedder.id)
         harness.ask(q, index=idx, backend=be, write=False, budget=150, search_words=False)
         assert {round(s.p, 6) for s in seen[-1][0]} == {round(1 / (1 + math.exp(3.0)), 6)}
+        _, be = harness.load(tmp_path / "model-idx", boat, "ollama", judge="builtin")
+        assert "evidence ranked by the fit `verso calibrate` made for ollama:" in be.note
 
 
 def test_an_embedders_fit_is_used_only_when_it_wins_held_out_by_vault():
