@@ -46,9 +46,11 @@ M = textkit.MONTH_WORD
 PERSON = one_of(textkit.SUBJECT_PRONOUNS)          # "i", "we", "you", "he", "she", "they"
 DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
 YEAR = r"((?:19|20)\d\d)"
+DIGITS = r"(\d{1,2})([./])(\d{1,2})\2((?:19|20)\d\d|\d\d)(?!\d|[./]\d)"   # 14.07.26, 3/10/26
 # first match wins; groups: (day, month, year) in the order each pattern names them
 PATTERNS = (
     (re.compile(rf"\b(?:as of|as at|on|at)\s+(?:the\s+)?{YEAR}-(\d\d)-(\d\d)\b"), "iso"),
+    (re.compile(rf"\b(?:as of|as at|on)\s+(?:the\s+)?{DIGITS}"), "num"),
     (re.compile(rf"\b(?:as of|as at|on)\s+(?:the\s+)?{DAY}\s+(?:of\s+)?({M})(?:\s+{YEAR})?\b"),
      "on"),
     (re.compile(rf"\b(?:as of|as at|on)\s+({M})\s+{DAY}(?:,?\s+{YEAR})?\b"), "on-mdy"),
@@ -96,15 +98,22 @@ def _month(word: str) -> int:
     return textkit.MONTHS[textkit.month_term(word)]
 
 
-def phrase(question: str) -> dict | None:
-    """The point in time a question names, or None."""
+def phrase(question: str, date_order: str = "ymd") -> dict | None:
+    """The point in time a question names, or None; a date in digits is read in the
+    vault's date order (textkit.digit_day: "ymd", none known, reads it only when it
+    reads one way)."""
     q = " ".join(question.replace("\u2019", "'").lower().split())
     for rx, kind in PATTERNS:
         m = rx.search(q)
         if not m:
             continue
         g = m.groups()
-        if kind == "iso":
+        if kind == "num":
+            day = textkit.digit_day(g[0], g[2], g[3], date_order)
+            if day is None:
+                continue
+            spec = {"year": day.year, "month": day.month, "day": day.day, "kind": "on"}
+        elif kind == "iso":
             spec = {"year": int(g[0]), "month": int(g[1]), "day": int(g[2]), "kind": "on"}
         elif kind == "on":
             spec = {"year": _int(g[2]), "month": _month(g[1]), "day": int(g[0]), "kind": "on"}
@@ -224,6 +233,7 @@ PERIOD_PATTERNS = (   # (kind, regex), first match wins: the most precise form f
     ("named", re.compile(rf"\b({_NAMED}){_YR}\b")),
     ("week", re.compile(rf"\bthe ({'|'.join(ORDINAL_WEEK)}) week (?:of|in) ({M}){_YR}\b")),
     ("iso", re.compile(r"\b((?:19|20)\d\d)-(\d\d)-(\d\d)\b")),
+    ("num", re.compile(rf"(?<![\d./]){DIGITS}")),
     ("isomonth", re.compile(r"\b((?:19|20)\d\d)-(\d\d)\b(?!-)")),
     ("dmy", re.compile(rf"\b{DAY}(?!\d)\s+(?:of\s+)?({M}){_YR}\b")),
     ("mdy", re.compile(rf"\b({M})\s+{DAY}(?![\d:]){_YR}\b")),
@@ -238,25 +248,26 @@ STATEMENT_DAYS = 7     # a statement of a week or less that touches a period is 
 ANY_DAY = "2000-01-01"   # names_period: a day to resolve relative words against
 
 
-def names_period(question: str) -> bool:
+def names_period(question: str, date_order: str = "ymd") -> bool:
     """Does the question ask about a period it names? (Whether it names one does not
     depend on today, so any day will do to resolve its relative words.)"""
-    return period(question, ANY_DAY) is not None
+    return period(question, ANY_DAY, date_order) is not None
 
 
-def period(question: str, today: str | None) -> dict | None:
+def period(question: str, today: str | None, date_order: str = "ymd") -> dict | None:
     """The period a question about a period names, {"text", "start", "end"} (ISO days),
     or None (no period question, or no period found). A day or month written without
     its year is the latest one on or before today (the as-of date, or the day of the
     vault's newest note); relative words ("last week", "yesterday", "two months ago")
-    count from today with timewords.py's rules. None without today for those."""
+    count from today with timewords.py's rules. None without today for those. A date
+    in digits is read in the vault's date_order (phrase())."""
     q = _norm(question)
     if not PERIOD_ASK_RE.search(q):
         return None
     now = date.fromisoformat(today) if today else None
     for kind, rx in PERIOD_PATTERNS:
         for m in rx.finditer(q):
-            span = _period_span(kind, m.groups(), now)
+            span = _period_span(kind, m.groups(), now, date_order)
             if span:
                 return {"text": m.group(), "start": span[0].isoformat(),
                         "end": span[1].isoformat()}
@@ -269,13 +280,14 @@ def period(question: str, today: str | None) -> dict | None:
     return {"text": m.group(), "start": lo, "end": hi}
 
 
-def named_span(question: str, today: str | None) -> tuple[str, str] | None:
+def named_span(question: str, today: str | None,
+               date_order: str = "ymd") -> tuple[str, str] | None:
     """(first day, last day) of the first year, month, week or day a question names in
     words or digits ("in 2026", "in March", "on 5 January"), whatever it asks; None."""
     now = date.fromisoformat(today) if today else None
     for kind, rx in PERIOD_PATTERNS:
         for m in rx.finditer(_norm(question)):
-            span = _period_span(kind, m.groups(), now)
+            span = _period_span(kind, m.groups(), now, date_order)
             if span:
                 return span[0].isoformat(), span[1].isoformat()
     return None
@@ -292,8 +304,12 @@ def _latest_year(month: int, day: int, now: date | None) -> int | None:
     return now.year if (month, day) <= (now.month, now.day) else now.year - 1
 
 
-def _period_span(kind: str, g: tuple, now: date | None) -> tuple[date, date] | None:
+def _period_span(kind: str, g: tuple, now: date | None,
+                 date_order: str = "ymd") -> tuple[date, date] | None:
     """(first day, last day) of one matched period form, None when it is no date."""
+    if kind == "num":
+        day = textkit.digit_day(g[0], g[2], g[3], date_order)
+        return (day, day) if day else None
     try:
         if kind == "named":
             (m1, d1), (m2, d2) = NAMED_DAYS[g[0]]

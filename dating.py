@@ -105,12 +105,9 @@ def fold(name: str) -> str:
 def _span(groups, order: str, date_order: str = "ymd") -> tuple[date, date] | None:
     """(first day, last day) of what a date match names (a day, week, month or
     quarter), or None when it is no real date or its digit order is not known."""
-    if order == "num":
-        year = groups[3] if len(groups[3]) == 4 else str(_century(int(groups[3])))
-        if date_order == "ymd":             # only a date that reads one way: 14.07.26
-            days = {_span((groups[0], groups[2], year), o) for o in ("dmy", "mdy")} - {None}
-            return days.pop() if len(days) == 1 else None
-        groups, order = (groups[0], groups[2], year), date_order
+    if order == "num":                      # with no order, a date that reads one way
+        day = textkit.digit_day(groups[0], groups[2], groups[3], date_order)
+        return (day, day) if day else None
     parts = {}
     for key, value in zip(order, groups):    # casefold: re.I lets "ſep" match "sep"
         parts[key] = int(value) if value.isdigit() else MONTHS.get(value.casefold()[:3])
@@ -131,11 +128,6 @@ def _span(groups, order: str, date_order: str = "ymd") -> tuple[date, date] | No
                                             calendar.monthrange(y, parts["m"])[1])
     except ValueError:
         return None
-
-
-def _century(yy: int) -> int:
-    """A two-digit year as POSIX strptime reads it: 00-68 are 2000-2068, 69-99 1969-1999."""
-    return 2000 + yy if yy < 69 else 1900 + yy
 
 
 def _find_span(text: str, at_start: bool = False,

@@ -130,7 +130,7 @@ def select(question: str, cands: list[Candidate], budget: int | None = None,
     older versions a newer one restates: _first). A "last time" question's latest
     mention comes first. also: other wordings of the question (searchwords.find), whose
     words a section's BM25 counts too."""
-    period = asof.names_period(question)
+    period = asof.names_period(question, getattr(index, "date_order", "ymd"))
     first = []
     if not period and asof.ordinal(question):
         cands = _mention_first(question, cands)

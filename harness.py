@@ -282,7 +282,7 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     clock = _Clock(ledger)
     out = Answer(question=question, backend=be.name, backend_note=be.note,
                  sample_vault=from_sample(idx), index_config=ingest.config_of(idx.manifest))
-    out.route = clock.run("route", route_stage.route, question)
+    out.route = clock.run("route", route_stage.route, question, idx.date_order)
     when = _choose_time(out.route, mode, as_of, idx)
     out.time_mode, out.as_of = when.mode, when.as_of
     want = registry.asks(question, _projects(idx, include_private)) if write else None
@@ -301,7 +301,7 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     given = search_words if isinstance(search_words, (list, tuple)) else None
     asks = given is None and search_words is not False \
         and models.model_of(be.writer) is not None
-    if (given or asks) and not asof.period(searched, today):   # a period: all of its notes
+    if (given or asks) and not asof.period(searched, today, idx.date_order):   # a period
         problems: list[str] = []
         out.search_words = searchwords.cleaned(given) if given is not None else clock.run(
             "retrieve", searchwords.find, searched, be.writer, ledger, problems=problems)

@@ -538,6 +538,7 @@ def _build_now(vault, index_dir, config, rebuild, backend, progress, current=Non
         manifest.update({
             "backend": name, "vault": str(vault), "stamp": stamp, "reuse": key,
             "names_order": None if cfg["date_order_given"] else cfg["date_order"],
+            "date_order": cfg["date_order"],
             **_config_fields(cfg_path, config), **_counts(summary),
             "projects": _projects(vault, files, cfg["registry"], backend, prev)})
         summary["config"] = config_of(manifest)

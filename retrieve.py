@@ -354,7 +354,7 @@ def search(index, query: str, qvec, k: int = DEFAULT_K, method: str = "hybrid",
     qvec = _check_query(index, qvec, method, k, expand_links)
     mask = _mask(index, folders, include_private)
     today = today or vault_today(index)
-    span = asof.period(query, today)
+    span = asof.period(query, today, getattr(index, "date_order", "ymd"))
     if span:
         inside = _period_mask(index, span["start"], span["end"])
         mask = inside if mask is None else mask & inside

@@ -111,14 +111,14 @@ def _intent(msg: str) -> tuple[str, float]:
     return "notes", STRONG if "?" in msg or len(msg.split()) > 2 else DEFAULT
 
 
-def _time_mode(msg: str) -> tuple[str, float, str, dict | None]:
+def _time_mode(msg: str, date_order: str = "ymd") -> tuple[str, float, str, dict | None]:
     """(mode, confidence, why, as-of spec): the first rule whose cue matches, the cue."""
     for i, (regex, mode, conf, rule) in enumerate(TIME_RULES):
         if i == AS_OF_AFTER and (pair := asof.joined_points(msg)):
             return "history", WEAK, f"two points in time {' and '.join(pair)!r}", None
-        if i == AS_OF_AFTER and (span := asof.period(msg, asof.ANY_DAY)):
+        if i == AS_OF_AFTER and (span := asof.period(msg, asof.ANY_DAY, date_order)):
             return "any", WEAK, f"a period {span['text']!r}", None
-        if i == AS_OF_AFTER and (spec := asof.phrase(msg)):
+        if i == AS_OF_AFTER and (spec := asof.phrase(msg, date_order)):
             return "as_of", WEAK, f"a point in time {spec['text']!r}", spec
         m = regex.search(msg)
         if m:
@@ -126,12 +126,13 @@ def _time_mode(msg: str) -> tuple[str, float, str, dict | None]:
     return "any", LOW, "no time cue", None
 
 
-def route(message: str) -> dict:
+def route(message: str, date_order: str = "ymd") -> dict:
     """Intent and time mode; retrieval when the intent is notes (the rules name another
-    intent only on a strong cue). Rules call no model, so nothing is recorded."""
+    intent only on a strong cue). Rules call no model, so nothing is recorded. A date in
+    digits is read in the vault's date_order (asof.phrase)."""
     msg = _norm(message)
     intent, conf = _intent(msg)
-    mode, tconf, why, spec = _time_mode(LEADING_SMALL_TALK_RE.sub("", msg))
+    mode, tconf, why, spec = _time_mode(LEADING_SMALL_TALK_RE.sub("", msg), date_order)
     return {"intent": intent, "time_mode": mode, "as_of": spec, "confidence": float(conf),
             "time_confidence": float(tconf), "time_cue": tconf > DEFAULT, "why": why,
             "needs_retrieval": intent == "notes"}

@@ -50,6 +50,14 @@ class Index:
     base: tuple | None = None    # (name, sha, records) of the file records' base
 
     @property
+    def date_order(self) -> str:
+        """The order the vault's dates in digits were read in at ingest (verso.toml's
+        date_order, else the file names': vault_walk.settle_date_order), "ymd" for none;
+        an index written before the manifest named it: the last part of its reuse key."""
+        got = self.manifest.get("date_order") or (self.manifest.get("reuse") or [None])[-1]
+        return got if got in ("dmy", "mdy") else "ymd"
+
+    @property
     def where(self) -> dict:
         """path -> [(segment, first row, rows)] of every live note, made when first read
         (an ingest reads it, a question does not)."""

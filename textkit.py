@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
+from datetime import date
 
 import numpy as np
 
@@ -131,6 +132,30 @@ WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", 
 DAY_WORD = rf"(?:{'|'.join(WEEKDAYS)})s?"
 MONTH_WORD_RE = re.compile(MONTH_PATTERN + r"\Z")
 ISO_MONTH_RE = re.compile(r"(?<!\d)(?:19|20)\d\d-(0[1-9]|1[0-2])(?:-\d\d)?(?!\d)")
+
+
+DIGIT_ORDERS = ("dmy", "mdy")     # the orders a date in digits is read in
+
+
+def century(yy: int) -> int:
+    """A two-digit year as POSIX strptime reads it: 00-68 are 2000-2068, 69-99 1969-1999."""
+    return 2000 + yy if yy < 69 else 1900 + yy
+
+
+def digit_day(first: str, second: str, year: str, order: str = "ymd") -> date | None:
+    """The day a date in digits names ("14.07.26", "3/10/2026": its two leading numbers
+    and its year, two digits or four) read in `order` ("dmy" or "mdy"); with no order
+    ("ymd") only a date that reads one way (14.07.26: there is no month 14); None when
+    it is no day or reads two ways unordered."""
+    y = int(year) if len(year) == 4 else century(int(year))
+    days = set()
+    for o in (DIGIT_ORDERS if order not in DIGIT_ORDERS else (order,)):
+        d, m = (first, second) if o == "dmy" else (second, first)
+        try:
+            days.add(date(y, int(m), int(d)))
+        except ValueError:
+            pass
+    return days.pop() if len(days) == 1 else None
 
 
 @functools.lru_cache(maxsize=1 << 16)

@@ -177,6 +177,47 @@ def test_an_edit_keeps_the_vaults_date_order_and_a_new_name_reads_it_again(tmp_p
     assert files["journal/08.01.26.md"]["date_source"] == "mtime"
 
 
+@pytest.mark.parametrize("question, order, expected", [
+    ("What was the rent as of 14.07.26?", "ymd", (2026, 7, 14)),    # reads one way only
+    ("what was the rent on 14/07/2026.", "mdy", None),             # no month 14 there
+    ("What was the rent on 03/09/2026?", "ymd", None),              # two ways, no order
+    ("What was the rent on 03/09/2026?", "dmy", (2026, 9, 3)),
+    ("What was the rent on 03.09.26?", "mdy", (2026, 3, 9)),
+    ("What was the rent on 31.02.26?", "dmy", None),                # no such day
+    ("Did we spend 3/4 of the budget on 1.2.3.2026?", "dmy", None),
+])
+def test_a_question_reads_a_date_in_digits_in_the_vaults_order(question, order, expected):
+    """The question side reads digit dates as ingest reads notes: with the vault's
+    order, and without one only a date that reads one way."""
+    from verso import asof
+    spec = asof.phrase(question, order)
+    assert (spec and (spec["year"], spec["month"], spec["day"])) == (expected or None)
+    span = asof.period(question.replace("What was the rent", "What did I write"),
+                       "2026-12-01", order)
+    assert (span and span["start"]) == (expected and date(*expected).isoformat())
+
+
+def test_a_question_asks_as_of_a_digit_date_in_the_order_the_vault_writes(tmp_path):
+    # The vault's names write day first, so "on 03/09/2026" is the 3rd of September: the
+    # August note is the one in force; a vault whose config says mdy reads the 9th of
+    # March, before either note.
+    vault = tmp_path / "v"
+    write(vault, "journal/14.07.26.md", "Swim 40 lengths", mtime=OLD)
+    write(vault, "journal/20.11.26.md", "Swim 44 lengths", mtime=OLD)
+    write(vault, "home/rent 2026-08-01.md", "Rent: £950 a month", mtime=OLD)
+    write(vault, "home/rent 2026-10-01.md", "Rent: £990 a month", mtime=OLD)
+    idx, be = harness.load(tmp_path / "idx", vault, "builtin")
+    assert idx.date_order == "dmy"
+    a = harness.ask("What was the rent on 03/09/2026?", index=idx, backend=be)
+    assert a.time_mode == "as_of" and a.as_of == "2026-09-03"
+    assert "£950" in a.answer and "£990" not in a.answer
+    write(vault, "verso.toml", 'date_order = "mdy"\n')
+    idx, be = harness.load(tmp_path / "idx", vault, "builtin")
+    assert idx.date_order == "mdy"
+    a = harness.ask("What was the rent on 03/09/2026?", index=idx, backend=be)
+    assert a.time_mode == "as_of" and a.as_of == "2026-03-09"
+
+
 def test_a_bad_date_order_is_one_clear_error(tmp_path):
     vault = tmp_path / "v"
     write(vault, "verso.toml", 'date_order = "dym"\n')
