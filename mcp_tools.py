@@ -225,7 +225,7 @@ def search_notes(srv, args: dict) -> dict:
            "also_searched": []}
     if out["note"]:
         if mode == "auto":     # the mode a search would have used
-            out["time_mode"] = route.route(args["query"])["time_mode"]
+            out["time_mode"] = route.route(args["query"], idx.date_order)["time_mode"]
         return out
     a = harness.ask(args["query"], index=idx, backend=srv.be,
                     keep=args.get("k"), budget=args.get("budget", evidence.MCP_WORDS),
