@@ -30,6 +30,7 @@ from verso import embedder
 from verso import chunking
 from verso import file_columns
 from verso import store
+from verso import textkit
 
 LOAD_TRIES = 3                     # load_index re-reads a manifest a commit replaced meanwhile
 
@@ -55,7 +56,7 @@ class Index:
         date_order, else the file names': vault_walk.settle_date_order), "ymd" for none;
         an index written before the manifest named it: the last part of its reuse key."""
         got = self.manifest.get("date_order") or (self.manifest.get("reuse") or [None])[-1]
-        return got if got in ("dmy", "mdy") else "ymd"
+        return got if got in textkit.DIGIT_ORDERS else "ymd"
 
     @property
     def where(self) -> dict:
