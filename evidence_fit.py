@@ -29,6 +29,9 @@ from verso import passages
 from verso import verdict_fit
 
 BUDGETS = (300, 600, 1000)
+MIN_VAULTS = 5      # vaults an embedder's fit must be held out on before it is used
+MIN_HOLDING = 200   # and sections holding a key fact it is fitted on (the nineteen tuning
+                    # splits hold 1,276; `--limit 10` over all of them about 290)
 
 
 def label(q: dict, s, idx) -> bool:
@@ -108,19 +111,25 @@ def log_loss(p, rows: list[dict]) -> float:
 
 def embedder_fit(rows: list[dict], vault_of: dict) -> dict:
     """An embedder's own ranker beside the shipped one (fitted on the builtin embedder's
-    pools): {"bias", "weights", "held_out": {"fitted", "shipped"} log loss, "use"}.
-    Held out: each vault's rows scored by the model fitted on the other vaults' (dev,
-    dev2 and dev3 share one vault). The rule: the embedder's fit is used when its
-    held-out log loss is lower than the shipped weights' on the same rows."""
+    pools): {"bias", "weights", "held_out": {"fitted", "shipped"} log loss, "use",
+    "why"}. Held out: each vault's rows scored by the model fitted on the other vaults'
+    (dev, dev2 and dev3 share one vault). The rule: the embedder's fit is used when its
+    held-out log loss is lower than the shipped weights' on the same rows, and it was
+    fitted and held out on enough (MIN_VAULTS, MIN_HOLDING): a quick pass over a few
+    questions never replaces the shipped ranker."""
     by_vault = [{**r, "split": vault_of[r["split"]]} for r in rows]
     bias, weights = raw(verdict_fit.fit(by_vault, passages.FEATURES))
-    if len({r["split"] for r in by_vault}) < 2:
+    vaults, holding = len({r["split"] for r in by_vault}), sum(r["right"] for r in rows)
+    if vaults < 2:
         return {"bias": bias, "weights": weights, "held_out": None, "use": "shipped",
                 "why": "pools from one vault: nothing to hold out"}
     fitted = log_loss(verdict_fit.held_out(by_vault, passages.FEATURES), by_vault)
     shipped = log_loss([passages.probability(r["features"]) for r in by_vault], by_vault)
-    use = "fitted" if fitted < shipped else "shipped"
+    enough = vaults >= MIN_VAULTS and holding >= MIN_HOLDING
+    why = (f"held out by vault ({vaults} vaults, {holding} sections holding a key fact), "
+           f"log loss {fitted:.4f} fitted against {shipped:.4f} shipped")
     return {"bias": bias, "weights": weights,
             "held_out": {"fitted": round(fitted, 5), "shipped": round(shipped, 5)},
-            "use": use, "why": f"held out by vault, log loss {fitted:.4f} fitted against "
-                               f"{shipped:.4f} shipped"}
+            "use": "fitted" if enough and fitted < shipped else "shipped",
+            "why": why if enough else f"{why}; too few to use it (at least {MIN_VAULTS} "
+                                      f"vaults and {MIN_HOLDING} such sections)"}

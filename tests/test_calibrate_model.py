@@ -186,7 +186,7 @@ def test_the_evidence_ranker_is_fitted_to_the_embedder_once_asking_the_model_not
     assert calibrate_with(oracle, "e" * 64, monkeypatch, again)[0] == 0
     ev = json.loads(path.read_text())
     assert ev["splits"] == ["dev4", "dev5"] and ev["held_out"] is not None
-    assert ev["use"] in ("fitted", "shipped") and ev["why"].startswith("held out by vault")
+    assert ev["use"] == "shipped" and "too few to use it" in ev["why"]   # a quick pass
     with pytest.raises(SystemExit):                   # two asks that cannot both hold
         calibrate_model.main(["--evidence", "--refit"])
 

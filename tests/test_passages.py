@@ -273,23 +273,29 @@ def test_a_model_embedders_stored_ranker_scores_its_sections_and_no_other(
         assert "evidence ranked by the fit `verso calibrate` made for ollama:" in be.note
 
 
-def test_an_embedders_fit_is_used_only_when_it_wins_held_out_by_vault():
+def test_an_embedders_fit_is_used_only_when_it_wins_held_out_on_enough_vaults():
     """evidence_fit.embedder_fit: rows where the shipped weights read a feature the wrong
     way round (sections the builtin reader scores low hold the facts) give a fit that
-    wins held out, on every vault; rows of one vault hold nothing out: the shipped fit."""
+    wins held out; it is used when held out on MIN_VAULTS vaults with MIN_HOLDING
+    sections holding a fact, not on fewer (it still wins there), and rows of one vault
+    hold nothing out."""
     import random
     rng = random.Random(7)
     rows = []
-    for split in ("a1", "a2", "b", "c"):
+    for split in ("a1", "a2", "b", "c", "d", "e"):
         for i in range(300):
             reader = rng.random()
             f = {k: 0.0 for k in passages.FEATURES}
             f["reader"] = reader
             rows.append({"split": split, "features": f, "right": rng.random() < 1 - reader})
-    vault_of = {"a1": "v1", "a2": "v1", "b": "v2", "c": "v3"}
+    vault_of = {"a1": "v1", "a2": "v1", "b": "v2", "c": "v3", "d": "v4", "e": "v5"}
     got = evidence_fit.embedder_fit(rows, vault_of)
     assert got["use"] == "fitted" and got["weights"]["reader"] < 0
     assert got["held_out"]["fitted"] < got["held_out"]["shipped"]
+    few = evidence_fit.embedder_fit([r for r in rows if r["split"] in ("a1", "b", "c")],
+                                    vault_of)
+    assert few["held_out"]["fitted"] < few["held_out"]["shipped"]
+    assert few["use"] == "shipped" and "too few to use it" in few["why"]
     one = evidence_fit.embedder_fit([r for r in rows if r["split"] in ("a1", "a2")],
                                     vault_of)
     assert one["use"] == "shipped" and one["held_out"] is None
