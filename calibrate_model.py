@@ -13,8 +13,9 @@ Out: one row per question, appended as it is answered to
      the same questions gathered with its vectors (the model asked nothing), fitted and
      held out by vault, stored as <home>/calibrations/evidence@<embedder>.json; the
      sections of that embedder's indexes are scored by it when it won held out
-     (passages.ranker). Fitted again when the one kept was made by another Verso or on
-     other splits or limit, and when --evidence asks (and then only it).
+     (passages.ranker). Fitted again when none kept can be used (none, damaged, made
+     for another ranker) or this run asks more questions than it was fitted on, and
+     when --evidence asks (and then only it); never by --refit.
 Not: the fit itself (verdict_fit.py, evidence_fit.py) or applying it (calibrate.py,
      choosing_writer.py, passages.py). Nothing is written into the source tree or the
      user's notes.
@@ -48,6 +49,7 @@ from verso import choosing_writer
 from verso import evaluate
 from verso import evidence_fit
 from verso import harness
+from verso import line_scores
 from verso import measures
 from verso import backends
 from verso import models
@@ -243,30 +245,38 @@ def collect(splits: dict, be, free, path, same: dict, limit=None, say=print) -> 
     return [r for r in rows if r["split"] in splits]
 
 
-def fit_evidence(splits: dict, be, judge: str, limit=None, say=print) -> dict:
+def _evidence_sets(splits: dict, limit=None) -> list[tuple]:
+    """(split, vault, the answerable key-fact questions among its first `limit`) of
+    each tuning split: what the evidence ranker is fitted on."""
+    return [(split, vault, [q for q in evaluate.load_questions(qfile)[:limit]
+                            if q["answerable"] and q["key_facts"]])
+            for split, (vault, qfile) in splits.items()]
+
+
+def fit_evidence(splits: dict, be, limit=None, say=print) -> dict:
     """The evidence ranker fitted on the pools the embedder of `be` gives for the tuning
     questions (the first `limit` of each split), evidence_fit's rule deciding whether it
-    is used: what calibrations/evidence@<embedder>.json keeps."""
-    pools = backends.Backend("ollama", be.embedder, be.judge,
+    is used: what calibrations/evidence@<embedder>.json keeps. The pools are gathered
+    with the builtin judge and writer, as the shipped ranker's were: no model is asked."""
+    pools = backends.Backend("ollama", be.embedder, line_scores.BuiltinJudge(),
                              builtin_writer.BuiltinWriter(),
                              be.note + "; evidence pools (calibration)")
-    sets, loaded = [], {}
-    for i, (split, (vault, qfile)) in enumerate(splits.items()):
-        say(f"calibrate: indexing {split} with {be.embedder.id} ({i + 1}/{len(splits)})")
+    sets, loaded = _evidence_sets(splits, limit), {}
+    for i, (split, vault, _) in enumerate(sets):
+        say(f"calibrate: indexing {split} with {be.embedder.id} ({i + 1}/{len(sets)})")
         loaded[split] = harness.load(index=_index_dir(be, vault), vault=vault,
                                      backend=pools)
-        sets.append((split, vault, [q for q in evaluate.load_questions(qfile)[:limit]
-                                    if q["answerable"] and q["key_facts"]]))
     rows = evidence_fit.collect(sets, loaded, say=lambda split, i, n: say(
         f"calibrate: evidence pools of {split} ({i}/{n})"))
     if not rows:
         raise ValueError("no evidence pools: the tuning questions found no sections")
     fitted = evidence_fit.embedder_fit(rows, {split: str(v) for split, v, _ in sets})
     return {"format": calibrate.STORED_FORMAT, "key": passages.stored_key(be.embedder.id),
-            "embedder": be.embedder.id, "judge": judge, "date": date.today().isoformat(),
-            "verso": version(), "questions": sum(len(q) for _, _, q in sets),
-            "sections": len(rows), "holding": sum(r["right"] for r in rows),
-            "splits": sorted(splits), "limit": limit, **fitted}
+            "embedder": be.embedder.id, "ranker": passages.RANKER,
+            "date": date.today().isoformat(), "verso": version(),
+            "questions": sum(len(q) for _, _, q in sets), "sections": len(rows),
+            "holding": sum(r["right"] for r in rows), "splits": sorted(splits),
+            "limit": limit, **fitted}
 
 
 def evidence_report(ev: dict) -> str:
@@ -274,6 +284,33 @@ def evidence_report(ev: dict) -> str:
     return (f"evidence ranker for {ev['embedder']}: {ev['questions']} questions, "
             f"{ev['sections']} sections ({ev['holding']} holding a key fact); {ev['why']} "
             f"-> {'this fit' if ev['use'] == 'fitted' else 'the shipped one'}")
+
+
+STATES = {"none": "none fitted (`verso calibrate --evidence` fits it)",
+          "damaged": "its file is damaged, the shipped one is used (`verso calibrate "
+                     "--evidence` fits it again)",
+          "stale": "fitted for another ranker, the shipped one is used (`verso "
+                   "calibrate --evidence` fits it again)",
+          "not used": "the shipped one (its own fit lost held out or had too little)",
+          "used": "its own fit"}
+
+
+def evidence_step(args, splits: dict, be, say) -> list[str]:
+    """The evidence ranker for the embedder of `be`: fitted when --evidence asks, or
+    (not with --refit) when none is in a state to use or this run asks more questions
+    than the kept one was fitted on; the lines the report opens with."""
+    emb = be.embedder.id
+    got, state = passages.embedder_ranker(emb)
+    asked = sum(len(q) for _, _, q in _evidence_sets(splits, args.limit))
+    kept = got.get("questions") if isinstance(got, dict) else None
+    more = not isinstance(kept, int) or asked > kept
+    if args.evidence or not args.refit and (state in ("none", "damaged", "stale") or more):
+        ev = fit_evidence(splits, be, args.limit, say)
+        path = calibrate.stored_path(ev["key"])
+        store.write_atomic(path, (json.dumps(ev, indent=1) + "\n").encode())
+        return [evidence_report(ev), f"stored: {path}"]
+    when = f" (fitted {got.get('date')})" if state in ("used", "not used") else ""
+    return [f"evidence ranker for {emb}: {STATES[state]}{when}"]
 
 
 def stored(rows: list[dict], model_key: str, model: str, judge: str) -> dict:
@@ -357,21 +394,10 @@ def main(argv=None) -> int:
         path.parent.mkdir(parents=True, exist_ok=True)
         same = {"format": FORMAT, "verso": version(), "judge": args.judge or "builtin"}
         say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
-        ev_key = passages.stored_key(be.embedder.id)
-        ev = calibrate.load_stored(ev_key)
-        ev_lines = [f"evidence ranker for {be.embedder.id}: "
-                    f"{'its own fit' if ev['use'] == 'fitted' else 'the shipped one'} "
-                    f"(fitted {ev['date']}; `verso calibrate --evidence` fits it again)"
-                    ] if ev else []
-        if args.evidence or not args.refit and (ev is None or (
-                ev.get("verso"), ev.get("splits"), ev.get("limit")) != (
-                version(), sorted(splits), args.limit)):
-            ev = fit_evidence(splits, be, same["judge"], args.limit, say)
-            store.write_atomic(calibrate.stored_path(ev_key),
-                               (json.dumps(ev, indent=1) + "\n").encode())
-            ev_lines = [evidence_report(ev), f"stored: {calibrate.stored_path(ev_key)}"]
+        ev_lines = evidence_step(args, splits, be, say)
         if args.evidence:
-            print(json.dumps(ev, indent=1) if args.json else "\n".join(ev_lines))
+            stored_ev = calibrate.load_stored(passages.stored_key(be.embedder.id))
+            print(json.dumps(stored_ev, indent=1) if args.json else "\n".join(ev_lines))
             return 0
         rows = (load_rows(path, same)[0] if args.refit else
                 collect(splits, be, free, path, same, args.limit, say))

@@ -225,7 +225,7 @@ def load(index=None, vault=None, backend="auto", judge=None, rebuild=False, writ
             idx = ingest.refresh(folder, index_dir=d, config=config, rebuild=rebuild,
                                  backend=be)
     be.embedder = idx.embedder
-    if passages.ranker(idx) != (passages.BIAS, passages.WEIGHTS):
+    if passages.embedder_ranker(idx.embedder.id)[1] == "used":
         be.note += f"; evidence ranked by the fit `verso calibrate` made for " \
             f"{idx.embedder.id}"
     return idx, be

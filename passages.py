@@ -52,8 +52,10 @@ How it chooses, by one model and one fill:
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import re
+import zlib
 from pathlib import PurePosixPath
 
 import numpy as np
@@ -94,6 +96,9 @@ EMBEDDER_FIT = "evidence@"  # calibrations/evidence@<embedder>.json: `verso cali
                             # fit for a model embedder (calibrate_model.py)
 FORCED = None               # (bias, weights) every index is scored by: a fit measuring
                             # its weights (evidence_fit.weights_in_use), else None
+RANKER = "%08x" % zlib.crc32(json.dumps([FEATURES, BIAS, WEIGHTS]).encode())
+                            # what an embedder's fit is made for: these features beside
+                            # these shipped weights (a refit of either makes it stale)
 
 
 @dataclasses.dataclass
@@ -254,19 +259,40 @@ def stored_key(embedder_id: str) -> str:
     return EMBEDDER_FIT + re.sub(r"[^A-Za-z0-9_.-]+", "-", embedder_id)
 
 
+def embedder_ranker(embedder_id: str) -> tuple[dict | None, str]:
+    """(the fit `verso calibrate` stored for a model embedder, or None; its state):
+    "none" (the builtin embedder, or nothing stored), "damaged" (unreadable, or a bias
+    or weight that is no number), "stale" (made for another ranker: other features or
+    other shipped weights; `verso calibrate --evidence` fits it again), "not used" (it
+    lost held out, or was fitted on too little), "used"."""
+    if not embedder_id or embedder_id.startswith(embedder.BUILTIN_EMBEDDER):
+        return None, "none"
+    key = stored_key(embedder_id)
+    if not calibrate.stored_path(key).exists():
+        return None, "none"
+    got = calibrate.load_stored(key)
+    if not isinstance(got, dict):
+        return None, "damaged"
+    if got.get("ranker") != RANKER:
+        return got, "stale"
+    weights, bias = got.get("weights"), got.get("bias")
+    numbers = [bias, *(weights.values() if isinstance(weights, dict) else [None])]
+    if not (isinstance(weights, dict) and set(weights) == set(FEATURES) and all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+            for x in numbers)):
+        return got, "damaged"
+    return got, "used" if got.get("use") == "fitted" else "not used"
+
+
 def ranker(index) -> tuple[float, dict]:
     """(bias, weights) the index's sections are scored by: the fit `verso calibrate`
-    stored for its model embedder when that fit won held out (its features this
-    Verso's), else the shipped fit, made on the builtin embedder's pools."""
+    stored for its model embedder when that fit is in use (embedder_ranker), else the
+    shipped fit, made on the builtin embedder's pools."""
     if FORCED is not None:
         return FORCED
     emb = getattr(getattr(index, "embedder", None), "id", None) or ""
-    if emb and not emb.startswith(embedder.BUILTIN_EMBEDDER):
-        got = calibrate.load_stored(stored_key(emb))
-        ours = got and set(got.get("weights") or ()) == set(FEATURES)
-        if ours and got.get("use") == "fitted":
-            return got["bias"], got["weights"]
-    return BIAS, WEIGHTS
+    got, state = embedder_ranker(emb)
+    return (got["bias"], got["weights"]) if state == "used" else (BIAS, WEIGHTS)
 
 
 def _superseded(c, chunk) -> bool:

@@ -161,13 +161,15 @@ def test_a_killed_calibration_resumes_without_asking_a_finished_question(tmp_pat
 def test_the_evidence_ranker_is_fitted_to_the_embedder_once_asking_the_model_nothing(
         tmp_path, monkeypatch, capsys):
     """`verso calibrate --evidence` gathers the embedder's pools of the tuning questions
-    and stores its ranker (asking the writer model nothing); a calibration of the model
-    then keeps that fit while the Verso, splits and limit are the same, and fits it
-    again for other splits."""
+    and stores its ranker, asking the model nothing (whatever judge is named); a
+    calibration of the model keeps that fit while it asks no more questions than the
+    fit was made on, fits it again when it asks more or the file is damaged, and
+    --refit never fits it."""
     home = tmp_path / "home"
     monkeypatch.setenv("VERSO_HOME", str(home))
     argv = ["--splits", "dev2", "dev3", "--limit", "3"]           # one vault, two splits
-    code, fake = calibrate_with(oracle, "e" * 64, monkeypatch, argv + ["--evidence"])
+    code, fake = calibrate_with(oracle, "e" * 64, monkeypatch,
+                                argv + ["--evidence", "--judge", "ollama"])
     assert code == 0 and fake.bodies("/api/chat") == []
     n = sum(q["answerable"] and bool(q["key_facts"]) for s in ("dev2", "dev3")
             for q in evaluate.load_questions(calibrate.tuning_splits()[s][1])[:3])
@@ -177,16 +179,28 @@ def test_the_evidence_ranker_is_fitted_to_the_embedder_once_asking_the_model_not
     ev = json.loads(path.read_text())
     assert ev["splits"] == ["dev2", "dev3"] and ev["limit"] == 3 and ev["sections"] > 0
     assert ev["use"] == "shipped" and ev["held_out"] is None    # nothing to hold out
-    assert set(ev["weights"]) == set(passages.FEATURES)
+    assert set(ev["weights"]) == set(passages.FEATURES) and ev["ranker"] == passages.RANKER
     before = path.stat().st_mtime_ns
-    assert calibrate_with(oracle, "e" * 64, monkeypatch, argv)[0] == 0
+    assert calibrate_with(oracle, "e" * 64, monkeypatch, ["--splits", "dev2", "--limit",
+                                                          "2"])[0] == 0   # asks fewer
     assert path.stat().st_mtime_ns == before
-    assert "fitted " + ev["date"] in capsys.readouterr().out
-    again = ["--splits", "dev4", "dev5", "--limit", "2", "--evidence"]
-    assert calibrate_with(oracle, "e" * 64, monkeypatch, again)[0] == 0
-    ev = json.loads(path.read_text())
+    assert "the shipped one" in capsys.readouterr().out
+    assert calibrate_with(oracle, "e" * 64, monkeypatch, ["--splits", "dev4", "dev5",
+                                                          "--limit", "5"])[0] == 0
+    ev = json.loads(path.read_text())              # asks more: fitted again
+    assert ev["questions"] > n
     assert ev["splits"] == ["dev4", "dev5"] and ev["held_out"] is not None
     assert ev["use"] == "shipped" and "too few to use it" in ev["why"]   # a quick pass
+    capsys.readouterr()
+    path.write_text(json.dumps({"format": 1, "key": ev["key"], "ranker": passages.RANKER,
+                                "weights": {"bm25": None}}))
+    before = path.stat().st_mtime_ns
+    assert calibrate_with(oracle, "e" * 64, monkeypatch, ["--splits", "dev4", "--limit",
+                                                          "1", "--refit"])[0] == 0
+    assert path.stat().st_mtime_ns == before and "damaged" in capsys.readouterr().out
+    assert calibrate_with(oracle, "e" * 64, monkeypatch, ["--splits", "dev4", "--limit",
+                                                          "1"])[0] == 0
+    assert json.loads(path.read_text())["ranker"] == passages.RANKER     # mended
     with pytest.raises(SystemExit):                   # two asks that cannot both hold
         calibrate_model.main(["--evidence", "--refit"])
 

@@ -220,13 +220,14 @@ def test_the_model_is_a_probability_rising_with_its_positive_features():
         assert (p1 > p0) == (w > 0) or w == 0
 
 
-def _stored_ranker(home, embedder_id, use="fitted", weights=None, bias=-3.0):
+def _stored_ranker(home, embedder_id, use="fitted", weights=None, bias=-3.0, **more):
     key = passages.stored_key(embedder_id)
     path = home / "calibrations" / f"{key}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"format": calibrate.STORED_FORMAT, "key": key, "use": use,
-                                "bias": bias, "weights": weights or {
-                                    f: 0.0 for f in passages.FEATURES}}))
+                                "ranker": passages.RANKER, "bias": bias,
+                                "weights": weights or {f: 0.0 for f in passages.FEATURES},
+                                **more}))
 
 
 def test_a_model_embedders_stored_ranker_scores_its_sections_and_no_other(
@@ -254,6 +255,19 @@ def test_a_model_embedders_stored_ranker_scores_its_sections_and_no_other(
     assert passages.ranker(with_id("ollama:lost")) == shipped
     _stored_ranker(home, "ollama:older", weights={"bm25": 1.0})
     assert passages.ranker(with_id("ollama:older")) == shipped
+    _stored_ranker(home, "ollama:stale", ranker="0badc0de")    # made for another ranker
+    assert passages.embedder_ranker("ollama:stale")[1] == "stale"
+    assert passages.ranker(with_id("ollama:stale")) == shipped
+    zeros = {f: 0.0 for f in passages.FEATURES}
+    for i, bad in enumerate(({"bias": None}, {"bias": "x"}, {"bias": float("nan")},
+                             {"weights": {**zeros, "bm25": None}},
+                             {"weights": {**zeros, "bm25": "1"}}, {"weights": [1, 2]})):
+        _stored_ranker(home, f"ollama:bad{i}", **{"weights": None, **bad})
+        assert passages.embedder_ranker(f"ollama:bad{i}")[1] == "damaged", bad
+        assert passages.ranker(with_id(f"ollama:bad{i}")) == shipped
+    path = home / "calibrations" / f"{passages.stored_key('ollama:cut')}.json"
+    path.write_text('{"format": 1, "ke')                  # cut short: never trusted
+    assert passages.ranker(with_id("ollama:cut")) == shipped
     with FakeOllama() as fake:              # an index of the fake's embedder, end to end
         monkeypatch.setenv("OLLAMA_HOST", fake.url)
         (home / "calibrations" / f"{passages.stored_key(fake_id)}.json").unlink()
@@ -271,6 +285,10 @@ def test_a_model_embedders_stored_ranker_scores_its_sections_and_no_other(
         assert {round(s.p, 6) for s in seen[-1][0]} == {round(1 / (1 + math.exp(3.0)), 6)}
         _, be = harness.load(tmp_path / "model-idx", boat, "ollama", judge="builtin")
         assert "evidence ranked by the fit `verso calibrate` made for ollama:" in be.note
+        (home / "calibrations" / f"{passages.stored_key(fake_id)}.json").unlink()
+        with evidence_fit.weights_in_use(-1.0, zeros):      # a fit being measured
+            _, be = harness.load(tmp_path / "model-idx", boat, "ollama", judge="builtin")
+        assert "verso calibrate" not in be.note
 
 
 def test_an_embedders_fit_is_used_only_when_it_wins_held_out_on_enough_vaults():
@@ -296,6 +314,10 @@ def test_an_embedders_fit_is_used_only_when_it_wins_held_out_on_enough_vaults():
                                     vault_of)
     assert few["held_out"]["fitted"] < few["held_out"]["shipped"]
     assert few["use"] == "shipped" and "too few to use it" in few["why"]
+    thin = [r for i, r in enumerate(rows) if i % 300 < 40]       # five vaults, 240 rows
+    assert sum(r["right"] for r in thin) < evidence_fit.MIN_HOLDING
+    got = evidence_fit.embedder_fit(thin, vault_of)
+    assert got["use"] == "shipped" and "too few to use it" in got["why"]
     one = evidence_fit.embedder_fit([r for r in rows if r["split"] in ("a1", "a2")],
                                     vault_of)
     assert one["use"] == "shipped" and one["held_out"] is None
