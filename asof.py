@@ -4,15 +4,17 @@ In:  a question ("What was my day rate in June?", "as of 1 May", "before Septemb
      "at the start of the year", "on 2026-05-01", "last autumn", "back in 2025", "at
      the end of 2025", "early 2026"), or a date given outright
      (`--as-of 2026-06-30`, MCP time_mode "as_of"); the dates of the vault's notes.
-Out: phrase(question) -> {"text", "year", "month", "day", "kind"} or None, where kind
+Out: phrase(question, date_order) -> {"text", "year", "month", "day", "kind"} or None
+     (a date in digits, "on 14.07.26", read in the vault's date order), where kind
      says which day of a month is meant ("end": in/during/by the end of June, the 30th;
      "start": at the start of June or of the year, the 1st; "before": the day before
      its 1st; "on": the day named; a season or a year named as a point in time the
      same, by timespans.py, unless the question asks what happened in it or when
      something first or last happened); resolve(spec, dates) -> "YYYY-MM-DD"; parse(text)
      for a date given outright.
-     period(question, today) -> {"text", "start", "end"} or None: the days a question
-     about a period asks after ("what happened on 5 January", "my notes from March",
+     period(question, today, date_order) -> {"text", "start", "end"} or None: the days
+     a question about a period asks after ("what happened on 5 January", "my notes from
+     March",
      "what did I write about the kiln last week"); stated(text) -> the days, ranges,
      months and years a passage states (its ISO dates and the brackets timewords.py
      added), each as (first day, last day). ordinal(question) -> "last" | "first" |
@@ -233,7 +235,7 @@ PERIOD_PATTERNS = (   # (kind, regex), first match wins: the most precise form f
     ("named", re.compile(rf"\b({_NAMED}){_YR}\b")),
     ("week", re.compile(rf"\bthe ({'|'.join(ORDINAL_WEEK)}) week (?:of|in) ({M}){_YR}\b")),
     ("iso", re.compile(r"\b((?:19|20)\d\d)-(\d\d)-(\d\d)\b")),
-    ("num", re.compile(rf"(?<![\d./]){DIGITS}")),
+    ("num", re.compile(rf"\b(?:on|from|dated|for)\s+(?:the\s+)?{DIGITS}")),
     ("isomonth", re.compile(r"\b((?:19|20)\d\d)-(\d\d)\b(?!-)")),
     ("dmy", re.compile(rf"\b{DAY}(?!\d)\s+(?:of\s+)?({M}){_YR}\b")),
     ("mdy", re.compile(rf"\b({M})\s+{DAY}(?![\d:]){_YR}\b")),
@@ -400,14 +402,14 @@ def mention(words: tuple, text: str, written: str | None) -> tuple[int, str | No
     return best, day
 
 
-def mention_ranker(question: str, today: str | None):
+def mention_ranker(question: str, today: str | None, date_order: str = "ymd"):
     """For a question after the last or first time: a function (passage text, day it was
     written or None) -> its sort key as a mention, the greatest best (more asked words
     named in one sentence, then the later day for "last", the earlier for "first"), or
     None when it names none or has no day, or its day lies outside the year, month or
     day the question names."""
     which, words = ordinal(question), mention_terms(question)
-    inside = named_span(question, today)
+    inside = named_span(question, today, date_order)
 
     def rank(text: str, written: str | None) -> tuple | None:
         named, day = mention(words, text, written)

@@ -133,7 +133,7 @@ def select(question: str, cands: list[Candidate], budget: int | None = None,
     period = asof.names_period(question, getattr(index, "date_order", "ymd"))
     first = []
     if not period and asof.ordinal(question):
-        cands = _mention_first(question, cands)
+        cands = _mention_first(question, cands, getattr(index, "date_order", "ymd"))
         first = cands[:1]
     if budget is not None:
         return passages.choose(question, cands, index, qvec, budget, history=history,
@@ -170,13 +170,14 @@ def _superseder_in(c: Candidate, cands: list[Candidate]) -> Candidate | None:
                  and (not day or x.chunk.get("section_date") == day)), None)
 
 
-def _mention_first(question: str, cands: list[Candidate]) -> list[Candidate]:
+def _mention_first(question: str, cands: list[Candidate],
+                   date_order: str = "ymd") -> list[Candidate]:
     """cands with the latest mention ("first": the earliest) of what the question asks
     after first: the best among the first POOL by asof.mention_ranker (the sentence
     naming the most of its words, then the day), inside the year or day it names. (The
     judge's relevance is not asked: a when-question names no value, and the builtin
     judge rates every passage of such a question low.)"""
-    rank = asof.mention_ranker(question, None)
+    rank = asof.mention_ranker(question, None, date_order)
     keyed = [(key, -i) for i, c in enumerate(cands[:MENTION_POOL])
              if (key := rank(c.chunk.get("text", ""),
                              None if c.date == builtin_writer.UNDATED else c.date))]

@@ -394,7 +394,8 @@ def _mentions(index, query: str, mask, cands, today, ranked=None) -> list[Candid
     BM25 ranking search already made (at least that deep), else it is made here."""
     ids = (ranked if ranked is not None else
            bm25_ranking(index, query, FUSE_DEPTH_MIN, mask))[0][:FUSE_DEPTH_MIN]
-    have, rank, found = {c.id for c in cands}, asof.mention_ranker(query, today), []
+    have, rank, found = {c.id for c in cands}, asof.mention_ranker(
+        query, today, getattr(index, "date_order", "ymd")), []
     for cid in ids.tolist():
         if cid in have:
             continue

@@ -177,24 +177,36 @@ def test_an_edit_keeps_the_vaults_date_order_and_a_new_name_reads_it_again(tmp_p
     assert files["journal/08.01.26.md"]["date_source"] == "mtime"
 
 
-@pytest.mark.parametrize("question, order, expected", [
-    ("What was the rent as of 14.07.26?", "ymd", (2026, 7, 14)),    # reads one way only
-    ("what was the rent on 14/07/2026.", "mdy", None),             # no month 14 there
-    ("What was the rent on 03/09/2026?", "ymd", None),              # two ways, no order
-    ("What was the rent on 03/09/2026?", "dmy", (2026, 9, 3)),
-    ("What was the rent on 03.09.26?", "mdy", (2026, 3, 9)),
-    ("What was the rent on 31.02.26?", "dmy", None),                # no such day
-    ("Did we spend 3/4 of the budget on 1.2.3.2026?", "dmy", None),
+@pytest.mark.parametrize("written, order, expected", [
+    ("14.07.26?", "ymd", (2026, 7, 14)),       # reads one way only: there is no month 14
+    ("14/07/2026.", "mdy", None),              # nor in the month-first order
+    ("03/09/2026?", "ymd", None),              # two ways, no order
+    ("03/09/2026?", "dmy", (2026, 9, 3)),
+    ("03.09.26", "mdy", (2026, 3, 9)),
+    ("31.02.26", "dmy", None),                 # no such day
+    ("1.2.3.2026", "dmy", None),               # a version, not a date
 ])
-def test_a_question_reads_a_date_in_digits_in_the_vaults_order(question, order, expected):
+def test_a_question_reads_a_date_in_digits_in_the_vaults_order(written, order, expected):
     """The question side reads digit dates as ingest reads notes: with the vault's
-    order, and without one only a date that reads one way."""
+    order, and without one only a date that reads one way; as a point in time ("as
+    of") and as a period ("what did I write on")."""
     from verso import asof
-    spec = asof.phrase(question, order)
-    assert (spec and (spec["year"], spec["month"], spec["day"])) == (expected or None)
-    span = asof.period(question.replace("What was the rent", "What did I write"),
-                       "2026-12-01", order)
+    spec = asof.phrase(f"What was the rent as of {written}", order)
+    assert (spec and (spec["year"], spec["month"], spec["day"])) == expected
+    span = asof.period(f"What did I write on {written}", "2026-12-01", order)
     assert (span and span["start"]) == (expected and date(*expected).isoformat())
+
+
+@pytest.mark.parametrize("question", [
+    "What did I write about v1.2.30?", "what did I note on version 1.2.24",
+    "What did I write about release 2.10.24?", "What did I write about 3/4 of the budget?",
+    "What did I log about the 1.13.24 firmware?"])
+def test_numbers_that_are_no_date_are_never_a_period(question):
+    """A version or a fraction is no day: a question about it searches every note."""
+    from verso import asof
+    for order in ("ymd", "dmy", "mdy"):
+        assert asof.period(question, "2026-12-01", order) is None, (question, order)
+        assert asof.phrase(question, order) is None, (question, order)
 
 
 def test_a_question_asks_as_of_a_digit_date_in_the_order_the_vault_writes(tmp_path):
