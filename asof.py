@@ -14,8 +14,7 @@ Out: phrase(question, date_order) -> {"text", "year", "month", "day", "kind"} or
      for a date given outright.
      period(question, today, date_order) -> {"text", "start", "end"} or None: the days
      a question about a period asks after ("what happened on 5 January", "my notes from
-     March",
-     "what did I write about the kiln last week"); stated(text) -> the days, ranges,
+     March", "what did I write about the kiln last week"); stated(text) -> the days, ranges,
      months and years a passage states (its ISO dates and the brackets timewords.py
      added), each as (first day, last day). ordinal(question) -> "last" | "first" |
      None for "when did I last ...", "the first time ..."; mention_ranker(question,

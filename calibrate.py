@@ -36,6 +36,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -205,6 +206,12 @@ def hint(seconds: float) -> str:
     n = tuning_questions()
     return (f"`verso calibrate` measures this model once, to decide between them: about "
             f"{n} questions, ~{seconds:.0f} s each here ({n * seconds / 60:.0f} min)")
+
+
+def file_name(text: str) -> str:
+    """text as a file name under Verso's home (an embedder's "ollama:nomic-embed-text"):
+    every run of other characters than letters, digits, "_", "." and "-" one "-"."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text)
 
 
 def stored_path(model_key: str) -> Path:

@@ -38,7 +38,6 @@ if __name__ == "__main__" and not __package__:   # a program in a checkout (not 
 import argparse
 import json
 import os
-import re
 import sys
 import time
 from datetime import date
@@ -210,7 +209,7 @@ def _backends(judge):
 
 
 def _index_dir(be, vault) -> str:
-    emb = re.sub(r"[^A-Za-z0-9_.-]+", "-", getattr(be.embedder, "id", "embedder"))
+    emb = calibrate.file_name(getattr(be.embedder, "id", "embedder"))
     return str(store.home() / calibrate.STORED / "indexes" / emb / vault.name)
 
 
@@ -253,15 +252,16 @@ def _evidence_sets(splits: dict, limit=None) -> list[tuple]:
             for split, (vault, qfile) in splits.items()]
 
 
-def fit_evidence(splits: dict, be, limit=None, say=print) -> dict:
+def fit_evidence(sets: list, be, limit=None, say=print) -> dict:
     """The evidence ranker fitted on the pools the embedder of `be` gives for the tuning
-    questions (the first `limit` of each split), evidence_fit's rule deciding whether it
-    is used: what calibrations/evidence@<embedder>.json keeps. The pools are gathered
-    with the builtin judge and writer, as the shipped ranker's were: no model is asked."""
+    questions of `sets` (_evidence_sets: the first `limit` of each split), evidence_fit's
+    rule deciding whether it is used: what calibrations/evidence@<embedder>.json keeps.
+    The pools are gathered with the builtin judge and writer, as the shipped ranker's
+    were: no model is asked."""
     pools = backends.Backend("ollama", be.embedder, line_scores.BuiltinJudge(),
                              builtin_writer.BuiltinWriter(),
                              be.note + "; evidence pools (calibration)")
-    sets, loaded = _evidence_sets(splits, limit), {}
+    loaded = {}
     for i, (split, vault, _) in enumerate(sets):
         say(f"calibrate: indexing {split} with {be.embedder.id} ({i + 1}/{len(sets)})")
         loaded[split] = harness.load(index=_index_dir(be, vault), vault=vault,
@@ -275,8 +275,8 @@ def fit_evidence(splits: dict, be, limit=None, say=print) -> dict:
             "embedder": be.embedder.id, "ranker": passages.RANKER,
             "date": date.today().isoformat(), "verso": version(),
             "questions": sum(len(q) for _, _, q in sets), "sections": len(rows),
-            "holding": sum(r["right"] for r in rows), "splits": sorted(splits),
-            "limit": limit, **fitted}
+            "holding": sum(r["right"] for r in rows),
+            "splits": sorted(split for split, _, _ in sets), "limit": limit, **fitted}
 
 
 def evidence_report(ev: dict) -> str:
@@ -301,11 +301,12 @@ def evidence_step(args, splits: dict, be, say) -> list[str]:
     than the kept one was fitted on; the lines the report opens with."""
     emb = be.embedder.id
     got, state = passages.embedder_ranker(emb)
-    asked = sum(len(q) for _, _, q in _evidence_sets(splits, args.limit))
+    sets = _evidence_sets(splits, args.limit)
+    asked = sum(len(q) for _, _, q in sets)
     kept = got.get("questions") if isinstance(got, dict) else None
     more = not isinstance(kept, int) or asked > kept
     if args.evidence or not args.refit and (state in ("none", "damaged", "stale") or more):
-        ev = fit_evidence(splits, be, args.limit, say)
+        ev = fit_evidence(sets, be, args.limit, say)
         path = calibrate.stored_path(ev["key"])
         store.write_atomic(path, (json.dumps(ev, indent=1) + "\n").encode())
         return [evidence_report(ev), f"stored: {path}"]

@@ -130,10 +130,11 @@ def select(question: str, cands: list[Candidate], budget: int | None = None,
     older versions a newer one restates: _first). A "last time" question's latest
     mention comes first. also: other wordings of the question (searchwords.find), whose
     words a section's BM25 counts too."""
-    period = asof.names_period(question, getattr(index, "date_order", "ymd"))
+    order = getattr(index, "date_order", "ymd")     # the vault's digit dates (store_load)
+    period = asof.names_period(question, order)
     first = []
     if not period and asof.ordinal(question):
-        cands = _mention_first(question, cands, getattr(index, "date_order", "ymd"))
+        cands = _mention_first(question, cands, order)
         first = cands[:1]
     if budget is not None:
         return passages.choose(question, cands, index, qvec, budget, history=history,

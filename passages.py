@@ -54,7 +54,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import re
 import zlib
 from pathlib import PurePosixPath
 
@@ -256,7 +255,7 @@ def probability(features: dict, weights=None, bias=None) -> float:
 
 def stored_key(embedder_id: str) -> str:
     """The name `verso calibrate` keeps an embedder's ranker under in Verso's home."""
-    return EMBEDDER_FIT + re.sub(r"[^A-Za-z0-9_.-]+", "-", embedder_id)
+    return EMBEDDER_FIT + calibrate.file_name(embedder_id)
 
 
 def embedder_ranker(embedder_id: str) -> tuple[dict | None, str]:

@@ -354,7 +354,8 @@ def search(index, query: str, qvec, k: int = DEFAULT_K, method: str = "hybrid",
     qvec = _check_query(index, qvec, method, k, expand_links)
     mask = _mask(index, folders, include_private)
     today = today or vault_today(index)
-    span = asof.period(query, today, getattr(index, "date_order", "ymd"))
+    order = getattr(index, "date_order", "ymd")     # the vault's digit dates (store_load)
+    span = asof.period(query, today, order)
     if span:
         inside = _period_mask(index, span["start"], span["end"])
         mask = inside if mask is None else mask & inside
@@ -379,14 +380,15 @@ def search(index, query: str, qvec, k: int = DEFAULT_K, method: str = "hybrid",
     if span:
         return cands + _period_notes(index, cands, qvec, mask)
     if asof.ordinal(query):
-        return cands + _mentions(index, query, mask, cands, today, lists.get("bm25"))
+        return cands + _mentions(index, query, mask, cands, today, lists.get("bm25"), order)
     return cands
 
 
 # ------------------------------------------------------------ periods and mentions
 
 
-def _mentions(index, query: str, mask, cands, today, ranked=None) -> list[Candidate]:
+def _mentions(index, query: str, mask, cands, today, ranked=None,
+              date_order: str = "ymd") -> list[Candidate]:
     """"When did I last ...", "the first time I ...": up to MENTIONS_ADD chunks among
     the question's top FUSE_DEPTH_MIN BM25 hits that no candidate is, the best mentions
     first (asof.mention_ranker: the sentence naming the most of its words, then the
@@ -394,8 +396,8 @@ def _mentions(index, query: str, mask, cands, today, ranked=None) -> list[Candid
     BM25 ranking search already made (at least that deep), else it is made here."""
     ids = (ranked if ranked is not None else
            bm25_ranking(index, query, FUSE_DEPTH_MIN, mask))[0][:FUSE_DEPTH_MIN]
-    have, rank, found = {c.id for c in cands}, asof.mention_ranker(
-        query, today, getattr(index, "date_order", "ymd")), []
+    have, rank, found = {c.id for c in cands}, asof.mention_ranker(query, today,
+                                                                   date_order), []
     for cid in ids.tolist():
         if cid in have:
             continue
