@@ -38,6 +38,7 @@ How it chooses, by one model and one fill:
   --grid); a note not yet chosen comes in only while fewer than `notes` are.
 - Versions label and order; they never remove. A change question: a section taken
   brings the best section naming an asked term of every other version of its document
+  (a version naming none, "complete by" for "completion date": its best section by P)
   and of every other dated entry of its log, and those sections share the words left
   (each, the section first, gets its part of them, at least enough for a cut, and is
   cut to it): three long versions of a price list at 300 words are three cut passages,
@@ -395,8 +396,8 @@ def _newer(s: Section, groups: dict) -> Section | None:
 
 def _versions(s: Section, groups: dict) -> list:
     """A change question: the other versions of s's document, and the other dated
-    entries of s's log, each by its best section (by P) naming an asked term, oldest
-    first."""
+    entries of s's log, each by its best section (by P) naming an asked term (a version
+    naming none by its best section), oldest first."""
     best: dict = {}
     family = groups.get(("family", s.chunk.get("family") or s.path), [])
     entries = groups.get(("log", s.path), []) if s.chunk.get("section_date") else []
@@ -407,6 +408,10 @@ def _versions(s: Section, groups: dict) -> list:
                 key = key_of(x)
                 if key not in best or x.p > best[key].p:
                     best[key] = x
+    for x in family:            # a version naming no asked term: its best section by P
+        had = best.get(x.path)
+        if x.path != s.path and (had is None or not had.names_asked and x.p > had.p):
+            best[x.path] = x
     return sorted(best.values(), key=_day)
 
 

@@ -115,6 +115,25 @@ def test_a_change_questions_long_versions_share_a_small_budget(tmp_path):
     assert sum(len(s["text"].split()) for s in a.sources) <= 200
 
 
+def test_a_change_question_gets_a_version_written_in_other_words(tmp_path):
+    """The first draft of a letter says "complete by 30 April", the final one "completion
+    date": a version naming none of the asked words is still a version of the document
+    the question is answered from, so a change question gets it, dated, first."""
+    v = tmp_path / "notes"
+    write(v, "house/offer letter v1.md", "---\ndate: 2026-02-10\n---\n# Offer\n"
+          "Looking to complete by 30 April, flexible.\n")
+    write(v, "house/offer letter final.md", "---\ndate: 2026-02-17\n---\n# Offer\n"
+          "Completion date: 15 May, agreed with the seller.\n")
+    for i in range(4):          # other notes naming the asked words take the words left
+        write(v, f"work/project {i}.md", f"# Project {i}\nThe completion date of project "
+              f"{i} moved again; the date is on the board.\n" + FILLER[:300] + "\n")
+    a = _ask(v, tmp_path, "How did the completion date move?", budget=80)
+    assert a.time_mode == "history"
+    got = [s for s in a.sources if s["path"].startswith("house/")]
+    assert [s["path"] for s in got] == ["house/offer letter v1.md", "house/offer letter final.md"]
+    assert "30 April" in got[0]["text"] and not got[0]["is_latest"]
+
+
 def test_a_cut_keeps_the_sentence_that_answers_from_a_paragraph_written_as_one_line():
     """An email writes a paragraph as one line: a cut shorter than the line keeps its
     sentences naming the asked terms, not its first words."""
