@@ -30,8 +30,8 @@ from verso import verdict_fit
 
 BUDGETS = (300, 600, 1000)
 MIN_VAULTS = 5      # vaults an embedder's fit must be held out on before it is used
-MIN_HOLDING = 200   # and sections holding a key fact it is fitted on (the nineteen tuning
-                    # splits hold 1,276; `--limit 10` over all of them about 290)
+MIN_HOLDING = 200   # and sections holding a key fact it is fitted on (MiniLM's pools of
+                    # the twenty tuning splits hold 1,345; `--limit 10` about 290)
 
 
 def label(q: dict, s, idx) -> bool:

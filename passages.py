@@ -85,12 +85,12 @@ FEATURES = ("bm25", "dense", "terms", "heading", "title", "candidate",
             "note_rank", "note_bm25", "current", "first", "words",
             "later", "bm25_rank", "dense_rank", "reader", "note_reader")
 # ---- FITTED: tools/fit_evidence.py --write (raw-scale weights; do not edit by hand)
-BIAS = -7.4878
+BIAS = -7.5195
 WEIGHTS = {
-    "bm25": 0.3579, "dense": 3.2213, "terms": -0.4256, "heading": -0.6342, "title": 0.9524,
-    "candidate": 0.3019, "note_rank": 1.4674, "note_bm25": 2.1151, "current": -0.0021,
-    "first": 0.0595, "words": 0.4845, "later": -0.1504, "bm25_rank": -0.0445,
-    "dense_rank": 0.4514, "reader": 4.8429, "note_reader": -2.3481}
+    "bm25": 0.3894, "dense": 3.2625, "terms": -0.3872, "heading": -0.6244, "title": 1.1006,
+    "candidate": 0.269, "note_rank": 1.4784, "note_bm25": 2.1217, "current": 0.0199,
+    "first": 0.019, "words": 0.502, "later": -0.1869, "bm25_rank": -0.1198,
+    "dense_rank": 0.4351, "reader": 4.8778, "note_reader": -2.4004}
 # ---- end FITTED
 EMBEDDER_FIT = "evidence@"  # calibrations/evidence@<embedder>.json: `verso calibrate`'s
                             # fit for a model embedder (calibrate_model.py)

@@ -30,7 +30,8 @@ FROZEN = {"test": "f92686da287c8172393ba5603dcca0b3be5cdc16f6bc5fb25314de18bca0e
           "twentyfourth": "1302e5bbc6151c37057bd52d0166cba2a4621cc5ce0c81dadde0341cd4428789",
           "twentysixth": "84ae48afe8b431820fdf7d2979e4e8327c7eb0dc03e7e988430a37c809c37aaf",
           "twentyeighth": "7b524ed881d8d641a5101ed3a2ce17bd66f21f93c0ac9048821c5ad4f59aff78",
-          "twentyninth": "fe1a35b97d7db4219023ac9766def2e2c424ab07a618229b9972c03255765660"}
+          "twentyninth": "fe1a35b97d7db4219023ac9766def2e2c424ab07a618229b9972c03255765660",
+          "thirtysecond": "49ff5f4f0c5535f5c7972a3b958854a0578e249fe5c28dc1742a9efebe7be820"}
 # What --check finds in a frozen split, recorded at its first run and kept as written (a
 # frozen split is never edited): eighth e37 asks its answer to contain "pass" as a word,
 # and its reference answer says "passed", so no answer worded like it scores right.
