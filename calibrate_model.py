@@ -286,15 +286,6 @@ def evidence_report(ev: dict) -> str:
             f"-> {'this fit' if ev['use'] == 'fitted' else 'the shipped one'}")
 
 
-STATES = {"none": "none fitted (`verso calibrate --evidence` fits it)",
-          "damaged": "its file is damaged, the shipped one is used (`verso calibrate "
-                     "--evidence` fits it again)",
-          "stale": "fitted for another ranker, the shipped one is used (`verso "
-                   "calibrate --evidence` fits it again)",
-          "not used": "the shipped one (its own fit lost held out or had too little)",
-          "used": "its own fit"}
-
-
 def evidence_step(args, splits: dict, be, say) -> list[str]:
     """The evidence ranker for the embedder of `be`: fitted when --evidence asks, or
     (not with --refit) when none is in a state to use or this run asks more questions
@@ -311,7 +302,7 @@ def evidence_step(args, splits: dict, be, say) -> list[str]:
         store.write_atomic(path, (json.dumps(ev, indent=1) + "\n").encode())
         return [evidence_report(ev), f"stored: {path}"]
     when = f" (fitted {got.get('date')})" if state in ("used", "not used") else ""
-    return [f"evidence ranker for {emb}: {STATES[state]}{when}"]
+    return [f"evidence ranker for {emb}: {passages.RANKER_STATES[state]}{when}"]
 
 
 def stored(rows: list[dict], model_key: str, model: str, judge: str) -> dict:

@@ -225,9 +225,13 @@ def load(index=None, vault=None, backend="auto", judge=None, rebuild=False, writ
             idx = ingest.refresh(folder, index_dir=d, config=config, rebuild=rebuild,
                                  backend=be)
     be.embedder = idx.embedder
-    if passages.embedder_ranker(idx.embedder.id)[1] == "used":
+    state = passages.embedder_ranker(idx.embedder.id)[1]
+    if state == "used":
         be.note += f"; evidence ranked by the fit `verso calibrate` made for " \
             f"{idx.embedder.id}"
+    elif state in ("stale", "damaged"):     # say so: the user ran calibrate for it
+        be.note += f"; the evidence ranker for {idx.embedder.id}: " \
+            f"{passages.RANKER_STATES[state]}"
     return idx, be
 
 

@@ -284,6 +284,16 @@ def embedder_ranker(embedder_id: str) -> tuple[dict | None, str]:
     return got, "used" if got.get("use") == "fitted" else "not used"
 
 
+RANKER_STATES = {      # what each state of embedder_ranker means, for the user
+    "none": "none fitted (`verso calibrate --evidence` fits it)",
+    "damaged": "its file is damaged, the shipped one is used (`verso calibrate "
+               "--evidence` fits it again)",
+    "stale": "fitted for another ranker, the shipped one is used (`verso "
+             "calibrate --evidence` fits it again)",
+    "not used": "the shipped one (its own fit lost held out or had too little)",
+    "used": "its own fit"}
+
+
 def ranker(index) -> tuple[float, dict]:
     """(bias, weights) the index's sections are scored by: the fit `verso calibrate`
     stored for its model embedder when that fit is in use (embedder_ranker), else the

@@ -304,6 +304,10 @@ def test_a_model_embedders_stored_ranker_scores_its_sections_and_no_other(
         assert {round(s.p, 6) for s in seen[-1][0]} == {round(1 / (1 + math.exp(3.0)), 6)}
         _, be = harness.load(tmp_path / "model-idx", boat, "ollama", judge="builtin")
         assert "evidence ranked by the fit `verso calibrate` made for ollama:" in be.note
+        _stored_ranker(home, idx.embedder.id, ranker="0badc0de")  # an older Verso's fit
+        _, be = harness.load(tmp_path / "model-idx", boat, "ollama", judge="builtin")
+        assert "fitted for another ranker, the shipped one is used (`verso calibrate " \
+            "--evidence` fits it again)" in be.note
         (home / "calibrations" / f"{passages.stored_key(fake_id)}.json").unlink()
         with evidence_fit.weights_in_use(-1.0, zeros):      # a fit being measured
             _, be = harness.load(tmp_path / "model-idx", boat, "ollama", judge="builtin")
