@@ -413,15 +413,12 @@ def _versions(s: Section, groups: dict) -> list:
     entries = groups.get(("log", s.path), []) if s.chunk.get("section_date") else []
     for key_of, group in ((lambda x: x.path, family),
                           (lambda x: x.chunk.get("section_date"), entries)):
-        for x in group:
-            if x.id != s.id and x.names_asked:
+        for x in group:         # another version may come by a section naming nothing
+            if x.id != s.id and (x.names_asked or group is family and x.path != s.path):
                 key = key_of(x)
-                if key not in best or x.p > best[key].p:
+                if key not in best or (x.names_asked, x.p) > (best[key].names_asked,
+                                                              best[key].p):
                     best[key] = x
-    for x in family:            # a version naming no asked term: its best section by P
-        had = best.get(x.path)
-        if x.path != s.path and (had is None or not had.names_asked and x.p > had.p):
-            best[x.path] = x
     return sorted(best.values(), key=_day)
 
 
