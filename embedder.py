@@ -1,10 +1,15 @@
-"""The builtin embedder: hashed term and character n-gram features, IDF-weighted.
+"""The builtin embedder: hashed term and character n-gram features, IDF-weighted, beside
+what the words mean (word_vectors.py: a static vector per word from a sentence embedder).
 
 In:  texts (chunks at ingest, a question at ask time).
-Out: float32 L2-normalised vectors of EMBED_DIM; the IDF it was fitted with, which the
-     index keeps (its id names the dimension and a hash of the IDF).
-Not: model calls (models.py) or any file access. Offline and deterministic: the same
-     text gives the same vector on every machine.
+Out: float32 L2-normalised vectors of EMBED_DIM + the word table's dimension: the hashed
+     part and the words' part each unit length, weighed so that a cosine is
+     (1 - WORDS_SHARE) times the hashed cosine plus WORDS_SHARE times the words' (a text
+     with no word of the table: the hashed part alone); the IDF it was fitted with, which
+     the index keeps (its id names the dimension, a hash of the IDF and the word table).
+Not: model calls (models.py) or any other file access (the shipped word table is read,
+     once, by word_vectors.py). Offline and deterministic: the same text gives the same
+     vector on every machine.
 """
 
 from __future__ import annotations
@@ -17,11 +22,15 @@ import numpy as np
 
 from verso import cost_ledger
 from verso import textkit
+from verso import word_vectors
 
 EMBED_DIM = 384          # hashed feature buckets (one float32 row per chunk)
 NGRAM_RANGE = (3, 5)     # character n-grams of each term, with boundary marks
 NGRAM_WEIGHT = 0.35      # a char n-gram counts this much against a whole term
-BUILTIN_EMBEDDER = "builtin-hash-v1"
+BUILTIN_EMBEDDER = "builtin-v2"
+# ---- FITTED: tools/fit_evidence.py --share --write (do not edit by hand)
+WORDS_SHARE = 0.5
+# ---- end FITTED
 
 
 def _bucket(feature: str) -> tuple[int, float]:
@@ -62,8 +71,18 @@ def _codes(i: int) -> bytes:
 def _counts(texts: list[str]) -> np.ndarray:
     """[n, EMBED_DIM] float32 signed hashed counts of terms and their char n-grams
     (crc32: stable everywhere)."""
-    n = len(texts)
     occ, lens, _ = textkit.term_occurrences(texts)
+    return _counts_of(len(texts), occ, lens)
+
+
+def _both(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(_counts(texts), word_vectors.sums of them), from one pass over the terms."""
+    occ, lens, names = textkit.term_occurrences(texts)
+    return _counts_of(len(texts), occ, lens), word_vectors.sums(occ, lens, names)
+
+
+def _counts_of(n: int, occ: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """_counts of n texts from their term occurrences (textkit.term_occurrences)."""
     if not occ.size:
         return np.zeros((n, EMBED_DIM), dtype=np.float32)
     if occ.size <= SMALL_BATCH_TERMS:                       # a query: plain Python is faster
@@ -97,57 +116,63 @@ class BuiltinEmbedder:
     """Hashed word + char n-gram TF-IDF vectors; IDF is fitted once per index."""
 
     name = "builtin"
-    dim = EMBED_DIM
 
     def __init__(self, idf: np.ndarray | None = None):
         self.idf = (np.ones(EMBED_DIM, dtype=np.float32) if idf is None
                     else np.asarray(idf, dtype=np.float32))
         digest = zlib.crc32(self.idf.tobytes()) if idf is not None else 0
-        self.id = f"{BUILTIN_EMBEDDER}-{EMBED_DIM}-{digest:08x}"
+        self.dim = EMBED_DIM + word_vectors.dim()
+        words = word_vectors.table().sha256[:8]
+        self.id = f"{BUILTIN_EMBEDDER}-{self.dim}-{digest:08x}-{words}-{WORDS_SHARE}"
 
     @classmethod
     def fit(cls, texts: list[str]) -> "BuiltinEmbedder":
         """IDF per bucket from document frequencies: log((n + 1) / (df + 1)) + 1.
 
-        The fitted embedder keeps each text's counts until it embeds that text once
-        (ingest fits on the chunks, then embeds the same chunks)."""
+        The fitted embedder keeps each text's counts and word sums until it embeds that
+        text once (ingest fits on the chunks, then embeds the same chunks)."""
         df = np.zeros(EMBED_DIM, dtype=np.float64)
-        fitted: dict[str, list] = {}          # text -> [counts row, uses left]
+        fitted: dict[str, list] = {}          # text -> [counts row, word sums, uses left]
         for start in range(0, len(texts), 2048):
             batch = texts[start:start + 2048]
-            m = _counts(batch)
+            m, words = _both(batch)
             df += (m != 0).sum(axis=0)
-            for t, row in zip(batch, m):
-                fitted.setdefault(t, [row, 0])[1] += 1
+            for t, row, w in zip(batch, m, words):
+                fitted.setdefault(t, [row, w, 0])[2] += 1
         idf = np.log((len(texts) + 1) / (df + 1)) + 1.0
         emb = cls(idf.astype(np.float32))
         emb._fitted = fitted
         return emb
 
-    def _raw(self, texts: list[str]) -> np.ndarray:
-        """_counts(texts), taking the rows fit() kept (each as often as it was fitted)."""
+    def _raw(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """_both(texts), taking the rows fit() kept (each as often as it was fitted)."""
         fitted = getattr(self, "_fitted", None)
         if not fitted:
-            return _counts(texts)
-        rows = []
+            return _both(texts)
+        kept_rows = []
         for t in texts:
             kept = fitted.get(t)
-            rows.append(kept and kept[0])
-            if kept and kept[1] <= 1:
+            kept_rows.append(kept and kept[:2])
+            if kept and kept[2] <= 1:
                 del fitted[t]
             elif kept:
-                kept[1] -= 1
-        todo = [i for i, r in enumerate(rows) if r is None]
+                kept[2] -= 1
+        todo = [i for i, r in enumerate(kept_rows) if r is None]
         if todo:
-            for i, r in zip(todo, _counts([texts[i] for i in todo])):
-                rows[i] = r
-        return np.stack(rows) if rows else _counts(texts)
+            for i, m, w in zip(todo, *_both([texts[i] for i in todo])):
+                kept_rows[i] = (m, w)
+        if not kept_rows:
+            return _both(texts)
+        return (np.stack([r[0] for r in kept_rows]), np.stack([r[1] for r in kept_rows]))
 
     def _vectors(self, texts: list[str]) -> np.ndarray:
-        m = self._raw(texts)
+        m, words = self._raw(texts)
         m = np.sign(m) * np.log1p(np.abs(m)) * self.idf  # sublinear tf, idf weight
-        norms = np.linalg.norm(m, axis=1, keepdims=True)
-        return (m / np.maximum(norms, 1e-12)).astype(np.float32)
+        m /= np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
+        both = np.concatenate([m * np.sqrt(1.0 - WORDS_SHARE),
+                               word_vectors.unit(words) * np.sqrt(WORDS_SHARE)], axis=1)
+        norms = np.linalg.norm(both, axis=1, keepdims=True)
+        return (both / np.maximum(norms, 1e-12)).astype(np.float32)
 
     def embed_documents(self, texts, ledger=None, stage="ingest"):
         started = time.perf_counter()

@@ -281,6 +281,10 @@ class OllamaEmbedder:
     def embed_query(self, text, ledger=None, stage="retrieve") -> np.ndarray:
         return self._embed([self._fit(QUERY_PREFIX, text)], ledger, stage)[0]
 
+    def embed_words(self, words, ledger=None, stage="words") -> np.ndarray:
+        """Each text as it is, with no search prefix (tools/make_word_vectors.py)."""
+        return self._embed(list(words), ledger, stage)
+
 
 class OllamaWriter:
     """/api/chat with thinking off, temperature 0 and a fixed seed, not streamed; every

@@ -85,12 +85,12 @@ FEATURES = ("bm25", "dense", "terms", "heading", "title", "candidate",
             "note_rank", "note_bm25", "current", "first", "words",
             "later", "bm25_rank", "dense_rank", "reader", "note_reader")
 # ---- FITTED: tools/fit_evidence.py --write (raw-scale weights; do not edit by hand)
-BIAS = -7.5195
+BIAS = -6.5023
 WEIGHTS = {
-    "bm25": 0.3894, "dense": 3.2625, "terms": -0.3872, "heading": -0.6244, "title": 1.1006,
-    "candidate": 0.269, "note_rank": 1.4784, "note_bm25": 2.1217, "current": 0.0199,
-    "first": 0.019, "words": 0.502, "later": -0.1869, "bm25_rank": -0.1198,
-    "dense_rank": 0.4351, "reader": 4.8778, "note_reader": -2.4004}
+    "bm25": 0.1452, "dense": 6.3372, "terms": -0.3742, "heading": -0.7026, "title": 0.9378,
+    "candidate": 0.2223, "note_rank": 1.4099, "note_bm25": 1.8151, "current": 0.0657,
+    "first": 0.0241, "words": 0.4232, "later": -0.1641, "bm25_rank": -0.0931,
+    "dense_rank": 0.4657, "reader": 4.6891, "note_reader": -2.2097}
 # ---- end FITTED
 EMBEDDER_FIT = "evidence@"  # calibrations/evidence@<embedder>.json: `verso calibrate`'s
                             # fit for a model embedder (calibrate_model.py)

@@ -12,7 +12,7 @@ PACKAGE = "verso"           # the modules import each other as verso.x
 # Lowest first. A module may import its own layer or a lower one, never a higher one.
 LAYERS = [
     {"textkit", "cost_ledger", "embedder", "selective", "asof", "timespans", "timewords",
-     "wordforms", "plain_bm25"},   # helpers
+     "wordforms", "plain_bm25", "word_vectors"},   # helpers
     {"line_scores", "builtin_writer", "choosing_writer"},        # the readers and writers
     {"models", "backends"},                                      # model clients, backends
     {"vault_walk", "dating", "families", "file_columns", "chunking", "store", "store_load",

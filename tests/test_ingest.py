@@ -501,7 +501,8 @@ def test_changed_embedder_reembeds_everything(vault, tmp_path):
             "other", type("E", (), {"id": "e2", "dim": 8})(), None, None))
     s3 = ingest.build_index(vault, tmp_path / "idx")             # back to builtin
     assert s3["embedded"] == 2 and "rebuilt" in s3["note"]
-    assert store_load.load_index(tmp_path / "idx").vectors.shape == (2, embedder.EMBED_DIM)
+    assert store_load.load_index(tmp_path / "idx").vectors.shape == (
+        2, embedder.BuiltinEmbedder().dim)
 
 
 def test_ollama_index_loads_its_embedder_without_a_server(vault, tmp_path):
@@ -526,7 +527,7 @@ def test_load_index_contents(vault, tmp_path):
     assert np.allclose(np.linalg.norm(idx.vectors, axis=1), 1.0, atol=1e-5)
     assert idx.by_path["a.md"]["title"] == "A" and idx.cache == {}
     q = idx.embedder.embed_query("alpha beta")
-    assert q.shape == (embedder.EMBED_DIM,) and float(idx.vectors[0] @ q) > 0.5
+    assert q.shape == (idx.embedder.dim,) and float(idx.vectors[0] @ q) > 0.5
     for name in ("manifest.json", "s1.chunks.json"):
         assert json.loads((idx.dir / name).read_text())["format"] == store.FORMAT
     head = (idx.dir / "g1.files.cols").read_bytes().split(b"\n", 1)[0]
@@ -540,7 +541,8 @@ def _damage_truncate(d):
 
 
 def _damage_rows(d):
-    np.save(index_file(d, "vectors.npy"), np.zeros((1, embedder.EMBED_DIM), np.float32))
+    np.save(index_file(d, "vectors.npy"),
+            np.zeros((1, embedder.BuiltinEmbedder().dim), np.float32))
 
 
 def _damage_format(d):
@@ -563,7 +565,7 @@ def _damage_idf(d):
 
 
 @pytest.mark.parametrize("damage, words", [
-    (_damage_truncate, "vectors.npy"), (_damage_rows, "shape (1, 384)"),
+    (_damage_truncate, "vectors.npy"), (_damage_rows, "shape (1, "),
     (_damage_format, "unknown format 99"), (_damage_edit, "does not match its manifest"),
     (_damage_garbage, "files.cols"), (_damage_idf, "built with embedder"),
 ])
@@ -946,3 +948,4 @@ def test_sketchless_records_are_compared_as_before():
     a["sketch"] = None                           # a record of an index before sketches
     families.mark_duplicates([a, b], lambda r: r["_norm"])
     assert b["duplicate_of"] == "x/a.md"
+

@@ -362,7 +362,7 @@ def test_an_index_brings_its_own_embedder():
     with FakeOllama(models=["verso-writer:latest"]) as f:  # no embedding model needed
         b = backends.load_backend("auto", index=Index(), host=f.url)
         assert b.name == "ollama" and b.embedder is Index.embedder
-        assert "vectors from the index (builtin-hash-v1" in b.note
+        assert f"vectors from the index ({embedder.BUILTIN_EMBEDDER}" in b.note
 
 
 def test_ingest_cli_builds_an_ollama_index(fake, tmp_path, monkeypatch):

@@ -70,7 +70,8 @@ def test_the_wheel_holds_the_verso_package_and_its_data_only(wheel):
                    "verso/questions/dev.jsonl", "verso/questions/splits.json",
                    "verso/vaults/second-vault/verso.toml", "verso/line_scores.py",
                    "verso/builtin_writer.py", "verso/choosing_writer.py",
-                   "verso/file_columns.py", "verso/file_records.py"):
+                   "verso/file_columns.py", "verso/file_records.py",
+                   "verso/word_vectors.npy", "verso/word_vectors.json"):
         assert needed in names, needed
     assert not any(n.startswith("verso/tests/") for n in names)
     gone = ("reader", "extract", "choose", "filecols", "catalogue")   # renamed in issue 45

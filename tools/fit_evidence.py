@@ -12,7 +12,15 @@ Fit: verdict_fit.fit (standardised ridge logistic regression, Newton's method), 
 
     python tools/fit_evidence.py            # print the fit and the held-out figures
     python tools/fit_evidence.py --write    # and write the weights into passages.py
+    python tools/fit_evidence.py --share --write   # first the builtin embedder's share
     python tools/fit_evidence.py --grid     # the fill's sizes: CUT_MIN, WORDS_POWER
+
+--share: the builtin embedder's WORDS_SHARE (how much of a cosine is the word table's,
+word_vectors.py) is not a ranker weight: it decides the vectors, so each of SHARES builds
+every tuning index again, fits the ranker on it and scores it held out by vault; the
+share whose held-out key-fact questions, summed over the budgets, are the most is
+picked (ties: the first listed, 0 first: no word table), and with --write written into
+embedder.py before the ranker is fitted and written on its indexes.
 
 --grid: every combination of GRID's sizes with the shipped weights, the key facts handed
 on at the three budgets summed over the tuning splits; the rule: the most, ties to the
@@ -43,6 +51,7 @@ import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 
 import numpy as np  # noqa: E402
 
+from verso import embedder  # noqa: E402
 from verso import evaluate  # noqa: E402
 from verso import evidence_fit  # noqa: E402
 from verso import harness  # noqa: E402
@@ -50,6 +59,7 @@ from verso import passages  # noqa: E402
 from verso import verdict_fit  # noqa: E402
 
 BUDGETS = evidence_fit.BUDGETS
+SHARES = (0.0, 0.25, 0.5, 0.75)     # the builtin embedder's WORDS_SHARE (--share)
 GRID = {"CUT_MIN": (10, 25, 50), "WORDS_POWER": (1.0, 0.8, 0.6)}   # ties: the first
 FENCE_RE = re.compile(r"(# ---- FITTED:[^\n]*\n)(.*?)(# ---- end FITTED)", re.S)
 
@@ -137,38 +147,88 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="tools/fit_evidence.py", description=__doc__.split("\n")[0])
     p.add_argument("--write", action="store_true", help="write the weights into passages.py")
     p.add_argument("--grid", action="store_true", help="the fill's sizes (GRID), then stop")
+    p.add_argument("--share", action="store_true",
+                   help="first the builtin embedder's WORDS_SHARE (SHARES), held out")
     args = p.parse_args(argv)
-    sets, home = tuning_sets(), Path(tempfile.mkdtemp(prefix="fit-evidence-"))
-    loaded = {name: harness.load(index=str(home / name), vault=vault, backend="builtin")
-              for name, vault, _ in sets}
+    sets = tuning_sets()
+    if args.share:
+        share = pick_share(sets)
+        if args.write:
+            write_share(share)
+        embedder.WORDS_SHARE = share
+    loaded = _load(sets)
     if args.grid:
         grid(sets, loaded)
         return 0
     rows = evidence_fit.collect(sets, loaded)
-    names = passages.FEATURES
     print(f"{len(rows)} sections, {sum(r['right'] for r in rows)} holding a key fact, "
           f"{sum(len(q) for _, _, q in sets)} questions")
-    bias, weights = evidence_fit.raw(verdict_fit.fit(rows, names))
+    bias, weights = evidence_fit.raw(verdict_fit.fit(rows, passages.FEATURES))
     print(f"BIAS = {bias:.4f}\nWEIGHTS = {json.dumps(weights)}")
-    inside = evidence_fit.recall(sets, loaded, bias, weights)
-    print(f"{'split':<8}{'n':>4}  " + "  ".join(f"{b:>5}in {b:>5}out" for b in BUDGETS))
-    total_in, total_out = np.zeros(len(BUDGETS)), np.zeros(len(BUDGETS))
-    vault_of = {name: vault for name, vault, _ in sets}
-    for name, vault, questions in sets:      # held out: every split of its vault left out
-        fold = evidence_fit.raw(verdict_fit.fit(
-            [r for r in rows if vault_of[r["split"]] != vault], names))
-        out = evidence_fit.recall([s for s in sets if s[0] == name], loaded, *fold)[name]
-        total_in += inside[name]
-        total_out += out
-        print(f"{name:<8}{len(questions):>4}  " + "  ".join(
-            f"{a:>7} {b:>8}" for a, b in zip(inside[name], out)), flush=True)
-    n = sum(len(q) for _, _, q in sets)
-    print(f"{'all':<8}{n:>4}  " + "  ".join(f"{int(a):>7} {int(b):>8}"
-                                              for a, b in zip(total_in, total_out)))
+    held_out(sets, loaded, rows, (bias, weights), say=True)
     if args.write:
         write(bias, weights)
         print("written: passages.py between the FITTED marks")
     return 0
+
+
+def _load(sets) -> dict:
+    """Every tuning split's index, built afresh with the builtin backend."""
+    home = Path(tempfile.mkdtemp(prefix="fit-evidence-"))
+    return {name: harness.load(index=str(home / name), vault=vault, backend="builtin")
+            for name, vault, _ in sets}
+
+
+def held_out(sets, loaded, rows, fit, say=False) -> tuple:
+    """(key-fact questions at each budget in sample, held out): each split scored by the
+    model fitted on the splits of the other vaults (dev, dev2 and dev3 share one)."""
+    inside = evidence_fit.recall(sets, loaded, *fit)
+    if say:
+        print(f"{'split':<8}{'n':>4}  " + "  ".join(f"{b:>5}in {b:>5}out" for b in BUDGETS))
+    total_in, total_out = np.zeros(len(BUDGETS)), np.zeros(len(BUDGETS))
+    vault_of = {name: vault for name, vault, _ in sets}
+    for name, vault, questions in sets:
+        fold = evidence_fit.raw(verdict_fit.fit(
+            [r for r in rows if vault_of[r["split"]] != vault], passages.FEATURES))
+        out = evidence_fit.recall([s for s in sets if s[0] == name], loaded, *fold)[name]
+        total_in += inside[name]
+        total_out += out
+        if say:
+            print(f"{name:<8}{len(questions):>4}  " + "  ".join(
+                f"{a:>7} {b:>8}" for a, b in zip(inside[name], out)), flush=True)
+    if say:
+        n = sum(len(q) for _, _, q in sets)
+        print(f"{'all':<8}{n:>4}  " + "  ".join(f"{int(a):>7} {int(b):>8}"
+                                                  for a, b in zip(total_in, total_out)))
+    return total_in, total_out
+
+
+def pick_share(sets) -> float:
+    """The WORDS_SHARE whose ranker, refitted on its own indexes, hands on the most
+    key-fact questions held out by vault, summed over the budgets (ties: the first of
+    SHARES). Each share builds every index again (its vectors differ)."""
+    saved, best = embedder.WORDS_SHARE, None
+    try:
+        for share in SHARES:
+            embedder.WORDS_SHARE = share
+            loaded = _load(sets)
+            rows = evidence_fit.collect(sets, loaded)
+            fit = evidence_fit.raw(verdict_fit.fit(rows, passages.FEATURES))
+            _, out = held_out(sets, loaded, rows, fit)
+            print(f"WORDS_SHARE {share}: held out {_slashed(out)}", flush=True)
+            if best is None or out.sum() > best[1]:
+                best = (share, out.sum())
+    finally:
+        embedder.WORDS_SHARE = saved
+    print(f"picked: WORDS_SHARE = {best[0]}")
+    return best[0]
+
+
+def write_share(share: float) -> None:
+    path = ROOT / "embedder.py"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(FENCE_RE.sub(lambda m: f"{m.group(1)}WORDS_SHARE = {share}\n{m.group(3)}",
+                                 text), encoding="utf-8")
 
 
 if __name__ == "__main__":
