@@ -222,8 +222,11 @@ def load(index=None, vault=None, backend="auto", judge=None, rebuild=False, writ
         else:
             if vault is not None and not rebuild:   # a vault read from the index is its own
                 _same_vault(d, folder)
+            rebuilt: list[str] = []
             idx = ingest.refresh(folder, index_dir=d, config=config, rebuild=rebuild,
-                                 backend=be)
+                                 backend=be, notes=rebuilt)
+            for note in rebuilt:          # a first question after an upgrade takes longer
+                print(f"index {d}: {note}", file=sys.stderr)
     be.embedder = idx.embedder
     state = passages.embedder_ranker(idx.embedder.id)[1]
     if state == "used":

@@ -949,3 +949,21 @@ def test_sketchless_records_are_compared_as_before():
     families.mark_duplicates([a, b], lambda r: r["_norm"])
     assert b["duplicate_of"] == "x/a.md"
 
+
+def test_an_index_of_an_older_builtin_embedder_is_rebuilt_and_the_question_says_so(
+        vault, tmp_path, capsys):
+    """After an upgrade that changes the builtin embedder (its word table, its share or
+    its dimension), the first question makes the whole index again and says why."""
+    from verso import harness
+    write(vault, "a.md", "# Boiler\nThe boiler is a Greenstar 30i.")
+    d = tmp_path / "idx"
+    ingest.build_index(vault, d)
+    m = json.loads((d / "manifest.json").read_text())
+    old = "builtin-hash-v1-384-deadbeef"
+    (d / "manifest.json").write_text(json.dumps({**m, "embedder": old}))
+    idx, _ = harness.load(index=str(d), vault=str(vault), backend="builtin")
+    err = capsys.readouterr().err
+    assert f"another Verso's builtin embedder's ({old}); rebuilt" in err
+    assert idx.embedder.id == embedder.BuiltinEmbedder(idx.embedder.idf).id
+    harness.load(index=str(d), vault=str(vault), backend="builtin")
+    assert "rebuilt" not in capsys.readouterr().err        # once only
