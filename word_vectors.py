@@ -67,6 +67,9 @@ def _read(folder: Path) -> Table:
         raise TableProblem(f"the word table in {folder} is unreadable ({e}): "
                            "reinstall Verso") from None
     digest = hashlib.sha256(raw).hexdigest()
+    if not isinstance(meta, dict) or not isinstance(meta.get("words"), list):
+        raise TableProblem(f"{folder / SIDECAR} names no words: reinstall Verso, or run "
+                           "tools/make_word_vectors.py")
     if digest != meta.get("sha256"):
         raise TableProblem(f"{folder / TABLE} does not match its sha256 in {SIDECAR}: "
                            "reinstall Verso, or run tools/make_word_vectors.py")

@@ -92,6 +92,9 @@ def test_a_missing_or_short_table_is_an_error(tmp_path):
     (folder / word_vectors.SIDECAR).write_text(json.dumps(meta))
     with pytest.raises(word_vectors.TableProblem, match="rows for"):
         word_vectors.table(folder)
+    (folder / word_vectors.SIDECAR).write_text(json.dumps([1, 2]))
+    with pytest.raises(word_vectors.TableProblem, match="names no words"):
+        word_vectors.table(folder)
 
 
 def test_the_embedder_id_names_the_table_and_the_share():
