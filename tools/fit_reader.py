@@ -36,6 +36,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 
+from verso import embedder  # noqa: E402
 from verso import evaluate  # noqa: E402
 
 from verso import builtin_writer  # noqa: E402
@@ -147,11 +148,14 @@ def fit(vault=ROOT / "sample-vault", questions=ROOT / "questions" / "dev.jsonl",
     """{constant name: value} for line_scores.py, fitted on `questions` (one question file
     or several, pooled; "FILE=VAULT" for a file over another vault) over `vault`. The
     reader is frozen as the offline floor: its constants are the fit on the notes as
-    written, before time words were resolved (timewords.py), and stay so."""
+    written, before time words were resolved (timewords.py), and on the candidates the
+    hashed embedder alone retrieved, before the word table (embedder.WORDS_SHARE 0), and
+    stay so."""
     sets = _sets(vault, questions)
     shipped = [line_scores.READER_BIAS] + [getattr(line_scores, n) for n in WEIGHT_NAMES]
-    resolve = timewords.resolve
+    resolve, share = timewords.resolve, embedder.WORDS_SHARE
     timewords.resolve = lambda text, written: text      # the notes as written (see below)
+    embedder.WORDS_SHARE = 0.0                          # the hashed cosine alone
     with tempfile.TemporaryDirectory() as tmp:
         loaded, X, y, qs = [], [], [], []
         for i, (v, files) in enumerate(sets.items()):
@@ -169,7 +173,7 @@ def fit(vault=ROOT / "sample-vault", questions=ROOT / "questions" / "dev.jsonl",
             stats = [st for idx, be, vqs in loaded for st in statistics(idx, be, vqs)]
         finally:
             set_weights(shipped)       # the fit leaves line_scores.py's constants as they were
-            timewords.resolve = resolve
+            timewords.resolve, embedder.WORDS_SHARE = resolve, share
     points = curve(stats)
     n_ans = sum(1 for q in qs if q["answerable"])
     t = pick(points, n_ans, len(qs) - n_ans, max_answered)
