@@ -112,6 +112,15 @@ def _counts_of(n: int, occ: np.ndarray, lens: np.ndarray) -> np.ndarray:
     return m.reshape(n, EMBED_DIM).astype(np.float32)  # [n, EMBED_DIM] signed raw counts
 
 
+def another_builtin(eid: str) -> bool:
+    """`eid` names a builtin embedder other than this Verso's: another word table, share
+    or dimension (the IDF digest aside: each vault fits its own)."""
+    def kind(e: str) -> str:
+        parts = e.split("-")
+        return "-".join(parts[:3] + parts[4:]) if len(parts) > 4 else e
+    return eid.startswith("builtin") and kind(eid) != kind(BuiltinEmbedder().id)
+
+
 class BuiltinEmbedder:
     """Hashed word + char n-gram TF-IDF vectors; IDF is fitted once per index."""
 

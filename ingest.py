@@ -75,6 +75,7 @@ SCRATCH = ("_body", "_norm", "_date_order", "_reused", "_chunks", "_family", "_r
                                    # record keys of one run, never written
 REUSE_RULES = 8                    # bump when reading/dating/chunking rules change: an
                                    # index made under other rules is not reused per file
+REBUILT = ("; rebuilt", "; everything re-embedded")   # a note's end: all made again
 
 
 # ------------------------------------------------------------------------- vectors
@@ -107,12 +108,9 @@ def _previous(index_dir: Path, vault: Path, backend, rebuild: bool, loaded=None)
     return backend, builtin, prev, note
 
 
-REBUILT = ("; rebuilt", "; everything re-embedded")   # a note's end: the whole index made again
-
-
 def _old_format(index_dir: Path) -> str:
-    """The one line for an index an older Verso wrote (an older format, or vectors of
-    another builtin embedder: another word table or share), else ""."""
+    """The one line for an index an older Verso wrote (an older format, or another
+    builtin embedder's vectors), else ""."""
     try:
         manifest = json.loads((index_dir / "manifest.json").read_bytes())
         old, eid = manifest.get("format"), str(manifest.get("embedder", ""))
@@ -120,16 +118,9 @@ def _old_format(index_dir: Path) -> str:
         return ""
     if type(old) is int and old < store.FORMAT:
         return f"index format {old} is older than this Verso's ({store.FORMAT}); rebuilt"
-    now = embedder.BuiltinEmbedder().id
-    if eid.startswith("builtin") and _builtin_kind(eid) != _builtin_kind(now):
+    if embedder.another_builtin(eid):
         return f"the index's vectors are another Verso's builtin embedder's ({eid}); rebuilt"
     return ""
-
-
-def _builtin_kind(eid: str) -> str:
-    """A builtin embedder's id without its IDF digest (which each vault fits)."""
-    parts = eid.split("-")
-    return "-".join(parts[:3] + parts[4:]) if len(parts) > 4 else eid
 
 
 def _embedder_for(backend, builtin: bool, prev, note: str, texts: list[str]):
@@ -438,13 +429,11 @@ def ingest_notes(vault, index=None, config=None, rebuild=False, backend="builtin
 
 def refresh(vault, index_dir=None, config=None, rebuild=False, backend=None,
             current=None, notes=None) -> store_load.Index:
-    """The vault's index, brought up to date and loaded: the index build_index already
-    loaded to find the vault unchanged is returned as is, not parsed a second time.
-    current: the Index a long-running caller got last time; returned itself when
-    neither the vault nor the index files changed since (see _unchanged). notes: a
-    list the refresh's note is added to when it made the whole index again."""
-    summary, idx = _build(vault, index_dir, config, rebuild, backend, None, current,
-                          brief=True)
+    """The vault's index, brought up to date and loaded (as build_index loaded it to
+    find the vault unchanged: not parsed twice). current: the Index a long-running caller
+    got last time, returned itself when neither vault nor index changed (_unchanged).
+    notes: a list the note goes to when the whole index was made again."""
+    summary, idx = _build(vault, index_dir, config, rebuild, backend, None, current, brief=True)
     if notes is not None and summary.get("note", "").endswith(REBUILT):
         notes.append(summary["note"])
     if idx is None:
