@@ -68,21 +68,17 @@ def _codes(i: int) -> bytes:
     return c
 
 
-def _counts(texts: list[str]) -> np.ndarray:
-    """[n, EMBED_DIM] float32 signed hashed counts of terms and their char n-grams
-    (crc32: stable everywhere)."""
-    occ, lens, _ = textkit.term_occurrences(texts)
-    return _counts_of(len(texts), occ, lens)
-
-
 def _both(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(_counts(texts), word_vectors.sums of them), from one pass over the terms."""
+    """(the texts' hashed counts, _counts_of; their words' sums, word_vectors.sums),
+    from one pass over the terms."""
     occ, lens, names = textkit.term_occurrences(texts)
     return _counts_of(len(texts), occ, lens), word_vectors.sums(occ, lens, names)
 
 
 def _counts_of(n: int, occ: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    """_counts of n texts from their term occurrences (textkit.term_occurrences)."""
+    """[n, EMBED_DIM] float32 signed hashed counts of the terms and their char n-grams
+    (crc32: stable everywhere) of n texts, from their term occurrences
+    (textkit.term_occurrences)."""
     if not occ.size:
         return np.zeros((n, EMBED_DIM), dtype=np.float32)
     if occ.size <= SMALL_BATCH_TERMS:                       # a query: plain Python is faster

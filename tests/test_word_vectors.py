@@ -55,7 +55,8 @@ def test_the_cosine_weighs_the_two_parts_by_the_share():
     both = emb.embed_documents(texts)
     hashed = both[:, :embedder.EMBED_DIM]
     words = word_vectors.vectors(texts)
-    raw = np.sign(embedder._counts(texts)) * np.log1p(np.abs(embedder._counts(texts)))
+    counts = embedder._both(texts)[0]
+    raw = np.sign(counts) * np.log1p(np.abs(counts))
     raw /= np.linalg.norm(raw, axis=1, keepdims=True)
     share = embedder.WORDS_SHARE
     assert _cos(*both) == pytest.approx((1 - share) * _cos(*raw) + share * _cos(*words),
