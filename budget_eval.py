@@ -13,7 +13,8 @@ Out: per variant and budget: evidence recall (every key fact of an answerable qu
      (labels_by_kind: LABEL_KINDS; a change question's older versions hold its key
      facts and are rightly labelled); the baseline's
      recall at each budget; found@5 (a gold note among the first five passages at the
-     largest budget). Rendered as one table.
+     largest budget); why each question missed at the largest budget (why_missed).
+     Rendered as one table.
 Not: answering (no answer is written; a model writer is asked only for search words,
      searchwords.py) or scoring answers (evaluate.py).
 
@@ -24,12 +25,14 @@ from __future__ import annotations
 
 from verso import builtin_writer
 from verso import measures
+from verso import textkit
 from verso import version
 
 BUDGETS = (300, 600, 1000)
 LABEL_KINDS = ("statement", "version", "entry", "as of")     # labels' kinds (labels)
 IN_FORCE = version.WHY_IN_FORCE.split("{")[0]
 CURRENT = ("present", "as_of")    # questions asking the value in force: labels_by_kind
+WHY_MISSED = ("not in the notes", "in other words", "not retrieved", "ranked out", "cut")
 KINDS = {"change": lambda q: q["category"] == "change",
          "as-of": lambda q: q["time_mode"] == "as_of",
          "current": lambda q: q["time_mode"] == "present"}
@@ -46,7 +49,10 @@ def measure(questions, ask_fn, baseline, budgets=BUDGETS, variants=("full",),
     {variant: [ids missed at the largest budget]}}."""
     qs = [q for q in questions if q["answerable"] and q["key_facts"]]
     out = {"budgets": list(budgets), "n": len(qs), "variants": {}, "missed": {},
-           "baseline": {}}
+           "missed_why": {}, "baseline": {}}
+    notes: dict[str, str] = {}
+    for path, text in baseline.chunks:
+        notes[path] = f"{notes[path]}\n{text}" if path in notes else text
     for b in budgets:
         hits = [measures.evidence_recall(q["key_facts"], baseline.evidence(q["question"], b))
                 for q in qs]
@@ -55,11 +61,14 @@ def measure(questions, ask_fn, baseline, budgets=BUDGETS, variants=("full",),
         kw = (variant_kwargs or {}).get(v, {})
         row, found = {}, []
         for b in budgets:
-            hits, stale, words, said, marks = [], [], 0, [], []
+            hits, stale, words, said, marks, why = [], [], 0, [], [], {}
             for q in qs:
                 a = ask_fn(q["question"], budget=b, **kw)
-                src = (a if isinstance(a, dict) else a.to_dict())["sources"]
+                a = a if isinstance(a, dict) else a.to_dict()
+                src = a["sources"]
                 hits.append(measures.evidence_recall(q["key_facts"], src))
+                if b == budgets[-1] and not hits[-1]:
+                    why[q["id"]] = why_missed(q, a, notes)
                 if q["forbidden_facts"] and q["time_mode"] in ("present", "as_of"):
                     stale.append(measures.evidence_stale(q["forbidden_facts"], src,
                                                          q["key_facts"]))
@@ -77,8 +86,43 @@ def measure(questions, ask_fn, baseline, budgets=BUDGETS, variants=("full",),
                                          for kind in LABEL_KINDS}}
             if b == budgets[-1]:
                 out["missed"][v] = [q["id"] for q, h in zip(qs, hits) if not h]
+                out["missed_why"][v] = why
         out["variants"][v] = {"budgets": row, "found_at5": _rate(found)}
     return out
+
+
+def why_missed(q: dict, answer: dict, notes: dict) -> str:
+    """Why question q's key facts did not all reach the evidence `answer` handed on: of
+    its key facts outside every passage, the reason furthest up the pipeline, in the
+    order of WHY_MISSED. `notes`: {path: text} of every note of the vault.
+    - "not in the notes": no note holds it as written (in its text or its path): no
+      evidence can hold it;
+    - "in other words": no note holding it was retrieved, and none names a word of the
+      question, in its text or its path (only a model embedder, or a search in other
+      words from a model or a host, reaches such a note);
+    - "not retrieved": no note holding it was retrieved, though one names a word of it;
+    - "ranked out": one was retrieved but not handed on within the budget;
+    - "cut": one was handed on, but not its part holding the fact."""
+    src = answer.get("sources") or []
+    handed = set(measures.source_paths(src))
+    retrieved = set(answer.get("retrieved") or ())
+    asked = set(textkit.terms(q["question"]))
+    worst = len(WHY_MISSED) - 1
+    for fact in q["key_facts"]:
+        if measures.evidence_recall([fact], src):
+            continue
+        holding = [p for p, text in notes.items() if measures.has_fact(f"{p}\n{text}", fact)]
+        if not holding:
+            reason = 0
+        elif handed & set(holding):
+            reason = 4
+        elif retrieved & set(holding):
+            reason = 3
+        else:
+            reason = 2 if any(asked & set(textkit.terms(f"{p}\n{notes[p]}"))
+                              for p in holding) else 1
+        worst = min(worst, reason)
+    return WHY_MISSED[worst]
 
 
 def statement_labels(q: dict, sources: list[dict]) -> list[str]:
@@ -116,6 +160,12 @@ def _by_kind(qs, hits) -> dict:
             for kind, test in KINDS.items()}
 
 
+def why_counts(why: dict) -> str:
+    """"ranked out 3, cut 1": the questions missed, by reason (WHY_MISSED's order)."""
+    got = list(why.values())
+    return ", ".join(f"{w} {got.count(w)}" for w in WHY_MISSED if w in got) or "-"
+
+
 def _cell(r: dict) -> str:
     return f"{r['k']}/{r['n']}" if r["n"] else "-"
 
@@ -144,4 +194,6 @@ def render(result: dict) -> str:
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     for v, ids in result["missed"].items():
         lines.append(f"missed by verso {v} at {budgets[-1]} words: {' '.join(ids) or '-'}")
+        if ids:
+            lines.append(f"  why: {why_counts(result.get('missed_why', {}).get(v, {}))}")
     return "\n".join(lines)

@@ -398,7 +398,35 @@ def test_the_budget_table_counts_both_sides(tmp_path):
     assert out["variants"]["full"]["budgets"][20]["recall"] == {"k": 0, "n": 1}
     assert out["variants"]["full"]["found_at5"] == {"k": 0, "n": 1}
     assert out["missed"]["full"] == ["q1"]
+    assert out["missed_why"]["full"] == {"q1": "not retrieved"}   # rent.md names "rent"
     assert "plain BM25" in budget_eval.render(out)
+
+
+def test_a_miss_is_put_down_to_the_first_stage_that_lost_the_fact(tmp_path):
+    v = tmp_path / "v"
+    write(v, "rent.md", "# Rent\nRent: 1240 a month.\n\n## Deposit\nDeposit 2480.\n")
+    write(v, "call.md", "Landlord rang: it goes to 1300 in May.\n")
+    base = plain_bm25.Baseline(v)
+    notes = {p: t for p, t in base.chunks if p == "call.md"}
+    notes["rent.md"] = "\n".join(t for p, t in base.chunks if p == "rent.md")
+
+    def why(facts, question="What is the rent?", retrieved=(), sources=()):
+        q = {"question": question, "key_facts": facts}
+        a = {"retrieved": list(retrieved), "sources": [
+            {"path": p, "heading": "", "text": t} for p, t in sources]}
+        return budget_eval.why_missed(q, a, notes)
+    assert why(["999"]) == "not in the notes"
+    assert why(["1300"]) == "in other words"       # the call names no word asked
+    assert why(["1300"], "What did the landlord say?") == "not retrieved"
+    assert why(["1240"], retrieved=["rent.md"]) == "ranked out"
+    assert why(["2480"], "What is the deposit?", ["rent.md"],
+               [("rent.md", "Rent: 1240 a month.")]) == "cut"
+    # a question missing two facts counts under the stage further up
+    assert why(["2480", "1300"], "rent deposit", ["rent.md"],
+               [("rent.md", "Rent: 1240 a month.")]) == "in other words"
+    assert why(["1240"], sources=[("rent.md", "Rent: 1240 a month.")]) == "cut"   # not missed
+    assert budget_eval.why_counts({"a": "cut", "b": "ranked out", "c": "cut"}) == \
+        "ranked out 1, cut 2"
 
 
 def test_stale_evidence_spares_a_passage_stating_the_current_value_too():

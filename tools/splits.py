@@ -33,6 +33,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+import _checkout  # noqa: E402,F401  (`verso` is this checkout)
+
+from verso import budget_eval  # noqa: E402
+
 TABLE = ROOT / "questions" / "splits.json"
 SAME = ("answer", "verdict", "time_mode", "sources", "abstained")
 FORMAT = 1                 # evaluate.py's records format
@@ -135,7 +140,7 @@ def run_all(out: Path, extra: list[str]) -> int:
 
 BUDGET_HEADER = ("split", "role", "verso 300", "600", "1000", "plain BM25 300", "600", "1000",
                  "change @1000", "stale @1000", "labels @1000 (right/wrong)", "found@5",
-                 "missed @1000")
+                 "missed @1000", "why missed @1000")
 
 
 LABEL_HEADER = ("split", "statement", "version", "log entry", "as of")
@@ -190,7 +195,8 @@ def budget_row(split: str, role: str, got: dict) -> list[str]:
             kn(last["by_kind"]["change"]), kn(last["stale"]),
             _labels(last["labels"]),
             kn(v["found_at5"]),
-            " ".join(got["missed"][variant]) or "-"]
+            " ".join(got["missed"][variant]) or "-",
+            budget_eval.why_counts(got.get("missed_why", {}).get(variant, {}))]
 
 
 def main(argv=None) -> int:
