@@ -28,10 +28,10 @@ Rules, decided by code:
   later-dated passage of another document name an asked field and state different
   values (statement_pairs) and one fitted model (STATEMENT_FEATURES: the field both
   name, the values, how each line answers, the two passages' likeness and titles, the
-  days between, whether the newer says the value changed) gives P(the newer replaces
-  it) >= STATEMENT_CUT; tools/fit_statements.py fits it on the tuning splits (at 1,000
-  words) and picks the lowest cut whose held-out labels are right at least twice as
-  often as wrong.
+  days between, whether the newer says the value changed, how alike the two lines'
+  words mean: word_vectors) gives P(the newer replaces it) >= STATEMENT_CUT;
+  tools/fit_statements.py fits it on the tuning splits (at 1,000 words) and picks the
+  lowest cut whose held-out labels are right at least twice as often as wrong.
 - "When did I last ...", "the first time I ...": the latest (earliest) mention of what
   is asked (the sentence naming most of its words) comes first, whatever its rank
   (retrieval added the latest and earliest mentions it found: retrieve._mentions).
@@ -53,6 +53,7 @@ from verso import rerank
 from verso import textkit
 from verso import timewords
 from verso import version
+from verso import word_vectors
 from verso.retrieve import Candidate
 from verso.textkit import INSTRUCTION_RE, evidence_terms
 
@@ -60,15 +61,15 @@ WHY_STATEMENT = builtin_writer.STATEMENT_WHY + " ({})"   # Candidate.why of a st
 STATEMENT_FEATURES = ("shared", "covered", "old_fields", "new_fields", "changed",
                       "restates", "old_reader", "new_reader", "old_answers",
                       "new_answers", "dense", "title", "days", "undated", "new_revises",
-                      "old_revises", "old_rank", "new_rank", "revised_field")
+                      "old_revises", "old_rank", "new_rank", "revised_field", "meaning")
 # ---- FITTED: tools/fit_statements.py --write (raw-scale weights; do not edit by hand)
-STATEMENT_BIAS = -8.3119
+STATEMENT_BIAS = -9.2309
 STATEMENT_WEIGHTS = {
-    "shared": 4.8575, "covered": -1.0834, "old_fields": -2.2647, "new_fields": -1.5243,
-    "changed": -0.3376, "restates": 1.0737, "old_reader": 2.2447, "new_reader": 0.7432,
-    "old_answers": 0.7022, "new_answers": 0.5262, "dense": 1.6957, "title": -0.6373,
-    "days": 0.4702, "undated": 0.3996, "new_revises": 1.1551, "old_revises": 0.0418,
-    "old_rank": 1.7842, "new_rank": 2.5547, "revised_field": 0.1005}
+    "shared": 4.017, "covered": -1.0011, "old_fields": -1.4196, "new_fields": -1.1724,
+    "changed": -0.085, "restates": 0.7578, "old_reader": 1.212, "new_reader": 0.2125,
+    "old_answers": 0.6922, "new_answers": 0.3703, "dense": -0.034, "title": -0.0605,
+    "days": 0.5759, "undated": 0.4903, "new_revises": 0.903, "old_revises": -0.1222,
+    "old_rank": 1.529, "new_rank": 2.3139, "revised_field": 0.5426, "meaning": 3.8762}
 # ---- end FITTED
 STATEMENT_CUT = 0.1     # a pair labels at this P (tools/fit_statements.py --write: of its
                         # CUTS, the lowest whose held-out labels are right at least twice
@@ -295,7 +296,8 @@ def _line_reads(ask, kept: list[Candidate], stating: dict) -> dict:
     """What a pair's features read of each stating line, once a line: "weight" -> the
     IDF share of a set of asked terms (over the evidence), and id(unit) -> (the reader's
     P, whether it answers, whether it says a value changed, 1 / (1 + its rank among the
-    stating lines by the reader's score), the terms labelling it)."""
+    stating lines by the reader's score), the terms labelling it, its words' unit vector
+    (word_vectors: "insurance now £39.80" is near "Insurance: Admiral, £46.20"))."""
     idf = line_scores.weights_for(ask, [evidence_terms(
         f"{c.chunk.get('text') or ''} {c.chunk.get('heading') or ''} {c.path}") for c in kept])
     total, seen = sum(idf.values()) or 1.0, {}
@@ -305,13 +307,14 @@ def _line_reads(ask, kept: list[Candidate], stating: dict) -> dict:
             seen[terms] = sum(idf.get(t, 0.0) for t in terms) / total
         return seen[terms]
     units = [u for own in stating.values() for u, _, _ in own]
+    meant = word_vectors.vectors([u.text for u in units]) if units else None
     rank: dict[float, int] = {}
     for k, ev in enumerate(sorted((u.ev for u in units), reverse=True)):
         rank.setdefault(ev, k)
     return {"weight": weight, **{id(u): (
         line_scores.sigmoid(u.ev), float(u.answers),
         float(bool(textkit.REVISION_RE.search(u.text))), 1.0 / (1 + rank[u.ev]),
-        builtin_writer.label_terms(u.note)) for u in units}}
+        builtin_writer.label_terms(u.note), meant[k]) for k, u in enumerate(units)}}
 
 
 def _passage_pair(x: Candidate, y: Candidate, dense: float) -> dict:
@@ -338,8 +341,8 @@ def _pair_features(pair: dict, lines: dict, old: tuple, new: tuple) -> dict:
     `lines` what _line_reads read of each."""
     (o, f_old, v_old), (n, f_new, v_new) = old, new
     weight = lines["weight"]
-    o_p, o_answers, o_revises, o_rank, _ = lines[id(o)]
-    n_p, n_answers, n_revises, n_rank, n_labels = lines[id(n)]
+    o_p, o_answers, o_revises, o_rank, _, o_vec = lines[id(o)]
+    n_p, n_answers, n_revises, n_rank, n_labels, n_vec = lines[id(n)]
     shared = weight(f_old & f_new)
     return {**pair, "shared": shared, "covered": float(f_old <= f_new | n_labels),
             "old_fields": weight(f_old), "new_fields": weight(f_new),
@@ -348,7 +351,8 @@ def _pair_features(pair: dict, lines: dict, old: tuple, new: tuple) -> dict:
             "old_reader": o_p, "new_reader": n_p, "old_answers": o_answers,
             "new_answers": n_answers, "new_revises": n_revises, "old_revises": o_revises,
             "old_rank": o_rank, "new_rank": n_rank,
-            "revised_field": n_revises * shared}   # a change said of the field
+            "revised_field": n_revises * shared,   # a change said of the field
+            "meaning": float(o_vec @ n_vec)}
 
 
 def _likeness(index, kept: list[Candidate]) -> np.ndarray:
