@@ -95,8 +95,8 @@ def why_missed(q: dict, answer: dict, notes: dict) -> str:
     """Why question q's key facts did not all reach the evidence `answer` handed on: of
     its key facts outside every passage, the reason furthest up the pipeline, in the
     order of WHY_MISSED. `notes`: {path: text} of every note of the vault.
-    - "not in the notes": no note holds it as written (in its text or its path): no
-      evidence can hold it;
+    - "not in the notes": no note holds it as written (in its text or its path): only
+      a day Verso's time words write beside "on Friday" can bring it;
     - "in other words": no note holding it was retrieved, and none names a word of the
       question, in its text or its path (only a model embedder, or a search in other
       words from a model or a host, reaches such a note);

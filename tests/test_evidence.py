@@ -264,6 +264,24 @@ def test_a_statement_pair_needs_a_shared_asked_field_and_a_new_value(tmp_path, m
     assert features["revised_field"] == features["shared"] > 0
 
 
+def test_two_lines_that_mean_alike_make_the_likelier_pair(tmp_path, monkeypatch):
+    """A reference note's insurance line and its tyres line both pair with a later
+    budget line naming the car's insurance: the pair whose words mean alike (the word
+    table: "insurance" in both) has the larger `meaning` and the larger P."""
+    v = tmp_path / "notes"
+    write(v, "home/car.md", "# Car\n- Insurance: Admiral, £46.20 a month\n"
+          "- Tyres: £95 each, pressures 2.3 bar front\n")
+    write(v, "money/budget nov.md", "---\ndate: 2026-11-01\n---\n# Budget\n"
+          "- Car (insurance now £39.80) + fuel: £140\n")
+    question = "How much is the car insurance now?"
+    kept, idx = _kept(v, tmp_path, question, monkeypatch)
+    got = {o.text: f for i, j, o, n, f in evidence.statement_pairs(question, kept, idx)}
+    insured = got["Insurance: Admiral, £46.20 a month"]
+    tyres = got["Tyres: £95 each, pressures 2.3 bar front"]
+    assert insured["meaning"] > tyres["meaning"] + 0.1
+    assert evidence.replaces(insured) > evidence.replaces(tyres)
+
+
 def test_a_pair_labels_exactly_when_the_model_reaches_the_cut(tmp_path, monkeypatch):
     """label_statements labels the older passage when the fitted P(the newer line
     replaces it) reaches STATEMENT_CUT, and nothing else; the newer passage never. (At
