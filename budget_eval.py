@@ -46,7 +46,8 @@ def measure(questions, ask_fn, baseline, budgets=BUDGETS, variants=("full",),
             variant_kwargs=None) -> dict:
     """{"budgets", "baseline": {budget: rate, "by_kind": ...}, "variants": {variant:
     {budget: {"recall", "by_kind", "stale", "words"}, "found_at5": rate}}, "missed":
-    {variant: [ids missed at the largest budget]}}."""
+    {variant: [ids missed at the largest budget]}, "missed_why": {variant: {id: reason
+    (why_missed)}}}."""
     qs = [q for q in questions if q["answerable"] and q["key_facts"]]
     out = {"budgets": list(budgets), "n": len(qs), "variants": {}, "missed": {},
            "missed_why": {}, "baseline": {}}
