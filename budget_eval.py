@@ -92,38 +92,36 @@ def measure(questions, ask_fn, baseline, budgets=BUDGETS, variants=("full",),
     return out
 
 
-def why_missed(q: dict, answer: dict, notes: dict) -> str:
-    """Why question q's key facts did not all reach the evidence `answer` handed on: of
-    its key facts outside every passage, the reason furthest up the pipeline, in the
-    order of WHY_MISSED. `notes`: {path: text} of every note of the vault.
-    - "not in the notes": no note holds it as written (in its text or its path): only
-      a day Verso's time words write beside "on Friday" can bring it;
+def why_missed(q: dict, answer: dict, notes: dict) -> str | None:
+    """Why question q's key facts did not all reach the evidence `answer` handed on
+    (None when they did): of its key facts outside every passage, the reason furthest
+    up the pipeline, in the order of WHY_MISSED. `notes`: {path: text} of every note of
+    the vault (as the plain baseline reads it: a note Verso does not index, such as one
+    its config leaves out, counts as a note here).
+    - "not in the notes": no note's text holds it as written (a day a journal writes
+      only as "on Friday", a name only in a file name): no passage text holds it unless
+      Verso's time words write the day in;
     - "in other words": no note holding it was retrieved, and none names a word of the
-      question, in its text or its path (only a model embedder, or a search in other
-      words from a model or a host, reaches such a note);
-    - "not retrieved": no note holding it was retrieved, though one names a word of it;
+      question, in its text or its path;
+    - "not retrieved": no note holding it was retrieved, though one names a word of the
+      question;
     - "ranked out": one was retrieved but not handed on within the budget;
     - "cut": one was handed on, but not its part holding the fact."""
     src = answer.get("sources") or []
     handed = set(measures.source_paths(src))
-    retrieved = set(answer.get("retrieved") or ())
+    retrieved = set(measures.source_paths(answer.get("retrieved")))
     asked = set(textkit.terms(q["question"]))
-    worst = len(WHY_MISSED) - 1
+    reasons = []
     for fact in q["key_facts"]:
         if measures.evidence_recall([fact], src):
             continue
-        holding = [p for p, text in notes.items() if measures.has_fact(f"{p}\n{text}", fact)]
-        if not holding:
-            reason = 0
-        elif handed & set(holding):
-            reason = 4
-        elif retrieved & set(holding):
-            reason = 3
-        else:
-            reason = 2 if any(asked & set(textkit.terms(f"{p}\n{notes[p]}"))
-                              for p in holding) else 1
-        worst = min(worst, reason)
-    return WHY_MISSED[worst]
+        holding = {p for p, text in notes.items() if measures.has_fact(text, fact)}
+        reasons.append(
+            "not in the notes" if not holding else "cut" if handed & holding else
+            "ranked out" if retrieved & holding else
+            "not retrieved" if any(asked & set(textkit.terms(f"{p}\n{notes[p]}"))
+                                   for p in holding) else "in other words")
+    return min(reasons, key=WHY_MISSED.index) if reasons else None
 
 
 def statement_labels(q: dict, sources: list[dict]) -> list[str]:
@@ -161,8 +159,11 @@ def _by_kind(qs, hits) -> dict:
             for kind, test in KINDS.items()}
 
 
-def why_counts(why: dict) -> str:
-    """"ranked out 3, cut 1": the questions missed, by reason (WHY_MISSED's order)."""
+def why_counts(why: dict | None) -> str:
+    """"ranked out 3, cut 1": the questions missed, by reason (WHY_MISSED's order); "-"
+    for none missed, "n/a" for a result made before the reasons were counted (None)."""
+    if why is None:
+        return "n/a"
     got = list(why.values())
     return ", ".join(f"{w} {got.count(w)}" for w in WHY_MISSED if w in got) or "-"
 
@@ -196,5 +197,5 @@ def render(result: dict) -> str:
     for v, ids in result["missed"].items():
         lines.append(f"missed by verso {v} at {budgets[-1]} words: {' '.join(ids) or '-'}")
         if ids:
-            lines.append(f"  why: {why_counts(result.get('missed_why', {}).get(v, {}))}")
+            lines.append(f"  why: {why_counts(result.get('missed_why', {}).get(v))}")
     return "\n".join(lines)

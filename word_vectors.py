@@ -1,7 +1,8 @@
-"""word_vectors: what words mean, for the builtin embedder: a static vector per word.
+"""word_vectors: what words mean, a static vector per word: for the builtin embedder,
+and for how alike two statement lines are (evidence.py, whatever the embedder).
 
-In:  texts (chunks at ingest, a question at ask time); the shipped table
-     word_vectors.npy (one float16 row per word, unit length) and its sidecar
+In:  texts (chunks at ingest, a question or statement lines at ask time); the shipped
+     table word_vectors.npy (one float16 row per word, unit length) and its sidecar
      word_vectors.json (the words, most frequent first; the table's sha256; how it was
      made: tools/make_word_vectors.py, from an Ollama embedder's vector of each word).
 Out: float32 [n, DIM] vectors, each text's words' rows summed (a rare word weighs more:

@@ -267,7 +267,7 @@ def test_a_statement_pair_needs_a_shared_asked_field_and_a_new_value(tmp_path, m
 def test_two_lines_that_mean_alike_make_the_likelier_pair(tmp_path, monkeypatch):
     """A reference note's insurance line and its tyres line both pair with a later
     budget line naming the car's insurance: the pair whose words mean alike (the word
-    table: "insurance" in both) has the larger `meaning` and the larger P."""
+    table) has the larger `meaning`, which raises its P."""
     v = tmp_path / "notes"
     write(v, "home/car.md", "# Car\n- Insurance: Admiral, £46.20 a month\n"
           "- Tyres: £95 each, pressures 2.3 bar front\n")
@@ -279,6 +279,7 @@ def test_two_lines_that_mean_alike_make_the_likelier_pair(tmp_path, monkeypatch)
     insured = got["Insurance: Admiral, £46.20 a month"]
     tyres = got["Tyres: £95 each, pressures 2.3 bar front"]
     assert insured["meaning"] > tyres["meaning"] + 0.1
+    assert evidence.replaces(insured) > evidence.replaces({**insured, "meaning": 0.0})
     assert evidence.replaces(insured) > evidence.replaces(tyres)
 
 

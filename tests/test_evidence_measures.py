@@ -241,3 +241,17 @@ def test_splits_budget_rows_show_every_kind_of_label():
     assert splits.label_row("dev", got) == ["dev", "3 (2/1)", "-", "0 (0/0)", "-"]
     got["variants"]["full"]["budgets"]["1000"] = {}          # a run before the measure
     assert splits.label_row("dev", got) == ["dev", "-", "-", "-", "-"]
+
+
+def test_splits_budget_rows_count_why_each_miss_was_missed():
+    splits = _splits_tool()
+    cell = {"recall": {"k": 1, "n": 3}, "by_kind": {"change": {"k": 0, "n": 0}},
+            "stale": {"k": 0, "n": 1}, "labels": {"n": 0, "right": 0, "wrong": 0}}
+    got = {"budgets": [1000], "baseline": {"1000": {"recall": {"k": 2, "n": 3}}},
+           "variants": {"full": {"budgets": {"1000": cell}, "found_at5": {"k": 3, "n": 3}}},
+           "missed": {"full": ["a", "b"]},
+           "missed_why": {"full": {"a": "cut", "b": "in other words"}}}
+    row = splits.budget_row("dev", "tuning", got)
+    assert row[-2:] == ["a b", "in other words 1, cut 1"]
+    del got["missed_why"]                                    # a run before the reasons
+    assert splits.budget_row("dev", "tuning", got)[-1] == "n/a"

@@ -400,6 +400,7 @@ def test_the_budget_table_counts_both_sides(tmp_path):
     assert out["missed"]["full"] == ["q1"]
     assert out["missed_why"]["full"] == {"q1": "not retrieved"}   # rent.md names "rent"
     assert "plain BM25" in budget_eval.render(out)
+    assert "why: not retrieved 1" in budget_eval.render(out)
 
 
 def test_a_miss_is_put_down_to_the_first_stage_that_lost_the_fact(tmp_path):
@@ -424,9 +425,14 @@ def test_a_miss_is_put_down_to_the_first_stage_that_lost_the_fact(tmp_path):
     # a question missing two facts counts under the stage further up
     assert why(["2480", "1300"], "rent deposit", ["rent.md"],
                [("rent.md", "Rent: 1240 a month.")]) == "in other words"
-    assert why(["1240"], sources=[("rent.md", "Rent: 1240 a month.")]) == "cut"   # not missed
+    assert why(["1240"], sources=[("rent.md", "Rent: 1240 a month.")]) is None   # not missed
+    write(v, "insurer/Admiral.md", "Renews in August.\n")     # a name only in a file name
+    notes["insurer/Admiral.md"] = "Renews in August.\n"
+    assert why(["Admiral"], "Who insures me?", sources=[
+        ("insurer/Admiral.md", "Renews in August.")]) == "not in the notes"
     assert budget_eval.why_counts({"a": "cut", "b": "ranked out", "c": "cut"}) == \
         "ranked out 1, cut 2"
+    assert budget_eval.why_counts({}) == "-" and budget_eval.why_counts(None) == "n/a"
 
 
 def test_stale_evidence_spares_a_passage_stating_the_current_value_too():

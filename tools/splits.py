@@ -196,7 +196,7 @@ def budget_row(split: str, role: str, got: dict) -> list[str]:
             _labels(last["labels"]),
             kn(v["found_at5"]),
             " ".join(got["missed"][variant]) or "-",
-            budget_eval.why_counts(got.get("missed_why", {}).get(variant, {}))]
+            budget_eval.why_counts(got.get("missed_why", {}).get(variant))]
 
 
 def main(argv=None) -> int:
