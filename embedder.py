@@ -172,12 +172,10 @@ class BuiltinEmbedder:
 
     def _vectors(self, texts: list[str]) -> np.ndarray:
         m, words = self._raw(texts)
-        m = np.sign(m) * np.log1p(np.abs(m)) * self.idf  # sublinear tf, idf weight
-        m /= np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
+        m = word_vectors.unit(np.sign(m) * np.log1p(np.abs(m)) * self.idf)  # sublinear tf, idf
         both = np.concatenate([m * np.sqrt(1.0 - WORDS_SHARE),
                                word_vectors.unit(words) * np.sqrt(WORDS_SHARE)], axis=1)
-        norms = np.linalg.norm(both, axis=1, keepdims=True)
-        return (both / np.maximum(norms, 1e-12)).astype(np.float32)
+        return word_vectors.unit(both).astype(np.float32)
 
     def embed_documents(self, texts, ledger=None, stage="ingest"):
         started = time.perf_counter()

@@ -361,8 +361,8 @@ def _likeness(index, kept: list[Candidate]) -> np.ndarray:
     vectors = getattr(index, "vectors", None)
     if vectors is None or n == 0:
         return np.zeros((n, n))
-    m = np.asarray(vectors[np.asarray([c.id for c in kept])], dtype=np.float64)
-    m /= np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
+    m = word_vectors.unit(np.asarray(vectors[np.asarray([c.id for c in kept])],
+                                     dtype=np.float64))
     return m @ m.T
 
 

@@ -96,6 +96,7 @@ def vectors(texts: list[str], folder: Path = HERE) -> np.ndarray:
 
 
 def unit(m: np.ndarray) -> np.ndarray:
+    """Each row of m scaled to unit length (a zero row stays zero)."""
     return m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
 
 

@@ -35,6 +35,7 @@ import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 import numpy as np  # noqa: E402
 
 from verso import models  # noqa: E402
+from verso import store  # noqa: E402
 from verso import word_vectors  # noqa: E402
 
 WORD_RE = re.compile(r"[a-z]+")
@@ -56,8 +57,7 @@ def reduce(vectors: np.ndarray, dims: int) -> np.ndarray:
     x = vectors.astype(np.float64)
     x -= x.mean(axis=0)
     _, _, axes = np.linalg.svd(x, full_matrices=False)
-    x = x @ axes[:dims].T
-    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+    return word_vectors.unit(x @ axes[:dims].T)
 
 
 def main(argv=None) -> int:
@@ -81,12 +81,12 @@ def main(argv=None) -> int:
     buf = io.BytesIO()
     np.save(buf, table)
     out = Path(args.out)
-    (out / word_vectors.TABLE).write_bytes(buf.getvalue())
+    store.write_atomic(out / word_vectors.TABLE, buf.getvalue())
     meta = {"sha256": hashlib.sha256(buf.getvalue()).hexdigest(), "model": args.model,
             "dims": args.dims, "made_by": "tools/make_word_vectors.py",
             "source": args.words or "the whole words of " + Path(args.tokenizer).name,
             "words": words}
-    (out / word_vectors.SIDECAR).write_text(json.dumps(meta), encoding="utf-8")
+    store.write_atomic(out / word_vectors.SIDECAR, json.dumps(meta).encode("utf-8"))
     print(f"{len(words)} words x {args.dims} written to {out}")
     return 0
 
