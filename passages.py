@@ -39,7 +39,9 @@ How it chooses, by one model and one fill:
 - Versions label and order; they never remove. A change question: a section taken
   brings the best section naming an asked term of every other version of its document
   (a version naming none, "complete by" for "completion date": its best section by P)
-  and of every other dated entry of its log, and those sections share the words left
+  and of every other dated entry of its log (every entry, naming an asked term or not,
+  when the log's top names one: "runs, mostly 5k" over "Ashton Court 28:55"), and
+  those sections share the words left
   (each, the section first, gets its part of them, at least enough for a cut, and is
   cut to it): three long versions of a price list at 300 words are three cut passages,
   not two whole ones, and a log of thirty entries at 150 words is the entries that fit.
@@ -111,6 +113,7 @@ class Section:
     features: dict
     chunk: dict
     p: float = 0.0
+    records: bool = False   # a dated entry of a log whose undated top names an asked word
 
     @property
     def names_asked(self) -> bool:
@@ -215,7 +218,8 @@ def sections(question: str, cands: list[Candidate], index, qvec,
                 "candidate": float(c is not None),
                 "note_rank": 1.0 / (1.0 + rank),
                 "current": float(not _superseded(c, chunk)),
-                "first": float(j == 0), "words": math.log1p(n)}, chunk))
+                "first": float(j == 0), "words": math.log1p(n)}, chunk,
+                records=header and bool(chunk.get("section_date"))))
         notes[path] = (rank, own, kept)
         best = max(r.features["bm25"] for r in rows)
         order = sorted(rows, key=lambda r: (-r.features["bm25"], -r.features["dense"], r.at))
@@ -407,14 +411,16 @@ def _newer(s: Section, groups: dict) -> Section | None:
 def _versions(s: Section, groups: dict) -> list:
     """A change question: the other versions of s's document, and the other dated
     entries of s's log, each by its best section (by P) naming an asked term (a version
-    naming none by its best section), oldest first."""
+    naming none by its best section; an entry of a log whose top names an asked term,
+    Section.records, whether it names one or not), oldest first."""
     best: dict = {}
     family = groups.get(("family", s.chunk.get("family") or s.path), [])
     entries = groups.get(("log", s.path), []) if s.chunk.get("section_date") else []
     for key_of, group in ((lambda x: x.path, family),
                           (lambda x: x.chunk.get("section_date"), entries)):
         for x in group:         # another version may come by a section naming nothing
-            if x.id != s.id and (x.names_asked or group is family and x.path != s.path):
+            if x.id != s.id and (x.names_asked or x.records
+                                 or group is family and x.path != s.path):
                 key = key_of(x)
                 if key not in best or (x.names_asked, x.p) > (best[key].names_asked,
                                                               best[key].p):

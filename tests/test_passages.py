@@ -196,6 +196,28 @@ def test_a_terse_logs_entries_are_read_when_its_top_names_what_they_record(tmp_p
     assert "79,815" in " ".join(s["text"] for s in a.sources)
 
 
+
+def test_a_change_question_brings_every_entry_of_a_log_whose_top_names_the_field(tmp_path):
+    """A running log whose top says what it records ("runs, mostly 5k") and whose
+    entries often write a time bare ("Ashton Court 28:55"): asked how the 5k times went,
+    every dated entry comes, not only those naming "5k", though sixty journal notes
+    naming "5k" and "year" outrank the bare entries."""
+    v = tmp_path / "notes"
+    entries = [("2026-02-07", "parkrun Ashton Court 29:41. the hill. dying"),
+               ("2026-03-21", "Ashton Court 28:55"),
+               ("2026-05-09", "towpath to Saltford and back, 5k 28:10."),
+               ("2026-07-14", "5k towpath 27:48, hot"),
+               ("2026-09-26", "parkrun 27:32 PB!!")]
+    write(v, "health/running log.md", "runs - mostly 5k. goal: sub 27 by the end of the "
+          "year\n" + "".join(f"\n## {day}\n{text}\n" for day, text in entries))
+    for i in range(60):
+        write(v, f"journal/2026-10-{i % 28 + 1:02d} {i}.md", f"# Day {i}\nA 5k time trial "
+              f"came up at the club again this year, version {i}.\n" + FILLER + "\n")
+    a = _ask(v, tmp_path, "how have my 5k times gone this year", budget=600)
+    assert a.time_mode == "history"
+    text = " ".join(s["text"] for s in a.sources if s["path"] == "health/running log.md")
+    assert all(t in text for t in ("29:41", "28:55", "28:10", "27:48", "27:32"))
+
 def test_the_ranker_reads_every_section_itself_whatever_the_judge(boat, tmp_path):
     """The fitted ranker's reading feature is the builtin reader's, on every section of
     the pool, not the rerank judge's (a model judge's scale was never fitted): a judge
