@@ -41,9 +41,8 @@ How it chooses, by one model and one fill:
   (a version naming none, "complete by" for "completion date": its best section by P)
   and of every other dated entry of its log (every entry, naming an asked term or not,
   when the log's top names one: "runs, mostly 5k" over "Ashton Court 28:55"), and
-  those sections share the words left
-  (each, the section first, gets its part of them, at least enough for a cut, and is
-  cut to it): three long versions of a price list at 300 words are three cut passages,
+  those sections share the words left (each, the section first, gets its part of them,
+  at least enough for a cut, and is cut to it): three long versions of a price list at 300 words are three cut passages,
   not two whole ones, and a log of thirty entries at 150 words is the entries that fit.
   Any other question: an older version's section comes after the best section of the
   version that supersedes it.

@@ -196,7 +196,6 @@ def test_a_terse_logs_entries_are_read_when_its_top_names_what_they_record(tmp_p
     assert "79,815" in " ".join(s["text"] for s in a.sources)
 
 
-
 def test_a_change_question_brings_every_entry_of_a_log_whose_top_names_the_field(tmp_path):
     """A running log whose top says what it records ("runs, mostly 5k") and whose
     entries often write a time bare ("Ashton Court 28:55"): asked how the 5k times went,
@@ -217,6 +216,7 @@ def test_a_change_question_brings_every_entry_of_a_log_whose_top_names_the_field
     assert a.time_mode == "history"
     text = " ".join(s["text"] for s in a.sources if s["path"] == "health/running log.md")
     assert all(t in text for t in ("29:41", "28:55", "28:10", "27:48", "27:32"))
+
 
 def test_the_ranker_reads_every_section_itself_whatever_the_judge(boat, tmp_path):
     """The fitted ranker's reading feature is the builtin reader's, on every section of
