@@ -32,7 +32,7 @@ FROZEN = {"test": "f92686da287c8172393ba5603dcca0b3be5cdc16f6bc5fb25314de18bca0e
           "twentyeighth": "7b524ed881d8d641a5101ed3a2ce17bd66f21f93c0ac9048821c5ad4f59aff78",
           "twentyninth": "fe1a35b97d7db4219023ac9766def2e2c424ab07a618229b9972c03255765660",
           "thirtysecond": "49ff5f4f0c5535f5c7972a3b958854a0578e249fe5c28dc1742a9efebe7be820",
-          "thirtyfourth": "2f6e839687c17a8924b61702252b7f10418b91caa77203c0c6a445954db85aca",
+          "thirtyfourth": "c2f23ac85440a0a17e297c6b794a746e8946f673ab4b2c84ee98b4942edd2668",
           "thirtyfifth": "7be5fe5b4ecc8fec2197e5eb95a8caa2f3d0a0bb22505adbcaa5a7b7db776a5a"}
 # What --check finds in a frozen split, recorded at its first run and kept as written (a
 # frozen split is never edited): eighth e37 asks its answer to contain "pass" as a word,
@@ -45,11 +45,8 @@ KNOWN = {"eighth": ["line 37: the reference answer itself is scored incorrect (k
          # Friday", "on Boxing Day"): the key fact is the resolved day, no gold file's text
          "tenth": [f"line {n}: key fact '{d}' appears in no gold file" for n, d in (
              (3, "2025-12-12"), (6, "2026-06-03"), (7, "2025-01-22"), (11, "2025-12-26"))],
-         # thirty-fourth and thirty-fifth, as their blind writers left them: a false
-         # premise names the note that disproves it; a weekday and a sum written
+         # thirty-fifth, as its blind writer left it: a weekday and a sum written
          # otherwise than the note ("Thursday" for "thursdays", "£1,385" for "£1385.00")
-         "thirtyfourth": [f"line {n}: answerable is false but gold_files or key_facts are "
-                          "given" for n in (48, 49)],
          "thirtyfifth": [
              "line 14: key fact 'Thursday' appears in no gold file (a gold file has "
              "'thursdays': write the fact as the note does)",
