@@ -39,11 +39,13 @@ How it chooses, by one model and one fill:
 - Versions label and order; they never remove. A change question: a section taken
   brings the best section naming an asked term of every other version of its document
   (a version naming none, "complete by" for "completion date": its best section by P)
-  and of every other dated entry of its log (every entry, naming an asked term or not,
-  when the log's top names one: "runs, mostly 5k" over "Ashton Court 28:55"), and
-  those sections share the words left (each, the section first, gets its part of them,
-  at least enough for a cut, and is cut to it): three long versions of a price list at 300 words are three cut passages,
-  not two whole ones, and a log of thirty entries at 150 words is the entries that fit.
+  and of every other dated entry of its log (every entry stating a value of the asked
+  kind, naming an asked term or not, when the log's top names one: "runs, mostly 5k"
+  over "Ashton Court 28:55"; a daily log's "ran 5 km" is no rent), and those sections
+  share the words left (each, the section first, gets its part of them, at least
+  enough for a cut, and is cut to it): three long versions of a price list at 300
+  words are three cut passages, not two whole ones, and a log of thirty entries at 150
+  words is the entries that fit.
   Any other question: an older version's section comes after the best section of the
   version that supersedes it.
 - Order: notes by their best P ("last time" mention first); the versions of a document
@@ -112,7 +114,8 @@ class Section:
     features: dict
     chunk: dict
     p: float = 0.0
-    records: bool = False   # a dated entry of a log whose undated top names an asked word
+    records: bool = False   # a dated entry of a log whose undated top names an asked
+                            # word, holding a value of the asked kind (line_scores.holds)
 
     @property
     def names_asked(self) -> bool:
@@ -179,6 +182,7 @@ def sections(question: str, cands: list[Candidate], index, qvec,
     newest dated entries, as many as there are candidates."""
     notes = _notes(cands, index)
     asked = _asked(question)
+    kinds = line_scores.analyse(question).kinds
     ids = [i for _, _, note_ids in notes.values() for i in note_ids]
     if not ids:
         return [], notes
@@ -218,7 +222,8 @@ def sections(question: str, cands: list[Candidate], index, qvec,
                 "note_rank": 1.0 / (1.0 + rank),
                 "current": float(not _superseded(c, chunk)),
                 "first": float(j == 0), "words": math.log1p(n)}, chunk,
-                records=header and bool(chunk.get("section_date"))))
+                records=header and bool(chunk.get("section_date"))
+                and line_scores.holds(text, kinds) == 1.0))
         notes[path] = (rank, own, kept)
         best = max(r.features["bm25"] for r in rows)
         order = sorted(rows, key=lambda r: (-r.features["bm25"], -r.features["dense"], r.at))
@@ -410,8 +415,9 @@ def _newer(s: Section, groups: dict) -> Section | None:
 def _versions(s: Section, groups: dict) -> list:
     """A change question: the other versions of s's document, and the other dated
     entries of s's log, each by its best section (by P) naming an asked term (a version
-    naming none by its best section; an entry of a log whose top names an asked term,
-    Section.records, whether it names one or not), oldest first."""
+    naming none by its best section; an entry stating a value of the asked kind in a
+    log whose top names an asked term, Section.records, whether it names one or not),
+    oldest first."""
     best: dict = {}
     family = groups.get(("family", s.chunk.get("family") or s.path), [])
     entries = groups.get(("log", s.path), []) if s.chunk.get("section_date") else []

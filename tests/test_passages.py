@@ -218,6 +218,28 @@ def test_a_change_question_brings_every_entry_of_a_log_whose_top_names_the_field
     assert all(t in text for t in ("29:41", "28:55", "28:10", "27:48", "27:32"))
 
 
+def test_a_daily_logs_entries_of_another_kind_do_not_crowd_out_a_change(tmp_path):
+    """A daily log whose top names the asked word among others ("runs, rent, weight")
+    and a hundred entries of runs and weights: asked how the rent changed, its entries
+    holding no sum are not brought for being the log's, so at 300 words the agent's
+    letter with the newest rent still comes beside the two tenancy notes."""
+    v = tmp_path / "notes"
+    write(v, "home/daily log.md", "daily log: runs, rent, weight, whatever happened\n" + "".join(
+        f"\n## 2026-{1 + i // 28:02d}-{1 + i % 28:02d}\n{'paid the rent, ' if i % 10 == 0 else ''}"
+        f"ran {3 + i % 5} km, weight {80 - i * 0.05:.1f} kg.\n" for i in range(100)))
+    for year, rent in (("2025", "£850"), ("2026", "£910")):
+        write(v, f"home/tenancy {year}.md", f"---\ndate: {year}-03-01\n---\n# Tenancy\n"
+              f"Rent: {rent} a month from March {year}.\n")
+    write(v, "home/letter from agent.md", "---\ndate: 2026-09-10\n---\n# Letter\nThe agent "
+          "wrote: rent rises to £960 a month from October.\n")
+    for i in range(20):
+        write(v, f"misc/note {i}.md", f"# Note {i}\nNothing much, the usual chores and a walk.\n")
+    a = _ask(v, tmp_path, "how has my rent changed?", budget=300)
+    assert a.time_mode == "history"
+    text = " ".join(s["text"] for s in a.sources)
+    assert all(rent in text for rent in ("£850", "£910", "£960"))
+
+
 def test_the_ranker_reads_every_section_itself_whatever_the_judge(boat, tmp_path):
     """The fitted ranker's reading feature is the builtin reader's, on every section of
     the pool, not the rerank judge's (a model judge's scale was never fitted): a judge
