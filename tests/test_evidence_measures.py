@@ -4,6 +4,7 @@ the summaries, the text and HTML reports, --json, and tools/splits.py table."""
 import importlib.util
 import json
 import sys
+import time
 import types
 from pathlib import Path
 
@@ -255,3 +256,42 @@ def test_splits_budget_rows_count_why_each_miss_was_missed():
     assert row[-2:] == ["a b", "in other words 1, cut 1"]
     del got["missed_why"]                                    # a run before the reasons
     assert splits.budget_row("dev", "tuning", got)[-1] == "n/a"
+
+
+def test_splits_run_each_keeps_the_order_given_and_every_exit_code(tmp_path):
+    splits = _splits_tool()
+    slow = tmp_path / "slow.py"
+    slow.write_text("import time, sys\ntime.sleep(1.0)\nsys.exit(3)\n")
+    quick = tmp_path / "quick.py"
+    quick.write_text("pass\n")
+    started = time.monotonic()
+    codes = splits.run_each([("a", [str(slow)]), ("b", [str(quick)]), ("c", [str(slow)])],
+                            jobs=2)
+    assert list(codes) == ["a", "b", "c"] and codes == {"a": 3, "b": 0, "c": 3}
+    assert time.monotonic() - started < 1.8      # c started when b ended, beside a (2 s in turn)
+
+
+def test_splits_sum_row_adds_every_split_of_a_role():
+    splits = _splits_tool()
+
+    def run(k300, k1000, base, change, stale):
+        last = {"recall": {"k": k1000, "n": 10}, "by_kind": {"change": change},
+                "stale": stale}
+        return {"budgets": [300, 600, 1000], "variants": {"full": {"budgets": {
+            "300": {"recall": {"k": k300, "n": 10}}, "600": {"recall": {"k": 7, "n": 10}},
+            "1000": last}}}, "baseline": {b: {"recall": {"k": base, "n": 10}}
+                                          for b in ("300", "600", "1000")}}
+    row = splits.sum_row("frozen", [run(5, 9, 4, {"k": 2, "n": 3}, {"k": 1, "n": 4}),
+                                    run(6, 8, 7, {"k": 0, "n": 0}, {"k": 0, "n": 2})])
+    assert row[:10] == ["all frozen", "2 splits", "11/20", "14/20", "17/20", "11/20",
+                        "11/20", "11/20", "2/3", "1/6"]
+    assert len(row) == len(splits.BUDGET_HEADER)
+
+
+def test_splits_role_keeps_only_that_roles_splits():
+    splits = _splits_tool()
+    every = splits.splits()
+    tuning = splits.chosen("tuning")
+    assert tuning and set(tuning) < set(every)
+    assert all(row["role"] == "tuning" for row in tuning.values())
+    assert set(splits.chosen("frozen")) == set(every) - set(tuning)

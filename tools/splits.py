@@ -11,6 +11,14 @@ questions/splits.json; this script, tests/test_question_sets.py and the docs rea
     python tools/splits.py budgets runs/budgets    # evidence at 300/600/1,000 words, beside
                                                    # the plain BM25 baseline (plain_bm25.py),
                                                    # and the labels by kind
+    python tools/splits.py budgets runs/t --role tuning --jobs 2   # the tuning splits
+                                                   # only, two evaluate.py at a time
+
+`run` and `budgets` take --role (tuning or frozen: only those splits) and --jobs N (N
+evaluate.py processes at once; each split's output and the table's order are the same
+as one at a time). `budgets` ends its table with one summed row per role: the key-fact
+questions at each budget, the baseline's, change and stale at the largest budget, over
+every split of that role it ran.
 
 `diff` compares, per split, variant and question: the answer text, the verdict, the time
 mode and the kept sources. "Behaviour unchanged" means it prints nothing and exits 0.
@@ -30,6 +38,7 @@ import argparse
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,6 +50,7 @@ from verso import budget_eval  # noqa: E402
 TABLE = ROOT / "questions" / "splits.json"
 SAME = ("answer", "verdict", "time_mode", "sources", "abstained")
 FORMAT = 1                 # evaluate.py's records format
+POLL = 0.2                 # seconds between looks at the running evaluate.py processes
 HEADER = ("split", "variant", "answer correct", "SHIP right", "evidence recall",
           "stale evidence", "recall all (evidence)", "words/q")
 
@@ -124,18 +134,15 @@ def _columns(rows) -> str:
                      for r in rows)
 
 
-def run_all(out: Path, extra: list[str]) -> int:
-    """evaluate.py on every split into out/SPLIT; returns the first failing exit code."""
-    for split, row in splits().items():
-        kind = "--conversations" if row.get("kind") == "conversations" else "--questions"
-        cmd = [sys.executable, str(ROOT / "evaluate.py"), "--vault", str(ROOT / row["vault"]),
-               kind, str(ROOT / "questions" / f"{split}.jsonl"),
-               "--out", str(out / split), *extra]
-        print(f"{split}: {' '.join(cmd[1:])}", file=sys.stderr)
-        r = subprocess.run(cmd, stdout=subprocess.DEVNULL)
-        if r.returncode:
-            return r.returncode
-    return 0
+def run_all(out: Path, extra: list[str], role: str | None = None, jobs: int = 1) -> int:
+    """evaluate.py on every split (of `role` when given) into out/SPLIT, `jobs` at once;
+    returns the first failing split's exit code, in the splits' order."""
+    codes = run_each([(split, [
+        str(ROOT / "evaluate.py"), "--vault", str(ROOT / row["vault"]),
+        "--conversations" if row.get("kind") == "conversations" else "--questions",
+        str(ROOT / "questions" / f"{split}.jsonl"), "--out", str(out / split), *extra])
+        for split, row in chosen(role).items()], jobs)
+    return next((code for code in codes.values() if code), 0)
 
 
 BUDGET_HEADER = ("split", "role", "verso 300", "600", "1000", "plain BM25 300", "600", "1000",
@@ -148,24 +155,73 @@ LABEL_TITLE = ("labels at 1,000 words on the questions asking the value in force
                "as of): n (right/wrong)")
 
 
-def budgets_all(out: Path, extra: list[str]) -> tuple[list, list]:
-    """evaluate.py --budgets on every question split (not the conversations) into
-    out/SPLIT/budgets.json; one BUDGET_HEADER row each, and one LABEL_HEADER row each
+def chosen(role: str | None = None) -> dict:
+    """The splits of questions/splits.json, only those of `role` when one is given."""
+    return {name: row for name, row in splits().items()
+            if role is None or row.get("role") == role}
+
+
+def run_each(cmds: list[tuple[str, list]], jobs: int = 1) -> dict:
+    """{name: exit code} of every (name, evaluate.py arguments), at most `jobs` at once,
+    each started in the order given (its command on stderr); output to /dev/null."""
+    codes, running, queue = {}, [], list(cmds)
+    while queue or running:
+        while queue and len(running) < max(jobs, 1):
+            name, args = queue.pop(0)
+            print(f"{name}: {' '.join(args)}", file=sys.stderr)
+            running.append((name, subprocess.Popen([sys.executable, *args],
+                                                   stdout=subprocess.DEVNULL)))
+        done = [(name, proc) for name, proc in running if proc.poll() is not None]
+        if not done:
+            time.sleep(POLL)
+        for name, proc in done:
+            running.remove((name, proc))
+            codes[name] = proc.returncode
+    return {name: codes[name] for name, _ in cmds}
+
+
+def budgets_all(out: Path, extra: list[str], role: str | None = None,
+                jobs: int = 1) -> tuple[list, list]:
+    """evaluate.py --budgets on every question split (not the conversations; only those
+    of `role` when given) into out/SPLIT/budgets.json, `jobs` at once; one BUDGET_HEADER
+    row each, then one summed row per role (sum_row), and one LABEL_HEADER row each
     (every kind of label: n (right/wrong), as budget_eval.labels counts them)."""
-    rows, marks = [list(BUDGET_HEADER)], [list(LABEL_HEADER)]
-    for split, row in splits().items():
-        if row.get("kind") == "conversations":
-            continue
-        cmd = [sys.executable, str(ROOT / "evaluate.py"), "--vault", str(ROOT / row["vault"]),
-               "--questions", str(ROOT / "questions" / f"{split}.jsonl"), "--budgets",
-               "--out", str(out / split), *extra]
-        print(f"{split}: {' '.join(cmd[1:])}", file=sys.stderr)
-        if subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode:
-            raise ValueError(f"{split}: evaluate.py --budgets failed")
-        got = json.loads((out / split / "budgets.json").read_text(encoding="utf-8"))
-        rows.append(budget_row(split, row["role"], got))
-        marks.append(label_row(split, got))
+    todo = {s: r for s, r in chosen(role).items() if r.get("kind") != "conversations"}
+    codes = run_each([(s, [str(ROOT / "evaluate.py"), "--vault", str(ROOT / r["vault"]),
+                           "--questions", str(ROOT / "questions" / f"{s}.jsonl"),
+                           "--budgets", "--out", str(out / s), *extra])
+                      for s, r in todo.items()], jobs)
+    failed = [s for s, code in codes.items() if code]
+    if failed:
+        raise ValueError(f"{failed[0]}: evaluate.py --budgets failed")
+    rows, marks, got = [list(BUDGET_HEADER)], [list(LABEL_HEADER)], {}
+    for split, row in todo.items():
+        got[split] = json.loads((out / split / "budgets.json").read_text(encoding="utf-8"))
+        rows.append(budget_row(split, row["role"], got[split]))
+        marks.append(label_row(split, got[split]))
+    for r in dict.fromkeys(row["role"] for row in todo.values()):
+        rows.append(sum_row(r, [got[s] for s, row in todo.items() if row["role"] == r]))
     return rows, marks
+
+
+def sum_row(role: str, runs: list[dict]) -> list[str]:
+    """One BUDGET_HEADER row summing evaluate.py --budgets results of one role: recall
+    and the baseline's at each budget, change and stale at the largest, as k/n."""
+    def total(cells):
+        cells = list(cells)
+        return {"k": sum(c["k"] for c in cells), "n": sum(c["n"] for c in cells)}
+    budgets = [str(x) for x in runs[0]["budgets"]] if runs else []
+    first = [r["variants"][next(iter(r["variants"]))]["budgets"] for r in runs]
+    last = [v[budgets[-1]] for v in first] if budgets else []
+    return [f"all {role}", f"{len(runs)} splits",
+            *(_kn_of(total(v[b]["recall"] for v in first)) for b in budgets),
+            *(_kn_of(total(r["baseline"][b]["recall"] for r in runs)) for b in budgets),
+            _kn_of(total(x["by_kind"]["change"] for x in last)),
+            _kn_of(total(x["stale"] for x in last)), "", "", "", ""]
+
+
+def _kn_of(r: dict) -> str:
+    return f"{r['k']}/{r['n']}" if r["n"] else "-"
 
 
 def label_row(split: str, got: dict) -> list[str]:
@@ -184,8 +240,7 @@ def _labels(r: dict) -> str:
 
 def budget_row(split: str, role: str, got: dict) -> list[str]:
     """One BUDGET_HEADER row of an evaluate.py --budgets result (its first variant)."""
-    def kn(r):
-        return f"{r['k']}/{r['n']}" if r["n"] else "-"
+    kn = _kn_of
     b = [str(x) for x in got["budgets"]]
     variant = next(iter(got["variants"]))
     v = got["variants"][variant]
@@ -199,11 +254,26 @@ def budget_row(split: str, role: str, got: dict) -> list[str]:
             budget_eval.why_counts(got.get("missed_why", {}).get(variant))]
 
 
+def _pick_args(p) -> None:
+    p.add_argument("--role", choices=("tuning", "frozen"),
+                   help="only the splits of this role (default every split)")
+    p.add_argument("--jobs", type=_positive, default=1,
+                   help="evaluate.py processes at once (default 1)")
+
+
+def _positive(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise ValueError(text)
+    return n
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="tools/splits.py", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="evaluate every split into OUT/SPLIT")
     r.add_argument("out")
+    _pick_args(r)
     d = sub.add_parser("diff", help="list answers that differ between two runs")
     d.add_argument("a")
     d.add_argument("b")
@@ -213,17 +283,18 @@ def main(argv=None) -> int:
     g = sub.add_parser("budgets", help="evidence recall at 300/600/1000 words beside the "
                        "plain BM25 baseline, every question split, into OUT/SPLIT")
     g.add_argument("out")
+    _pick_args(g)
     args, extra = p.parse_known_args(argv)
     if args.cmd == "budgets":
         try:
-            rows, marks = budgets_all(Path(args.out), extra)
+            rows, marks = budgets_all(Path(args.out), extra, args.role, args.jobs)
             print(f"{_columns(rows)}\n\n{LABEL_TITLE}\n{_columns(marks)}")
         except ValueError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
         return 0
     if args.cmd == "run":
-        return run_all(Path(args.out), extra)
+        return run_all(Path(args.out), extra, args.role, args.jobs)
     if args.cmd == "table":
         if extra:
             p.error(f"unrecognized arguments: {' '.join(extra)}")
