@@ -13,7 +13,8 @@ Out: per variant and budget: evidence recall (every key fact of an answerable qu
      (labels_by_kind: LABEL_KINDS; a change question's older versions hold its key
      facts and are rightly labelled); the baseline's
      recall at each budget; found@5 (a gold note among the first five passages at the
-     largest budget); why each question missed at the largest budget (why_missed).
+     largest budget); why each question missed at the largest budget (why_missed), and
+     why its evidence is stale there (why_stale).
      Rendered as one table.
 Not: answering (no answer is written; a model writer is asked only for search words,
      searchwords.py) or scoring answers (evaluate.py).
@@ -33,6 +34,7 @@ LABEL_KINDS = ("statement", "version", "entry", "as of")     # labels' kinds (la
 IN_FORCE = version.WHY_IN_FORCE.split("{")[0]
 CURRENT = ("present", "as_of")    # questions asking the value in force: labels_by_kind
 WHY_MISSED = ("not in the notes", "in other words", "not retrieved", "ranked out", "cut")
+WHY_STALE = ("not handed on", "one note, both", "undated", "older, not labelled", "newer")
 KINDS = {"change": lambda q: q["category"] == "change",
          "as-of": lambda q: q["time_mode"] == "as_of",
          "current": lambda q: q["time_mode"] == "present"}
@@ -47,10 +49,11 @@ def measure(questions, ask_fn, baseline, budgets=BUDGETS, variants=("full",),
     """{"budgets", "baseline": {budget: rate, "by_kind": ...}, "variants": {variant:
     {budget: {"recall", "by_kind", "stale", "words"}, "found_at5": rate}}, "missed":
     {variant: [ids missed at the largest budget]}, "missed_why": {variant: {id: reason
-    (why_missed)}}}."""
+    (why_missed)}}, "stale_why": {variant: {id of a question whose evidence at the
+    largest budget is stale: reason (why_stale)}}}."""
     qs = [q for q in questions if q["answerable"] and q["key_facts"]]
     out = {"budgets": list(budgets), "n": len(qs), "variants": {}, "missed": {},
-           "missed_why": {}, "baseline": {}}
+           "missed_why": {}, "stale_why": {}, "baseline": {}}
     notes: dict[str, str] = {}
     for path, text in baseline.chunks:
         notes[path] = f"{notes[path]}\n{text}" if path in notes else text
@@ -62,7 +65,7 @@ def measure(questions, ask_fn, baseline, budgets=BUDGETS, variants=("full",),
         kw = (variant_kwargs or {}).get(v, {})
         row, found = {}, []
         for b in budgets:
-            hits, stale, words, said, marks, why = [], [], 0, [], [], {}
+            hits, stale, words, said, marks, why, spoilt = [], [], 0, [], [], {}, {}
             for q in qs:
                 a = ask_fn(q["question"], budget=b, **kw)
                 a = a if isinstance(a, dict) else a.to_dict()
@@ -73,6 +76,8 @@ def measure(questions, ask_fn, baseline, budgets=BUDGETS, variants=("full",),
                 if q["forbidden_facts"] and q["time_mode"] in ("present", "as_of"):
                     stale.append(measures.evidence_stale(q["forbidden_facts"], src,
                                                          q["key_facts"]))
+                    if b == budgets[-1] and stale[-1]:
+                        spoilt[q["id"]] = why_stale(q, src)
                 words += measures.evidence_words(src)
                 said += statement_labels(q, src)
                 if q["time_mode"] in CURRENT:
@@ -88,6 +93,7 @@ def measure(questions, ask_fn, baseline, budgets=BUDGETS, variants=("full",),
             if b == budgets[-1]:
                 out["missed"][v] = [q["id"] for q, h in zip(qs, hits) if not h]
                 out["missed_why"][v] = why
+                out["stale_why"][v] = spoilt
         out["variants"][v] = {"budgets": row, "found_at5": _rate(found)}
     return out
 
@@ -124,6 +130,38 @@ def why_missed(q: dict, answer: dict, notes: dict) -> str | None:
     return min(reasons, key=WHY_MISSED.index) if reasons else None
 
 
+def why_stale(q: dict, sources: list[dict]) -> str | None:
+    """Why question q's evidence is stale (None when it is not): of the passages that
+    make it so (measures.stale_passages), the reason first in WHY_STALE's order.
+    - "not handed on": some key fact (the current value) is in no passage, so nothing
+      stood to label the old one by;
+    - "one note, both": the passage holding the outdated value holds a key fact too
+      (two things asked, one changed elsewhere): a passage's label cannot mark a line;
+    - "undated": it, or every passage holding a key fact, is undated (its file's time
+      only), so no date orders the two;
+    - "older, not labelled": it is dated before a passage holding a key fact and was
+      not labelled superseded by it;
+    - "newer": it is dated on or after every passage holding a key fact (a later note
+      repeating the old value, or a version set aside as of a date)."""
+    bad = measures.stale_passages(q["forbidden_facts"], sources, q["key_facts"])
+    if not bad:
+        return None
+    if not measures.evidence_recall(q["key_facts"], sources):
+        return "not handed on"
+
+    def holds_key(s):
+        return any(measures.has_fact(measures.passage_text(s), k) for k in q["key_facts"])
+    latest = max((s.get("date") or "" for s in sources if isinstance(s, dict)
+                  and holds_key(s) and s.get("date") != builtin_writer.UNDATED), default="")
+    reasons = [
+        "one note, both" if holds_key(s) else
+        "undated" if not latest or (s.get("date") or builtin_writer.UNDATED)
+        == builtin_writer.UNDATED else
+        "older, not labelled" if s["date"] < latest else "newer"
+        for s in bad]
+    return min(reasons, key=WHY_STALE.index)
+
+
 def statement_labels(q: dict, sources: list[dict]) -> list[str]:
     """For each passage labelled superseded by a dated statement in another note:
     "right" when it holds a forbidden fact of question q, else "wrong" when it holds a
@@ -144,7 +182,7 @@ def labels(q: dict, sources: list[dict]) -> list[tuple[str, str]]:
         kind = ("statement" if why.startswith(builtin_writer.STATEMENT_WHY) else
                 "entry" if why == version.WHY_ENTRY else
                 "as of" if why.startswith(IN_FORCE) else "version")
-        text = f"{s.get('heading') or ''}\n{s.get('text') or ''}"
+        text = measures.passage_text(s)
         out.append((kind, "right" if measures.has_any(text, q["forbidden_facts"]) else
                     "wrong" if measures.has_any(text, q["key_facts"]) else "other"))
     return out
@@ -159,13 +197,14 @@ def _by_kind(qs, hits) -> dict:
             for kind, test in KINDS.items()}
 
 
-def why_counts(why: dict | None) -> str:
-    """"ranked out 3, cut 1": the questions missed, by reason (WHY_MISSED's order); "-"
-    for none missed, "n/a" for a result made before the reasons were counted (None)."""
+def why_counts(why: dict | None, order=WHY_MISSED) -> str:
+    """"ranked out 3, cut 1": the questions by reason, in `order` (WHY_MISSED, or
+    WHY_STALE for why_stale's); "-" for none, "n/a" for a result made before the
+    reasons were counted (None)."""
     if why is None:
         return "n/a"
     got = list(why.values())
-    return ", ".join(f"{w} {got.count(w)}" for w in WHY_MISSED if w in got) or "-"
+    return ", ".join(f"{w} {got.count(w)}" for w in order if w in got) or "-"
 
 
 def _cell(r: dict) -> str:
@@ -198,4 +237,8 @@ def render(result: dict) -> str:
         lines.append(f"missed by verso {v} at {budgets[-1]} words: {' '.join(ids) or '-'}")
         if ids:
             lines.append(f"  why: {why_counts(result.get('missed_why', {}).get(v))}")
+        stale = result.get("stale_why", {}).get(v)
+        if stale:
+            lines.append(f"stale at {budgets[-1]} words, why: "
+                         f"{why_counts(stale, WHY_STALE)}")
     return "\n".join(lines)

@@ -130,9 +130,13 @@ def numbers_cited(a: dict) -> bool:
 
 
 def _passages(sources) -> list[str]:
-    """Each source dict as its reader gets it: heading, then text (bare paths: "")."""
-    return [f"{s.get('heading') or ''}\n{s.get('text') or ''}" for s in sources or []
-            if isinstance(s, dict)]
+    """Each source dict as its reader gets it (passage_text; bare paths: none)."""
+    return [passage_text(s) for s in sources or [] if isinstance(s, dict)]
+
+
+def passage_text(source: dict) -> str:
+    """A source dict as its reader gets it: heading, then text."""
+    return f"{source.get('heading') or ''}\n{source.get('text') or ''}"
 
 
 def evidence_recall(key_facts, sources) -> bool:
@@ -149,11 +153,15 @@ def evidence_stale(forbidden_facts, sources, key_facts=()) -> bool:
     fact (an outdated value) and not every key fact (the current value: a passage that
     states both, a note of what changed, is not stale); one labelled older or
     superseded may hold it."""
-    current = _passages(s for s in sources or [] if isinstance(s, dict)
-                        and s.get("superseded_by") is None and s.get("is_latest", True))
-    return any(has_any(t, forbidden_facts)
-               and not (key_facts and all(has_fact(t, k) for k in key_facts))
-               for t in current)
+    return bool(stale_passages(forbidden_facts, sources, key_facts))
+
+
+def stale_passages(forbidden_facts, sources, key_facts=()) -> list[dict]:
+    """The sources that make the evidence stale (evidence_stale), in order."""
+    current = [s for s in sources or [] if isinstance(s, dict)
+               and s.get("superseded_by") is None and s.get("is_latest", True)]
+    return [s for s, t in zip(current, _passages(current)) if has_any(t, forbidden_facts)
+            and not (key_facts and all(has_fact(t, k) for k in key_facts))]
 
 
 def evidence_recall_all(gold_files, sources) -> bool:

@@ -252,10 +252,12 @@ def test_splits_budget_rows_count_why_each_miss_was_missed():
            "variants": {"full": {"budgets": {"1000": cell}, "found_at5": {"k": 3, "n": 3}}},
            "missed": {"full": ["a", "b"]},
            "missed_why": {"full": {"a": "cut", "b": "in other words"}}}
+    got["stale_why"] = {"full": {"a": "undated"}}
     row = splits.budget_row("dev", "tuning", got)
-    assert row[-2:] == ["a b", "in other words 1, cut 1"]
-    del got["missed_why"]                                    # a run before the reasons
-    assert splits.budget_row("dev", "tuning", got)[-1] == "n/a"
+    assert row[-3:] == ["a b", "in other words 1, cut 1", "undated 1"]
+    assert len(row) == len(splits.BUDGET_HEADER) - 2 * 2    # one budget of three: 2 x 2 fewer
+    del got["missed_why"], got["stale_why"]                  # a run before the reasons
+    assert splits.budget_row("dev", "tuning", got)[-2:] == ["n/a", "n/a"]
 
 
 def test_splits_run_each_keeps_the_order_given_and_every_exit_code(tmp_path):

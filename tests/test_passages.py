@@ -445,6 +445,7 @@ def test_the_budget_table_counts_both_sides(tmp_path):
     assert out["missed_why"]["full"] == {"q1": "not retrieved"}   # rent.md names "rent"
     assert "plain BM25" in budget_eval.render(out)
     assert "why: not retrieved 1" in budget_eval.render(out)
+    assert out["stale_why"]["full"] == {}           # the question asks no value in force
 
 
 def test_a_miss_is_put_down_to_the_first_stage_that_lost_the_fact(tmp_path):
@@ -484,6 +485,32 @@ def test_stale_evidence_spares_a_passage_stating_the_current_value_too():
             "is_latest": True}]
     assert not measures.evidence_stale(["1150"], src, ["1240"])
     assert measures.evidence_stale(["1150"], src, ["1300"])
+
+
+def test_stale_evidence_is_put_down_to_why_the_old_value_stood_unlabelled():
+    def src(path, date, text, superseded_by=None):
+        return {"path": path, "date": date, "heading": "", "text": text,
+                "superseded_by": superseded_by, "is_latest": True}
+    new = src("call.md", "2026-05-02", "Landlord rang: rent goes to 1300.")
+
+    def why(*sources, key=("1300",)):
+        q = {"key_facts": list(key), "forbidden_facts": ["1240"]}
+        return budget_eval.why_stale(q, list(sources))
+    old = src("rent.md", "2025-09-01", "Rent: 1240 a month.")
+    assert why(old, new) == "older, not labelled"
+    assert why(old, new, key=("1350",)) == "not handed on"
+    assert why(src("contacts.md", "undated", "Rent 1240"), new) == "undated"
+    assert why(old, src("call.md", "undated", "rent goes to 1300")) == "undated"
+    assert why(src("later.md", "2026-06-01", "Rent: 1240 a month."), new) == "newer"
+    assert why(src("flat.md", "2025-09-01", "Rent 1240. Deposit 2480."), new,
+               key=("1300", "2480")) == "one note, both"
+    # labelled superseded, or stating the current value beside it: not stale
+    assert why(src("rent.md", "2025-09-01", "Rent: 1240", "call.md"), new) is None
+    assert why(src("a.md", "2026-05-02", "Rent went from 1240 to 1300."), new) is None
+    # two passages stale for two reasons: the reason first in WHY_STALE's order
+    assert why(old, src("contacts.md", "undated", "Rent 1240"), new) == "undated"
+    assert budget_eval.why_counts({"a": "newer", "b": "undated"}, budget_eval.WHY_STALE) \
+        == "undated 1, newer 1"
 
 
 def test_a_statement_label_is_right_on_an_old_value_and_wrong_on_the_current_one():

@@ -147,7 +147,7 @@ def run_all(out: Path, extra: list[str], role: str | None = None, jobs: int = 1)
 
 BUDGET_HEADER = ("split", "role", "verso 300", "600", "1000", "plain BM25 300", "600", "1000",
                  "change @1000", "stale @1000", "labels @1000 (right/wrong)", "found@5",
-                 "missed @1000", "why missed @1000")
+                 "missed @1000", "why missed @1000", "why stale @1000")
 
 
 LABEL_HEADER = ("split", "statement", "version", "log entry", "as of")
@@ -217,7 +217,7 @@ def sum_row(role: str, runs: list[dict]) -> list[str]:
             *(_kn_of(total(v[b]["recall"] for v in first)) for b in budgets),
             *(_kn_of(total(r["baseline"][b]["recall"] for r in runs)) for b in budgets),
             _kn_of(total(x["by_kind"]["change"] for x in last)),
-            _kn_of(total(x["stale"] for x in last)), "", "", "", ""]
+            _kn_of(total(x["stale"] for x in last)), "", "", "", "", ""]
 
 
 def _kn_of(r: dict) -> str:
@@ -251,7 +251,9 @@ def budget_row(split: str, role: str, got: dict) -> list[str]:
             _labels(last["labels"]),
             kn(v["found_at5"]),
             " ".join(got["missed"][variant]) or "-",
-            budget_eval.why_counts(got.get("missed_why", {}).get(variant))]
+            budget_eval.why_counts(got.get("missed_why", {}).get(variant)),
+            budget_eval.why_counts(got.get("stale_why", {}).get(variant),
+                                   budget_eval.WHY_STALE)]
 
 
 def _pick_args(p) -> None:
