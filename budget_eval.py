@@ -207,7 +207,8 @@ def why_counts(why: dict | None, order=WHY_MISSED) -> str:
     return ", ".join(f"{w} {got.count(w)}" for w in order if w in got) or "-"
 
 
-def _cell(r: dict) -> str:
+def cell(r: dict) -> str:
+    """A rate as printed: "k/n", "-" when it counts nothing."""
     return f"{r['k']}/{r['n']}" if r["n"] else "-"
 
 
@@ -219,16 +220,16 @@ def render(result: dict) -> str:
             "labels (right/wrong)"]
     rows = [head]
     base = result["baseline"]
-    rows.append(["plain BM25", *[_cell(base[b]["recall"]) for b in budgets],
-                 *[_cell(base[b]["by_kind"][k]) for b in budgets for k in KINDS],
+    rows.append(["plain BM25", *[cell(base[b]["recall"]) for b in budgets],
+                 *[cell(base[b]["by_kind"][k]) for b in budgets for k in KINDS],
                  "-", "-", "-", "-"])
     for v, got in result["variants"].items():
         row = got["budgets"]
-        rows.append([f"verso {v}", *[_cell(row[b]["recall"]) for b in budgets],
-                     *[_cell(row[b]["by_kind"][k]) for b in budgets for k in KINDS],
-                     " ".join(_cell(row[b]["stale"]) for b in budgets),
+        rows.append([f"verso {v}", *[cell(row[b]["recall"]) for b in budgets],
+                     *[cell(row[b]["by_kind"][k]) for b in budgets for k in KINDS],
+                     " ".join(cell(row[b]["stale"]) for b in budgets),
                      " ".join(str(row[b]["words"]) for b in budgets),
-                     _cell(got["found_at5"]),
+                     cell(got["found_at5"]),
                      " ".join(f"{row[b]['labels']['n']} ({row[b]['labels']['right']}/"
                               f"{row[b]['labels']['wrong']})" for b in budgets)])
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]

@@ -214,14 +214,10 @@ def sum_row(role: str, runs: list[dict]) -> list[str]:
     first = [r["variants"][next(iter(r["variants"]))]["budgets"] for r in runs]
     last = [v[budgets[-1]] for v in first] if budgets else []
     return [f"all {role}", f"{len(runs)} splits",
-            *(_kn_of(total(v[b]["recall"] for v in first)) for b in budgets),
-            *(_kn_of(total(r["baseline"][b]["recall"] for r in runs)) for b in budgets),
-            _kn_of(total(x["by_kind"]["change"] for x in last)),
-            _kn_of(total(x["stale"] for x in last)), "", "", "", "", ""]
-
-
-def _kn_of(r: dict) -> str:
-    return f"{r['k']}/{r['n']}" if r["n"] else "-"
+            *(budget_eval.cell(total(v[b]["recall"] for v in first)) for b in budgets),
+            *(budget_eval.cell(total(r["baseline"][b]["recall"] for r in runs)) for b in budgets),
+            budget_eval.cell(total(x["by_kind"]["change"] for x in last)),
+            budget_eval.cell(total(x["stale"] for x in last)), "", "", "", "", ""]
 
 
 def label_row(split: str, got: dict) -> list[str]:
@@ -240,7 +236,7 @@ def _labels(r: dict) -> str:
 
 def budget_row(split: str, role: str, got: dict) -> list[str]:
     """One BUDGET_HEADER row of an evaluate.py --budgets result (its first variant)."""
-    kn = _kn_of
+    kn = budget_eval.cell
     b = [str(x) for x in got["budgets"]]
     variant = next(iter(got["variants"]))
     v = got["variants"][variant]
@@ -264,10 +260,10 @@ def _pick_args(p) -> None:
 
 
 def _positive(text: str) -> int:
-    n = int(text)
-    if n < 1:
-        raise ValueError(text)
-    return n
+    """--jobs: a whole number, at least 1 (argparse prints the error on one line)."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a whole number, at least 1")
+    return int(text)
 
 
 def main(argv=None) -> int:
