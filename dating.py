@@ -12,7 +12,8 @@ Rules, decided by code:
 - First hit wins: filename; frontmatter `updated:` > `date:` > `created:`; a header
   line in the first HEADER_LINES body lines (`Updated: 2 July 2026`, `Last edited
   2026-07-02`, `Date: ...`, `# Title - October 10, 2026`); a day written in the note's
-  first lines (date_source "text", below); else mtime (date_source "mtime", weak). A
+  first lines (date_source "text", below); a date its title line writes ("title",
+  below); else mtime (date_source "mtime", weak). A
   month, ISO week (2026-W40) or quarter (Q3 2026) alone means its first day, unless the
   note's frontmatter, header or first lines give a day inside it ("filename+text").
   03.10.2026, 3/10/2026 and 03.10.26 are read as the date_order ("dmy"/"mdy") says:
@@ -27,9 +28,15 @@ Rules, decided by code:
   2026", "**2026-10-08**"; after `>` or emphasis and a weekday, not after a list bullet
   or a table bar) or stands alone at the end of the title line, set off by a dash, colon,
   bar or parenthesis ("Flat budget — 19 Sept 2026"). Only a whole day counts (a month
-  alone does not). A date inside a sentence ("the meeting in Ghent, 17–20 Nov 2026")
-  does not date the note; nor do first lines that open with two different days (a log
+  alone does not). A date inside a sentence below the title ("the meeting in Ghent,
+  17–20 Nov 2026, takes posters") does not date the note; nor do first lines that open with two different days (a log
   of dated lines: its first entry is not the note's day).
+- The title line ("title"): when no day opens a first line, the first date the title
+  line writes anywhere, a day or a month, dates the note, as it would in a `# ` heading
+  line: a pasted letter, a copied message, an export or a page's "updated" note says
+  when it was written there ("Virgin Media letter 2 Feb 2026", "copied from the team
+  whatsapp 24/6/26", "contacts (export Mar 2025)", "Nomads 2026 (updated after the
+  AGM, 22/02/26)"). Not a title line that is a list item or a table row.
 - A log entry's heading with a day and a month but no year ("Sat 21/03", "14 July",
   "Tue 14/07"; day_without_year, asked by chunking.py): the reading nearest the nearest
   entry that has a year (else the note's own date) of a year either side of it; with a
@@ -49,6 +56,8 @@ from verso import textkit
 HEADER_LINES = 15                  # body lines searched for an "Updated: ..." line
 WEAK_SOURCE = "mtime"              # date_source of a note dated by its file's mtime alone
 TEXT_SOURCE = "text"               # date_source of a note dated by a day in its first lines
+TITLE_SOURCE = "title"             # date_source of a note dated by a date its title writes
+LIST_ROW_RE = re.compile(r"(?:[-*+\u2022]|\d+[.)])\s|\|")   # a list item or a table row
 LEAD_LINES = 3                     # non-empty lines after the title a day may open
 
 MONTHS = textkit.MONTHS            # one month table for dating notes and for the reader
@@ -292,14 +301,22 @@ def _lead_lines(body: str) -> tuple[str, list[str]]:
     return lines[0], after
 
 
-def _text_day(body: str, date_order: str) -> date | None:
-    """The day the note's first lines give (see the module's rules), else None: the
-    title line's day, or one opening a line after it; two different days, none."""
+def _text_day(body: str, date_order: str):
+    """(span, source) of the date the note's first lines give (see the module's rules),
+    else None: the title line's day, or one opening a line after it (TEXT_SOURCE; two
+    different days, none); with no day opening any, the first date the title line
+    writes anywhere (TITLE_SOURCE), unless it is a list item or a table row."""
     title, after = _lead_lines(body)
     days = {_title_day(title, date_order)} if title else set()
     days |= {(_opening_day(x, date_order) or (None,))[0] for x in after}
     days.discard(None)
-    return days.pop() if len(days) == 1 else None
+    if len(days) > 1:
+        return None
+    if days:
+        day = days.pop()
+        return (day, day), TEXT_SOURCE
+    found = None if LIST_ROW_RE.match(title) else _find_span(title, date_order=date_order)
+    return (found, TITLE_SOURCE) if found else None
 
 
 def _inner_date(meta: dict, body: str, date_order: str):
@@ -315,8 +332,7 @@ def _inner_date(meta: dict, body: str, date_order: str):
             found = _find_span(line, date_order=date_order)
             if found:
                 return found, "header"
-    day = _text_day(body, date_order)
-    return ((day, day), TEXT_SOURCE) if day else None
+    return _text_day(body, date_order)
 
 
 def date_of(stem: str, meta: dict, body: str, mtime: float,

@@ -77,8 +77,9 @@ def test_a_day_opening_a_first_line_dates_the_note(body, day):
 
 @pytest.mark.parametrize("body", [
     "# Conference\nThe meeting in Ghent, 17–20 Nov 2026, takes posters.",   # in a sentence
-    "The meeting in Ghent, 17–20 Nov 2026\nposters",                         # title: a range
-    "We met in Ghent on 17 Nov 2026 to plan\nposters",
+    "2026-09-03 first gel\n2026-09-10 second gel",                    # a log with no title
+    "- [ ] renew passport (exp May 2027)\n- [x] ring the bank",       # a list, no title
+    "| date | kg |\n|---|---|\n| 2026-01-02 | 4.1 |",                   # a table, no title
     "# Gel log\n2026-09-03 first gel\n2026-09-10 second gel",        # a log of dated lines
     "# Primers\n- 2026-09-01 ordered F1/R1",                          # a list item
     "# Hive log\n## 2026-03-28\nfirst inspection",                    # a dated section
@@ -90,6 +91,26 @@ def test_a_day_opening_a_first_line_dates_the_note(body, day):
 ])
 def test_a_date_in_a_sentence_a_log_or_further_down_does_not(body):
     assert dating.date_of("notes", {}, body, CLONED)[1] == "mtime"
+
+
+@pytest.mark.parametrize("body, day", [
+    ("Virgin Media letter 2 Feb 2026\nyour price will rise", "2026-02-02"),  # a pasted letter
+    ("copied from the team whatsapp 24/6/26\nfees going to £12", "2026-06-24"),
+    ("Kirkstall Nomads 2026 (updated after the AGM, 22/02/26)\n- fee £10", "2026-02-22"),
+    ("pasted bit from the engagement letter (arrived 1 Dec 2026)\nfee £420", "2026-12-01"),
+    ("contacts (export Mar 2025)\nBen 07700 900 101", "2025-03-01"),        # a month: its 1st
+    ("The meeting in Ghent, 17–20 Nov 2026\nposters", "2026-11-20"),  # the day with its month
+    ("[28/05/2026, 21:14] Gordon: Evening all\n[28/05/2026, 21:15] Gordon: nets", "2026-05-28"),
+])
+def test_a_date_the_title_line_writes_dates_a_note_no_day_opens(body, day):
+    """A pasted letter, a copied message, an export or a page's "updated" title says when
+    it was written the way people write it: anywhere in the title line, a month or a day.
+    A day opening a first line still wins ("text"), and so does a header or the name."""
+    assert dating.date_of("notes", {}, body, CLONED) == (day, "title")
+    assert dating.date_of("notes", {}, "Rates (Mar 2025)\n3 Apr 2025 — checked\nx",
+                          CLONED) == ("2025-04-03", "text")
+    assert dating.date_of("notes", {}, "# Rates\nUpdated: 9 May 2025\nMar 2025 list",
+                          CLONED) == ("2025-05-09", "header")
 
 
 def test_digit_dates_in_first_lines_follow_the_date_order():

@@ -33,7 +33,7 @@ import _checkout  # noqa: E402,F401  (`verso` is this checkout)
 from verso import dating  # noqa: E402
 from verso import vault_walk  # noqa: E402
 
-SOURCES = ("text", "filename", "frontmatter", "header", "mtime")
+SOURCES = ("text", "title", "filename", "frontmatter", "header", "mtime")
 FIRST_LINES = 3
 _DAY = (r"(?:(?:19|20)\d\d[-./]\d{1,2}[-./]\d{1,2}"
         r"|\d{1,2}(?:st|nd|rd|th)?\s+[a-z]{3,9}\.?,?\s+(?:19|20)\d\d"
