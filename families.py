@@ -14,13 +14,14 @@ Rules, decided by code:
   The copy kept: the one without a copy marker, else the shorter path.
 - Family: folder + name without dates (a bare year too: "Rates 2025" and "Rates 2026"
   are one document kept a year at a time; a weekday beside a date goes with it: "Sun 1
-  Feb 2026" is a day's note), v1/v2/final/draft, (1)/copy/copy 2/backup/
+  Feb 2026" is a day's note), v1/v2/final/updated/revised/draft, (1)/copy/copy 2/backup/
   bak/old and separators. A name left empty ("2026-04-03.md") and files in
   `versioned = false` folders are their own family.
 - Exactly one member of a family is latest (latest_of). Newest real date wins; mtime
   never beats a real date. When the newest real dates tie, the version marker of the
-  name decides (version_rank: old < draft < v1 = no marker < v2 < ... < final, any case),
-  then, when every member's name writes one, its year ("Rates 2026" after "Rates 2025");
+  name decides (version_rank: old < draft < v1 = no marker < v2 < ... < updated =
+  revised < final, any case), then, when every member's name writes one, its year
+  ("Rates 2026" after "Rates 2025");
   when every member is dated by mtime alone (files cloned or synced carry one), the
   marker and the year decide first and mtime only between equal ones. A copy marker
   ((1), copy, backup, bak) is no version: between members still tied, the one without
@@ -47,8 +48,9 @@ BOILERPLATE_MIN = 20               # ... when at least this many notes share it
 COPY_RE = re.compile(r"\(\d+\)|(?<![a-z])(copy|backup|bak|old)(?![a-z])", re.I)
 COPY_N_RE = re.compile(r"\(\d+\)|(?<![a-z])copy[\s_-]+\d+(?!\d)")  # (1), macOS "copy 2"
 VERSION_RE = re.compile(r"(?<![a-z0-9])v\d+(?:\.\d+)*(?![a-z0-9])")
-MARKER_WORDS = {"final", "draft", "copy", "backup", "bak", "old"}
-RANK_WORD_RE = re.compile(r"(?<![a-z])(final|draft|old)(?![a-z])")   # on a folded name
+MARKER_WORDS = {"final", "updated", "revised", "draft", "copy", "backup", "bak", "old"}
+RANK_WORD_RE = re.compile(r"(?<![a-z])(final|updated|revised|draft|old)(?![a-z])")
+                                   # on a folded name; "updated", "revised": a rewrite
 DIGITS_RE = re.compile(r"(\d+)")
 SEPARATORS_RE = re.compile(r"[\s_\-.,()\[\]]+")   # after dating.fold: every dash is "-"
 YEAR_RE = re.compile(r"(?<![a-z\d.,:£$€#])(?:19|20)\d\d(?:[/-]\d\d(?!\d))?(?![\d.,:%a-z])")
@@ -86,12 +88,13 @@ def version_marker(stem: str) -> str:
 
 def version_rank(stem: str) -> tuple:
     """What a name's version marker says of its order, higher newer: old < draft < v1
-    = no marker < v2 < v2.1 < ... < final (a "v2 draft" under v2, a "v3 final" over
-    a "final"). Copy markers do not count."""
+    = no marker < v2 < v2.1 < ... < updated = revised < final (a "v2 draft" under v2, a
+    "v3 final" over a "final", "plan updated" over "plan v2"). Copy markers do not
+    count."""
     words = version_marker(stem).split()
     numbers = [tuple(int(n) for n in w[1:].split(".")) for w in words if w[0] == "v"]
-    return ("old" not in words, "final" in words, max(numbers, default=(1,)),
-            "draft" not in words)
+    return ("old" not in words, "final" in words, bool({"updated", "revised"} & set(words)),
+            max(numbers, default=(1,)), "draft" not in words)
 
 
 def latest_of(members: list[dict]) -> tuple[dict, str]:

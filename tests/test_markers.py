@@ -68,6 +68,9 @@ def test_the_drafts_amount_does_not_go_out_as_current(tmp_path):
     (["plan_old", "plan"], "plan"),
     (["plan v3 draft", "plan v2"], "plan v3 draft"),
     (["plan v2 (1)", "plan v1"], "plan v2 (1)"),       # a copy of v2 is still v2
+    (["Move plan", "Move plan UPDATED"], "Move plan UPDATED"),   # a rewrite's word
+    (["quote revised", "quote v2", "quote"], "quote revised"),
+    (["list updated", "list FINAL"], "list FINAL"),
 ])
 def test_markers_order_a_family_of_one_file_time(stems, newest):
     members = [record(f"w/{s}.md") for s in stems]
