@@ -88,12 +88,12 @@ FEATURES = ("bm25", "dense", "terms", "heading", "title", "candidate",
             "note_rank", "note_bm25", "current", "first", "words",
             "later", "bm25_rank", "dense_rank", "reader", "note_reader")
 # ---- FITTED: tools/fit_evidence.py --write (raw-scale weights; do not edit by hand)
-BIAS = -6.5023
+BIAS = -6.5026
 WEIGHTS = {
-    "bm25": 0.1452, "dense": 6.3372, "terms": -0.3742, "heading": -0.7026, "title": 0.9378,
-    "candidate": 0.2223, "note_rank": 1.4099, "note_bm25": 1.8151, "current": 0.0657,
-    "first": 0.0241, "words": 0.4232, "later": -0.1641, "bm25_rank": -0.0931,
-    "dense_rank": 0.4657, "reader": 4.6891, "note_reader": -2.2097}
+    "bm25": 0.14, "dense": 6.2874, "terms": -0.3814, "heading": -0.7062, "title": 0.946,
+    "candidate": 0.228, "note_rank": 1.4152, "note_bm25": 1.811, "current": 0.0538,
+    "first": 0.0256, "words": 0.4235, "later": -0.1666, "bm25_rank": -0.0862,
+    "dense_rank": 0.47, "reader": 4.6958, "note_reader": -2.2163}
 # ---- end FITTED
 EMBEDDER_FIT = "evidence@"  # calibrations/evidence@<embedder>.json: `verso calibrate`'s
                             # fit for a model embedder (calibrate_model.py)
