@@ -34,7 +34,8 @@ FROZEN = {"test": "f92686da287c8172393ba5603dcca0b3be5cdc16f6bc5fb25314de18bca0e
           "thirtysecond": "49ff5f4f0c5535f5c7972a3b958854a0578e249fe5c28dc1742a9efebe7be820",
           "thirtyfourth": "c2f23ac85440a0a17e297c6b794a746e8946f673ab4b2c84ee98b4942edd2668",
           "thirtyfifth": "7be5fe5b4ecc8fec2197e5eb95a8caa2f3d0a0bb22505adbcaa5a7b7db776a5a",
-          "thirtysixth": "a4ffc9c591261c4c2402280d4ebdd2332bb29b92b54d7700c4530984e54e77e2"}
+          "thirtysixth": "a4ffc9c591261c4c2402280d4ebdd2332bb29b92b54d7700c4530984e54e77e2",
+          "thirtyseventh": "c1120d50b9d461fc75cd87f31104b4f3ee74f3344fb9933b282d38e3e18a0d64"}
 # What --check finds in a frozen split, recorded at its first run and kept as written (a
 # frozen split is never edited): eighth e37 asks its answer to contain "pass" as a word,
 # and its reference answer says "passed", so no answer worded like it scores right.
