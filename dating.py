@@ -13,9 +13,9 @@ Rules, decided by code:
   line in the first HEADER_LINES body lines (`Updated: 2 July 2026`, `Last edited
   2026-07-02`, `Date: ...`, `# Title - October 10, 2026`); a day written in the note's
   first lines (date_source "text", below); a date its title line writes ("title",
-  below); else mtime (date_source "mtime", weak). A
-  month, ISO week (2026-W40) or quarter (Q3 2026) alone means its first day, unless the
-  note's frontmatter, header or first lines give a day inside it ("filename+text").
+  below); else mtime (date_source "mtime", weak). A month, ISO week (2026-W40) or
+  quarter (Q3 2026) alone means its first day, unless the note's frontmatter, header or
+  first lines give a day inside it ("filename+text").
   03.10.2026, 3/10/2026 and 03.10.26 are read as the date_order ("dmy"/"mdy") says:
   verso.toml's, else the order the vault's file names show (names_order, asked by
   vault_walk.settle_date_order), else "ymd": only a digit date that reads one way
@@ -29,8 +29,8 @@ Rules, decided by code:
   or a table bar) or stands alone at the end of the title line, set off by a dash, colon,
   bar or parenthesis ("Flat budget — 19 Sept 2026"). Only a whole day counts (a month
   alone does not). A date inside a sentence below the title ("the meeting in Ghent,
-  17–20 Nov 2026, takes posters") does not date the note; nor do first lines that open with two different days (a log
-  of dated lines: its first entry is not the note's day).
+  17–20 Nov 2026, takes posters") does not date the note; nor do first lines that open
+  with two different days (a log of dated lines: its first entry is not the note's day).
 - The title line ("title"): when no day opens a first line, the first date the title
   line writes anywhere, a day or a month, dates the note, as it would in a `# ` heading
   line: a pasted letter, a copied message, an export or a page's "updated" note says

@@ -21,13 +21,12 @@ Rules, decided by code:
   never beats a real date. When the newest real dates tie, the version marker of the
   name decides (version_rank: old < draft < v1 = no marker < v2 < ... < updated =
   revised < final, any case), then, when every member's name writes one, its year
-  ("Rates 2026" after "Rates 2025");
-  when every member is dated by mtime alone (files cloned or synced carry one), the
-  marker and the year decide first and mtime only between equal ones. A copy marker
-  ((1), copy, backup, bak) is no version: between members still tied, the one without
-  it, else the path that sorts last, numbers compared as numbers (a name's numbers
-  count up: "insurance 2026-27" after "insurance 2025-26"). `ingest --files` shows what
-  decided.
+  ("Rates 2026" after "Rates 2025"); when every member is dated by mtime alone (files
+  cloned or synced carry one), the marker and the year decide first and mtime only
+  between equal ones. A copy marker ((1), copy, backup, bak) is no version: between
+  members still tied, the one without it, else the path that sorts last, numbers
+  compared as numbers (a name's numbers count up: "insurance 2026-27" after "insurance
+  2025-26"). `ingest --files` shows what decided.
 """
 
 from __future__ import annotations

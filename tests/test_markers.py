@@ -50,6 +50,21 @@ def test_a_draft_and_its_final_are_one_family_with_one_latest(tmp_path):
     assert latest(files) == ["events/hall hire - FINAL.md"]
 
 
+def test_a_rewrite_named_updated_or_revised_is_a_newer_version(tmp_path):
+    """People mark a rewrite "UPDATED" or "revised" in its name: the same document, newer."""
+    files = files_of(make(tmp_path / "v", {
+        "home/Move plan.md": "# Move plan\nVan booked for the 14th, £310.\n",
+        "home/Move plan UPDATED.md": "# Move plan\nVan moved to the 21st, £290.\n",
+        "work/quote revised.md": "# Quote\nKitchen £8,950.\n",
+        "work/quote.md": "# Quote\nKitchen £8,400.\n",
+        "work/new tutor.md": "# Tutor\nMarta, Tuesdays.\n"}), tmp_path)
+    assert files["home/Move plan UPDATED.md"]["family"] == "home/move plan"
+    assert files["work/quote revised.md"]["family"] == "work/quote"
+    assert files["work/new tutor.md"]["family"] == "work/new tutor"    # "new": no marker
+    assert latest(files) == ["home/Move plan UPDATED.md", "work/new tutor.md",
+                             "work/quote revised.md"]
+
+
 def test_the_drafts_amount_does_not_go_out_as_current(tmp_path):
     make(tmp_path / "v", HALL)
     ingest.build_index(tmp_path / "v", tmp_path / "idx")
