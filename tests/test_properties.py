@@ -71,6 +71,22 @@ def test_garbage_never_raises_and_only_real_dates_come_out(text):
     assert found is None or 1900 <= date.fromisoformat(found).year <= 2099
 
 
+TITLE_WORDS = st.sampled_from(["Virgin Media letter ", "copied from whatsapp ", "contacts (export ",
+                               "notes, ", "Rates - "])
+
+
+@FAST
+@given(DATES, st.sampled_from(sorted(FORMS)), TITLE_WORDS, st.text(max_size=40))
+def test_a_title_line_dates_its_note_by_the_date_it_writes(day, form, words, body):
+    """Whatever form the title line writes its date in, after words: that date (its first
+    day when no day is written); a day set off at its end by a dash was already "text"."""
+    write, has_day = FORMS[form]
+    expected = day if has_day else day.replace(day=1)
+    got = dating.date_of("note", {}, f"{words}{write(day)}\n\n{body}", 0.0)
+    assert got[0] == expected.isoformat()
+    assert got[1] == ("text" if words == "Rates - " and has_day else "title")  # set off: "text"
+
+
 # ------------------------------------------------------------------- families
 
 WEEKDAY_WORD = re.compile(rf"{dating.WEEKDAY}|weds")   # beside a date, it goes with it
