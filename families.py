@@ -47,9 +47,10 @@ BOILERPLATE_MIN = 20               # ... when at least this many notes share it
 COPY_RE = re.compile(r"\(\d+\)|(?<![a-z])(copy|backup|bak|old)(?![a-z])", re.I)
 COPY_N_RE = re.compile(r"\(\d+\)|(?<![a-z])copy[\s_-]+\d+(?!\d)")  # (1), macOS "copy 2"
 VERSION_RE = re.compile(r"(?<![a-z0-9])v\d+(?:\.\d+)*(?![a-z0-9])")
-MARKER_WORDS = {"final", "updated", "revised", "draft", "copy", "backup", "bak", "old"}
-RANK_WORD_RE = re.compile(r"(?<![a-z])(final|updated|revised|draft|old)(?![a-z])")
-                                   # on a folded name; "updated", "revised": a rewrite
+REWRITE_WORDS = ("updated", "revised")     # a rewrite's name: newer than v-numbers
+RANK_WORDS = ("final", *REWRITE_WORDS, "draft", "old")   # name words that order versions
+MARKER_WORDS = {*RANK_WORDS, "copy", "backup", "bak"}
+RANK_WORD_RE = re.compile(rf"(?<![a-z])({'|'.join(RANK_WORDS)})(?![a-z])")  # a folded name
 DIGITS_RE = re.compile(r"(\d+)")
 SEPARATORS_RE = re.compile(r"[\s_\-.,()\[\]]+")   # after dating.fold: every dash is "-"
 YEAR_RE = re.compile(r"(?<![a-z\d.,:£$€#])(?:19|20)\d\d(?:[/-]\d\d(?!\d))?(?![\d.,:%a-z])")
@@ -92,7 +93,7 @@ def version_rank(stem: str) -> tuple:
     count."""
     words = version_marker(stem).split()
     numbers = [tuple(int(n) for n in w[1:].split(".")) for w in words if w[0] == "v"]
-    return ("old" not in words, "final" in words, bool({"updated", "revised"} & set(words)),
+    return ("old" not in words, "final" in words, bool(set(REWRITE_WORDS) & set(words)),
             max(numbers, default=(1,)), "draft" not in words)
 
 

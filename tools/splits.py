@@ -137,12 +137,18 @@ def _columns(rows) -> str:
 def run_all(out: Path, extra: list[str], role: str | None = None, jobs: int = 1) -> int:
     """evaluate.py on every split (of `role` when given) into out/SPLIT, `jobs` at once;
     returns the first failing split's exit code, in the splits' order."""
-    codes = run_each([(split, [
-        str(ROOT / "evaluate.py"), "--vault", str(ROOT / row["vault"]),
-        "--conversations" if row.get("kind") == "conversations" else "--questions",
-        str(ROOT / "questions" / f"{split}.jsonl"), "--out", str(out / split), *extra])
-        for split, row in chosen(role).items()], jobs)
+    codes = run_each([(split, _evaluate(split, row, out, extra))
+                      for split, row in chosen(role).items()], jobs)
     return next((code for code in codes.values() if code), 0)
+
+
+def _evaluate(split: str, row: dict, out: Path, extra: list[str], *flags: str) -> list[str]:
+    """evaluate.py's arguments for one split of splits.json (`flags` before its --out,
+    the caller's `extra` last), its output in out/SPLIT."""
+    return [str(ROOT / "evaluate.py"), "--vault", str(ROOT / row["vault"]),
+            "--conversations" if row.get("kind") == "conversations" else "--questions",
+            str(ROOT / "questions" / f"{split}.jsonl"), *flags, "--out", str(out / split),
+            *extra]
 
 
 BUDGET_HEADER = ("split", "role", "verso 300", "600", "1000", "plain BM25 300", "600", "1000",
@@ -187,9 +193,7 @@ def budgets_all(out: Path, extra: list[str], role: str | None = None,
     row each, then one summed row per role (sum_row), and one LABEL_HEADER row each
     (every kind of label: n (right/wrong), as budget_eval.labels counts them)."""
     todo = {s: r for s, r in chosen(role).items() if r.get("kind") != "conversations"}
-    codes = run_each([(s, [str(ROOT / "evaluate.py"), "--vault", str(ROOT / r["vault"]),
-                           "--questions", str(ROOT / "questions" / f"{s}.jsonl"),
-                           "--budgets", "--out", str(out / s), *extra])
+    codes = run_each([(s, _evaluate(s, r, out, extra, "--budgets"))
                       for s, r in todo.items()], jobs)
     failed = [s for s, code in codes.items() if code]
     if failed:
