@@ -32,10 +32,14 @@ How it chooses, by one model and one fill:
 - The fill: sections in order of P per word (the expected key facts a word buys, words
   raised to WORDS_POWER: a long section that likely answers is not put behind every
   short one) while the words fit (a short note is one section: chunking merges short
-  sections); a section that does not fit is cut to its sentences naming the most
-  asked terms (a paragraph written as one line gives up its other sentences) when
-  CUT_MIN words are left (CUT_MIN and WORDS_POWER: tools/fit_evidence.py
-  --grid); a note not yet chosen comes in only while fewer than `notes` are.
+  sections); a section that does not fit is cut to its sentences the builtin reader
+  reads best ("Labour: £52/hr" for the hourly rate: a value of the asked kind beside an
+  asked word), ties to those naming the most asked terms (a paragraph written as one
+  line gives up its other sentences), when CUT_MIN words are left; once CAP_SHARE of
+  the budget is filled, a longer section comes cut so to CAP_WORDS, so that more notes
+  fit, and while words are left at the end those cuts are widened again (CUT_MIN,
+  WORDS_POWER and the cap's sizes: tools/fit_evidence.py --grid); a note not yet
+  chosen comes in only while fewer than `notes` are.
 - Versions label and order; they never remove. A change question: a section taken
   brings the best section naming an asked term of every other version of its document
   (a version naming none, "complete by" for "completion date": its best section by P)
@@ -80,6 +84,10 @@ CUT_MIN = 10            # a section that does not fit is cut only with this many
                         # size, 50, 100 or 200 words, handed on no more key facts: left out)
 WORDS_POWER = 0.6       # the fill's order: P / words ** WORDS_POWER (the same grid on 14
                         # splits, CUT_MIN 10: 1.0, 0.8, 0.6 hand on 1,351, 1,353, 1,354)
+CAP_WORDS = 40          # once CAP_SHARE of the budget is filled, a longer section comes cut
+CAP_SHARE = 0.3         # to this many words, its lines the builtin reader reads best, so
+                        # that more notes fit (0: never; both by tools/fit_evidence.py
+                        # --grid on 23 tuning splits, see its GRID)
 ELIDED = "…"            # stands where a cut section leaves sentences out
 HEADING_MARK = "## "    # a later section's heading trail inside a note's passage
 LOG_HEADER = "log_header"   # chunk key of a log's undated top as a passage of its own
@@ -88,12 +96,12 @@ FEATURES = ("bm25", "dense", "terms", "heading", "title", "candidate",
             "note_rank", "note_bm25", "current", "first", "words",
             "later", "bm25_rank", "dense_rank", "reader", "note_reader")
 # ---- FITTED: tools/fit_evidence.py --write (raw-scale weights; do not edit by hand)
-BIAS = -6.5026
+BIAS = -7.0061
 WEIGHTS = {
-    "bm25": 0.14, "dense": 6.2874, "terms": -0.3814, "heading": -0.7062, "title": 0.946,
-    "candidate": 0.228, "note_rank": 1.4152, "note_bm25": 1.811, "current": 0.0538,
-    "first": 0.0256, "words": 0.4235, "later": -0.1666, "bm25_rank": -0.0862,
-    "dense_rank": 0.47, "reader": 4.6958, "note_reader": -2.2163}
+    "bm25": 0.1572, "dense": 6.1895, "terms": -0.4819, "heading": -0.6478, "title": 0.8949,
+    "candidate": 0.37, "note_rank": 1.3619, "note_bm25": 1.7143, "current": 0.0817,
+    "first": 0.0429, "words": 0.5105, "later": -0.1639, "bm25_rank": -0.0622,
+    "dense_rank": 0.4933, "reader": 4.6626, "note_reader": -2.1098}
 # ---- end FITTED
 EMBEDDER_FIT = "evidence@"  # calibrations/evidence@<embedder>.json: `verso calibrate`'s
                             # fit for a model embedder (calibrate_model.py)
@@ -328,51 +336,64 @@ def choose(question: str, cands: list[Candidate], index, qvec, budget: int,
     pool, table = sections(question, cands, index, qvec, also)
     if not pool:
         return []
-    cap = notes or MAX_NOTES
+    most = notes or MAX_NOTES
     by_id = {s.id: s for s in pool}
     groups = _groups(pool, index)
     chosen: dict[str, dict] = {}        # path -> {section id: text}
+    capped: set = set()                 # sections cut to CAP_WORDS (widened if words are left)
     used = 0
     asked = _asked(question)
 
-    def take(s: Section, forced: bool = False, share: int = 1) -> None:
+    def take(s: Section, forced: bool = False, share: int = 1, widen: bool = False) -> None:
         nonlocal used
-        if s.path not in chosen and len(chosen) >= cap:
+        if s.path not in chosen and len(chosen) >= most:
             return
         got = chosen.setdefault(s.path, {})
-        if s.id in got:
-            return
         text = s.chunk.get("text") or ""
         trail = s.words - len(text.split())          # its heading trail's words
+        if s.id in got:
+            if not (widen and s.id in capped):
+                return
+            capped.discard(s.id)                     # its words back, taken again uncapped
+            used -= trail + len(got.pop(s.id).split())
         left = budget - used
         if share > 1:               # its share of what is left, at least a cut's worth
             left = min(left, max(left // share, trail + 2 + CUT_MIN))
+        limited = (CAP_WORDS and not (forced or widen) and used >= CAP_SHARE * budget
+                   and left > trail + CAP_WORDS)
+        if limited:                                  # past its share: at most a cap's words
+            left = trail + CAP_WORDS
         room = left - trail                          # a cut's words, its ELIDED marks too
         if s.words <= left or (forced and not used):
             got[s.id] = text
             used += s.words
         elif room - 2 >= CUT_MIN:                    # 2: a cut's ELIDED marks, at least
-            got[s.id] = _cut(text, asked, room)
+            got[s.id] = _cut(text, asked, room, lambda pieces: _line_reads(
+                question, s, pieces, index))
             used += trail + len(got[s.id].split())
+            if limited:
+                capped.add(s.id)
         if not got:
             del chosen[s.path]
 
     for c in first:
         if c.id in by_id:
             take(by_id[c.id], forced=True)
-    for s in sorted(pool, key=lambda s: (-s.p / max(s.words, 1) ** WORDS_POWER,
-                                         table[s.path][0], s.at)):
-        if used >= budget:
-            break
-        if not history:
-            newer = _newer(s, groups)
-            if newer is not None:
-                take(newer)
-        versions = _versions(s, groups) if history else []
-        take(s, share=1 + len(versions))
-        if history and s.path in chosen:
-            for n, x in enumerate(versions):
-                take(x, share=len(versions) - n)
+    order = sorted(pool, key=lambda s: (-s.p / max(s.words, 1) ** WORDS_POWER,
+                                        table[s.path][0], s.at))
+    for widen in (False, True):     # capped sections widened while words are left
+        for s in order:
+            if used >= budget:
+                break
+            if not history:
+                newer = _newer(s, groups)
+                if newer is not None:
+                    take(newer, widen=widen)
+            versions = _versions(s, groups) if history else []
+            take(s, share=1 + len(versions), widen=widen)
+            if history and s.path in chosen:
+                for n, x in enumerate(versions):
+                    take(x, share=len(versions) - n, widen=widen)
     lead = {by_id[c.id].path for c in first if c.id in by_id}
     best = {path: max(by_id[i].p for i in got) for path, got in chosen.items()}
     order = sorted(chosen, key=lambda path: (path not in lead, -best[path]))
@@ -438,15 +459,27 @@ def _day(s: Section) -> tuple:
     return (weak, s.chunk.get("section_date") or s.chunk.get("date") or "", s.path)
 
 
-def _cut(text: str, asked: set, words: int) -> str:
-    """text cut to `words` words, its ELIDED marks counted: its sentences naming the most
+def _line_reads(question: str, s: Section, pieces: list[str], index) -> list[float]:
+    """How well the builtin reader reads each piece of section s as answering (its
+    evidence logit, the piece under s's heading and note title): a value of the asked kind
+    beside an asked word, "Labour ..... £52/hr" for the hourly rate."""
+    got = line_scores.BuiltinJudge().evidence(question, {
+        str(i): {"text": p, "heading": s.chunk.get("heading") or "", "path": s.path}
+        for i, p in enumerate(pieces)}, idf=rerank.corpus_idf(index))
+    return [got[str(i)][0] for i in range(len(pieces))]
+
+
+def _cut(text: str, asked: set, words: int, reads) -> str:
+    """text cut to `words` words, its ELIDED marks counted: the sentences `reads` (their
+    texts -> a score each: _line_reads) scores best, ties to the ones naming the most
     asked terms, in note order (a paragraph written as one line, an email's, gives up its
     other sentences, not the one that answers; adjacent sentences of a line stay on one
     line; a table row is one piece). The best sentence alone too long: its first words."""
     lines = [x for x in text.splitlines() if x.strip()]
     pieces = [(n, p) for n, line in enumerate(lines) for p in _sentences(line)]
     named = [len(asked & set(textkit.terms(p))) for _, p in pieces]
-    ranked = sorted(range(len(pieces)), key=lambda i: (-named[i], i))
+    score = reads([p for _, p in pieces]) if pieces else []
+    ranked = sorted(range(len(pieces)), key=lambda i: (-score[i], -named[i], i))
     keep: dict[int, str] = {}
     n = 0
     for i in ranked:

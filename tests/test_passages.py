@@ -17,6 +17,7 @@ from verso import passages
 from verso import plain_bm25
 from vaults import write
 
+FLAT = lambda pieces: [0.0] * len(pieces)     # noqa: E731  (a reader that reads none)
 FILLER = " ".join(f"Line {i} of the minutes covered the usual round of updates." for i in range(14))
 
 
@@ -142,7 +143,7 @@ def test_a_cut_keeps_the_sentence_that_answers_from_a_paragraph_written_as_one_l
             "I rebooked you on the next one with seats, same baggage allowance and no extra "
             "cost to you at all. Your flight now leaves on 21 November at 10:15. "
             "The booking reference is in the attached PDF as usual.")
-    cut = passages._cut("Hello Maren,\n" + para + "\nBest, Ana", {"flight", "leave"}, 30)
+    cut = passages._cut("Hello Maren,\n" + para + "\nBest, Ana", {"flight", "leave"}, 30, FLAT)
     assert "Your flight now leaves on 21 November at 10:15." in cut
     assert len(cut.split()) <= 30 and passages.ELIDED in cut      # its marks counted
 
@@ -152,13 +153,58 @@ def test_a_cut_keeps_table_rows_and_numbered_steps_whole_and_never_passes_its_wo
     sentence longer than the words gives its first words rather than filler."""
     text = ("1. Drain the tank. Then close the valve.\n| Fuel filter | FF-2291. Spare in locker |"
             "\nfiller words here.\nmore filler.")
-    cut = passages._cut(text, {"fuel", "filter"}, 12)
+    cut = passages._cut(text, {"fuel", "filter"}, 12, FLAT)
     assert "| Fuel filter | FF-2291. Spare in locker |" in cut
     assert len(cut.split()) <= 12
-    steps = passages._cut(text, {"valve"}, 9)
+    steps = passages._cut(text, {"valve"}, 9, FLAT)
     assert "Then close the valve." in steps and "\n1.\n" not in f"\n{steps}\n"
-    long = passages._cut("Intro line.\nThe filter " + "word " * 40 + "end.", {"filter"}, 10)
+    long = passages._cut("Intro line.\nThe filter " + "word " * 40 + "end.", {"filter"}, 10,
+                         FLAT)
     assert long.startswith("…\nThe filter") and len(long.split()) <= 10
+
+
+RATES = ("# Rates sheet\nThe hourly rate card goes to every agent and landlord each January.\n"
+         "Hourly work is billed in half hours after the first hour on site.\n"
+         "Labour: £52/hr\n"
+         "Rates are reviewed against the trade survey and the hourly rate other firms quote.\n"
+         "Hourly jobs booked through an agent pay the agent's rate card terms.\n"
+         + FILLER + "\n")
+ASK_RATE = "What's my hourly labour rate now?"
+
+
+def test_past_its_share_a_section_comes_cut_to_the_lines_the_reader_reads(tmp_path,
+                                                                        monkeypatch):
+    """A long section past CAP_SHARE of the budget comes cut to CAP_WORDS words: the
+    line the builtin reader reads as answering ("Labour: £52/hr", an amount beside an
+    asked word), not the lines naming the most asked words (the hourly rate card)."""
+    v = tmp_path / "notes"
+    write(v, "work/Rates sheet.md", RATES)
+    for i in range(4):
+        write(v, f"misc/note {i}.md", f"# Note {i}\n" + FILLER + "\n")
+    monkeypatch.setattr(passages, "CAP_SHARE", 0.0)
+    a = _ask(v, tmp_path, ASK_RATE, budget=60)
+    got = next(s for s in a.sources if s["path"] == "work/Rates sheet.md")
+    rates = got["text"].split(passages.HEADING_MARK)[0]     # its first section, cut
+    assert "£52/hr" in rates and passages.ELIDED in rates
+    assert len(rates.split()) <= passages.CAP_WORDS < len(RATES.split("\nLine 0")[0].split())
+    idx, _ = harness.load(tmp_path / "idx", v, "builtin")
+    section = passages.Section(0, "work/Rates sheet.md", 0, 60, {}, {"heading": "Rates sheet"})
+    text, asked = RATES.split("\n", 1)[1], passages._asked(ASK_RATE)
+    reads = lambda pieces: passages._line_reads(ASK_RATE, section, pieces, idx)  # noqa: E731
+    assert "£52/hr" in passages._cut(text, asked, 10, reads)
+    assert "£52/hr" not in passages._cut(text, asked, 10, FLAT)   # by asked words: cut out
+
+
+def test_capped_sections_are_widened_while_the_budget_has_words(tmp_path, monkeypatch):
+    """Three long notes and 400 words: capped at CAP_WORDS from the start they would
+    hand on about 120; widened again they fill the budget."""
+    v = tmp_path / "notes"
+    for i in range(3):
+        write(v, f"work/rates {i}.md", RATES.replace("Rates sheet", f"Rates sheet {i}"))
+    monkeypatch.setattr(passages, "CAP_SHARE", 0.0)
+    a = _ask(v, tmp_path, ASK_RATE, budget=400)
+    words = sum(len(s["text"].split()) for s in a.sources)
+    assert len(a.sources) == 3 and 0.8 * 400 <= words <= 400, words
 
 
 def test_a_long_logs_entries_share_a_small_budget_and_still_come(tmp_path):
@@ -603,7 +649,7 @@ def test_the_shipped_evidence_weights_are_what_the_fit_gives(tmp_path):
     from verso import verdict_fit
     sets = fit_evidence.tuning_sets()
     assert sorted(name for name, _, _ in sets) == sorted(
-        ["dev"] + [f"dev{i}" for i in range(2, 21)])
+        ["dev"] + [f"dev{i}" for i in range(2, 24)])
     loaded = {name: harness.load(index=str(tmp_path / name), vault=vault, backend="builtin")
               for name, vault, _ in sets}
     bias, weights = evidence_fit.raw(verdict_fit.fit(evidence_fit.collect(sets, loaded),

@@ -32,7 +32,10 @@ beside the shipped sizes and the first sizes listed. On fourteen splits the pick
 on 1,342 key-fact questions held out and the first sizes 1,351: the pick is noise, and
 the next refit should keep the first sizes unless a pick wins held out. Run at commit
 cc5634a it picked SHORT_NOTE 0 (no note given whole for being short: 0, 50 and 100 words
-tied), so that branch was taken out; CUT_MIN 10.
+tied), so that branch was taken out; CUT_MIN 10. From d099396 (23 tuning splits) GRID
+holds the cap's sizes (CAP_WORDS, CAP_SHARE: once a share of the budget is filled, a
+longer section comes cut to its lines the builtin reader reads best), CUT_MIN and
+WORDS_POWER held at the sizes the grid above picked; list them in GRID to pick all four.
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ from verso import verdict_fit  # noqa: E402
 
 BUDGETS = evidence_fit.BUDGETS
 SHARES = (0.0, 0.25, 0.5, 0.75)     # the builtin embedder's WORDS_SHARE (--share)
-GRID = {"CUT_MIN": (10, 25, 50), "WORDS_POWER": (1.0, 0.8, 0.6)}   # ties: the first
+GRID = {"CAP_WORDS": (0, 40, 60), "CAP_SHARE": (0.3, 0.5)}   # ties: the first (0: no cap)
 FENCE_RE = re.compile(r"(# ---- FITTED:[^\n]*\n)(.*?)(# ---- end FITTED)", re.S)
 
 
