@@ -359,7 +359,7 @@ def choose(question: str, cands: list[Candidate], index, qvec, budget: int,
         left = budget - used
         if share > 1:               # its share of what is left, at least a cut's worth
             left = min(left, max(left // share, trail + 2 + CUT_MIN))
-        limited = (CAP_WORDS and not (forced or widen) and used >= CAP_SHARE * budget
+        limited = (CAP_WORDS > 0 and not (forced or widen) and used >= CAP_SHARE * budget
                    and left > trail + CAP_WORDS)
         if limited:                                  # past its share: at most a cap's words
             left = trail + CAP_WORDS
@@ -462,7 +462,7 @@ def _day(s: Section) -> tuple:
 def _line_reads(question: str, s: Section, pieces: list[str], index) -> list[float]:
     """How well the builtin reader reads each piece of section s as answering (its
     evidence logit, the piece under s's heading and note title): a value of the asked kind
-    beside an asked word, "Labour ..... £52/hr" for the hourly rate."""
+    beside an asked word, "Labour: £52/hr" for the hourly rate."""
     got = line_scores.BuiltinJudge().evidence(question, {
         str(i): {"text": p, "heading": s.chunk.get("heading") or "", "path": s.path}
         for i, p in enumerate(pieces)}, idf=rerank.corpus_idf(index))
