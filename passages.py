@@ -31,7 +31,8 @@ How it chooses, by one model and one fill:
   embedder's pools, when one won held out (ranker).
 - The fill: sections in order of P per word (the expected key facts a word buys, words
   raised to WORDS_POWER: a long section that likely answers is not put behind every
-  short one) while the words fit (a short note is one section: chunking merges short
+  short one; a section longer than the cap below priced at the cap's words, what it
+  costs past CAP_SHARE) while the words fit (a short note is one section: chunking merges short
   sections); a section that does not fit is cut to its sentences the builtin reader
   reads best ("Labour: £52/hr" for the hourly rate: a value of the asked kind beside an
   asked word), ties to those naming the most asked terms (a paragraph written as one
@@ -379,7 +380,7 @@ def choose(question: str, cands: list[Candidate], index, qvec, budget: int,
     for c in first:
         if c.id in by_id:
             take(by_id[c.id], forced=True)
-    order = sorted(pool, key=lambda s: (-s.p / max(s.words, 1) ** WORDS_POWER,
+    order = sorted(pool, key=lambda s: (-s.p / max(_cost(s), 1) ** WORDS_POWER,
                                         table[s.path][0], s.at))
     for widen in (False, True):     # capped sections widened while words are left
         for s in order:
@@ -398,6 +399,14 @@ def choose(question: str, cands: list[Candidate], index, qvec, budget: int,
     best = {path: max(by_id[i].p for i in got) for path, got in chosen.items()}
     order = sorted(chosen, key=lambda path: (path not in lead, -best[path]))
     return _passages({path: chosen[path] for path in order}, table, by_id, index, history)
+
+
+def _cost(s: Section) -> int:
+    """The words a section costs in the fill's order: a longer one at what it costs cut
+    to CAP_WORDS (under its heading trail), as most of the budget takes it."""
+    if not CAP_WORDS:
+        return s.words
+    return min(s.words, s.words - len((s.chunk.get("text") or "").split()) + CAP_WORDS)
 
 
 def _groups(pool: list, index) -> dict:
