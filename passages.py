@@ -380,7 +380,7 @@ def choose(question: str, cands: list[Candidate], index, qvec, budget: int,
     for c in first:
         if c.id in by_id:
             take(by_id[c.id], forced=True)
-    order = sorted(pool, key=lambda s: (-s.p / max(_cost(s), 1) ** WORDS_POWER,
+    order = sorted(pool, key=lambda s: (-s.p / max(_cost(s, history), 1) ** WORDS_POWER,
                                         table[s.path][0], s.at))
     for widen in (False, True):     # capped sections widened while words are left
         for s in order:
@@ -401,10 +401,12 @@ def choose(question: str, cands: list[Candidate], index, qvec, budget: int,
     return _passages({path: chosen[path] for path in order}, table, by_id, index, history)
 
 
-def _cost(s: Section) -> int:
+def _cost(s: Section, history: bool = False) -> int:
     """The words a section costs in the fill's order: a longer one at what it costs cut
-    to CAP_WORDS (under its heading trail), as most of the budget takes it."""
-    if not CAP_WORDS:
+    to CAP_WORDS (under its heading trail), as most of the budget takes it; for a change
+    question its own words, so that cheap long notes do not crowd out the versions and
+    log entries it brings."""
+    if not CAP_WORDS or history:
         return s.words
     return min(s.words, s.words - len((s.chunk.get("text") or "").split()) + CAP_WORDS)
 

@@ -195,6 +195,20 @@ def test_past_its_share_a_section_comes_cut_to_the_lines_the_reader_reads(tmp_pa
     assert "£52/hr" not in passages._cut(text, asked, 10, FLAT)   # by asked words: cut out
 
 
+def test_the_fill_prices_a_long_section_at_the_caps_words(monkeypatch):
+    """A long section is ordered by P per the words it costs once capped (its heading
+    trail and CAP_WORDS): a likely answer in a 200-word section is not put behind every
+    short one for words the budget will not spend on it; a short one costs its own."""
+    def section(words, heading="Rates sheet"):
+        return passages.Section(0, "n.md", 1, words + len(heading.split()), {},
+                                {"text": " ".join(["w"] * words), "heading": heading})
+    assert passages._cost(section(200)) == 2 + passages.CAP_WORDS
+    assert passages._cost(section(30)) == 32
+    assert passages._cost(section(200), history=True) == 202     # versions before notes
+    monkeypatch.setattr(passages, "CAP_WORDS", 0)
+    assert passages._cost(section(200)) == 202
+
+
 def test_capped_sections_are_widened_while_the_budget_has_words(tmp_path, monkeypatch):
     """Three long notes and 400 words: capped at CAP_WORDS from the start they would
     hand on about 120; widened again they fill the budget."""
