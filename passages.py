@@ -32,10 +32,11 @@ How it chooses, by one model and one fill:
 - The fill: sections in order of P per word (the expected key facts a word buys, words
   raised to WORDS_POWER: a long section that likely answers is not put behind every
   short one; a section longer than the cap below priced at the cap's words, what it
-  costs past CAP_SHARE) while the words fit (a short note is one section: chunking merges short
-  sections); a section that does not fit is cut to its sentences the builtin reader
-  reads best ("Labour: £52/hr" for the hourly rate: a value of the asked kind beside an
-  asked word), ties to those naming the most asked terms (a paragraph written as one
+  costs past CAP_SHARE, except for a change question, whose versions come first) while
+  the words fit (a short note is one section: chunking merges short sections); a
+  section that does not fit is cut to its sentences the builtin reader reads best
+  ("Labour: £52/hr" for the hourly rate: a value of the asked kind beside an asked
+  word), ties to those naming the most asked terms (a paragraph written as one
   line gives up its other sentences), when CUT_MIN words are left; once CAP_SHARE of
   the budget is filled, a longer section comes cut so to CAP_WORDS, so that more notes
   fit, and while words are left at the end those cuts are widened again (CUT_MIN,
