@@ -128,6 +128,11 @@ class Section:
                             # word, holding a value of the asked kind (line_scores.holds)
 
     @property
+    def trail(self) -> int:
+        """The words of its heading trail: what a later section shows above its text."""
+        return self.words - len((self.chunk.get("text") or "").split())
+
+    @property
     def names_asked(self) -> bool:
         """It names an asked term, in its text or its heading trail."""
         return self.features["terms"] > 0 or self.features["heading"] > 0
@@ -351,12 +356,11 @@ def choose(question: str, cands: list[Candidate], index, qvec, budget: int,
         if s.path not in chosen and len(chosen) >= most:
             return
         got = chosen.setdefault(s.path, {})
-        text = s.chunk.get("text") or ""
-        trail = s.words - len(text.split())          # its heading trail's words
-        if s.id in got:
-            if not (widen and s.id in capped):
-                return
-            capped.discard(s.id)                     # its words back, taken again uncapped
+        if s.id in got and not (widen and s.id in capped):
+            return
+        text, trail = s.chunk.get("text") or "", s.trail
+        if s.id in got:                              # capped: its words back, taken again
+            capped.discard(s.id)
             used -= trail + len(got.pop(s.id).split())
         left = budget - used
         if share > 1:               # its share of what is left, at least a cut's worth
@@ -409,7 +413,7 @@ def _cost(s: Section, history: bool = False) -> int:
     log entries it brings."""
     if not CAP_WORDS or history:
         return s.words
-    return min(s.words, s.words - len((s.chunk.get("text") or "").split()) + CAP_WORDS)
+    return min(s.words, s.trail + CAP_WORDS)
 
 
 def _groups(pool: list, index) -> dict:
