@@ -350,9 +350,10 @@ def choose(question: str, cands: list[Candidate], index, qvec, budget: int,
     capped: set = set()                 # sections cut to CAP_WORDS (widened if words are left)
     used = 0
     asked = _asked(question)
+    reader = None                       # the cuts' line scorer, made at the first cut
 
     def take(s: Section, forced: bool = False, share: int = 1, widen: bool = False) -> None:
-        nonlocal used
+        nonlocal used, reader
         if s.path not in chosen and len(chosen) >= most:
             return
         got = chosen.setdefault(s.path, {})
@@ -374,8 +375,8 @@ def choose(question: str, cands: list[Candidate], index, qvec, budget: int,
             got[s.id] = text
             used += s.words
         elif room - 2 >= CUT_MIN:                    # 2: a cut's ELIDED marks, at least
-            got[s.id] = _cut(text, asked, room, lambda pieces: _line_reads(
-                question, s, pieces, index))
+            reader = reader or _line_reader(question, pool, index)
+            got[s.id] = _cut(text, asked, room, lambda pieces: reader(s, pieces))
             used += trail + len(got[s.id].split())
             if limited:
                 capped.add(s.id)
@@ -475,19 +476,28 @@ def _day(s: Section) -> tuple:
     return (weak, s.chunk.get("section_date") or s.chunk.get("date") or "", s.path)
 
 
-def _line_reads(question: str, s: Section, pieces: list[str], index) -> list[float]:
-    """How well the builtin reader reads each piece of section s as answering (its
-    evidence logit, the piece under s's heading and note title): a value of the asked kind
-    beside an asked word, "Labour: £52/hr" for the hourly rate."""
-    got = line_scores.BuiltinJudge().evidence(question, {
-        str(i): {"text": p, "heading": s.chunk.get("heading") or "", "path": s.path}
-        for i, p in enumerate(pieces)}, idf=rerank.corpus_idf(index))
-    return [got[str(i)][0] for i in range(len(pieces))]
+def _line_reader(question: str, pool: list, index):
+    """How well the builtin reader reads each piece of a section as answering: a
+    function (section, its pieces) -> each piece's evidence logit under the section's
+    heading and note title, "Labour: £52/hr" for the hourly rate (a value of the asked
+    kind beside an asked word). One scorer a question, its term weights and related
+    words found once among the words of the whole pool, not once a cut section."""
+    ask = line_scores.analyse(question)
+    docs = [textkit.evidence_terms(f"{s.chunk.get('text') or ''} {s.chunk.get('heading') or ''}"
+                                   f" {s.path}") for s in pool]
+    scorer = line_scores.Scorer(ask, line_scores.weights_for(
+        ask, docs, idf=rerank.corpus_idf(index)), set().union(*docs) if docs else set())
+
+    def reads(s: Section, pieces: list[str]) -> list[float]:
+        head = s.chunk.get("heading") or ""
+        return [max(line_scores.evidence(scorer.features(u, head, s.path))
+                    for u in textkit.split_units(p) or ("",)) for p in pieces]
+    return reads
 
 
 def _cut(text: str, asked: set, words: int, reads) -> str:
     """text cut to `words` words, its ELIDED marks counted: the sentences `reads` (their
-    texts -> a score each: _line_reads) scores best, ties to the ones naming the most
+    texts -> a score each: _line_reader) scores best, ties to the ones naming the most
     asked terms, in note order (a paragraph written as one line, an email's, gives up its
     other sentences, not the one that answers; adjacent sentences of a line stay on one
     line; a table row is one piece). The best sentence alone too long: its first words."""

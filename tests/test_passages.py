@@ -188,9 +188,11 @@ def test_past_its_share_a_section_comes_cut_to_the_lines_the_reader_reads(tmp_pa
     assert "£52/hr" in rates and passages.ELIDED in rates
     assert len(rates.split()) <= passages.CAP_WORDS < len(RATES.split("\nLine 0")[0].split())
     idx, _ = harness.load(tmp_path / "idx", v, "builtin")
-    section = passages.Section(0, "work/Rates sheet.md", 0, 60, {}, {"heading": "Rates sheet"})
     text, asked = RATES.split("\n", 1)[1], passages._asked(ASK_RATE)
-    reads = lambda pieces: passages._line_reads(ASK_RATE, section, pieces, idx)  # noqa: E731
+    section = passages.Section(0, "work/Rates sheet.md", 0, 60, {},
+                               {"heading": "Rates sheet", "text": text})
+    reader = passages._line_reader(ASK_RATE, [section], idx)
+    reads = lambda pieces: reader(section, pieces)  # noqa: E731
     assert "£52/hr" in passages._cut(text, asked, 10, reads)
     assert "£52/hr" not in passages._cut(text, asked, 10, FLAT)   # by asked words: cut out
 
