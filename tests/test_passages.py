@@ -223,6 +223,21 @@ def test_capped_sections_are_widened_while_the_budget_has_words(tmp_path, monkey
     assert len(a.sources) == 3 and 0.8 * 400 <= words <= 400, words
 
 
+def test_every_cut_of_a_question_reads_its_lines_with_one_scorer(tmp_path, monkeypatch):
+    """Three long notes, each cut: the builtin reader's line scorer is made once for the
+    question (its term weights over the pool's words), not once a cut section."""
+    v = tmp_path / "notes"
+    for i in range(3):
+        write(v, f"work/rates {i}.md", RATES.replace("Rates sheet", f"Rates sheet {i}"))
+    made, real = [], passages._line_reader
+    monkeypatch.setattr(passages, "_line_reader", lambda *a: made.append(a) or real(*a))
+    monkeypatch.setattr(passages, "CAP_SHARE", 0.0)
+    a = _ask(v, tmp_path, ASK_RATE, budget=120)
+    cut = [s for s in a.sources if passages.ELIDED in s["text"]]
+    assert len(cut) >= 2 and all("£52/hr" in s["text"] for s in cut)
+    assert len(made) == 1
+
+
 def test_a_long_logs_entries_share_a_small_budget_and_still_come(tmp_path):
     """Thirty weigh-ins in one log and 150 words: each entry's share of the words is
     less than an entry, but every entry taken gets at least a cut's worth, so the log
