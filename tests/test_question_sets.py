@@ -35,7 +35,9 @@ FROZEN = {"test": "f92686da287c8172393ba5603dcca0b3be5cdc16f6bc5fb25314de18bca0e
           "thirtyfourth": "c2f23ac85440a0a17e297c6b794a746e8946f673ab4b2c84ee98b4942edd2668",
           "thirtyfifth": "7be5fe5b4ecc8fec2197e5eb95a8caa2f3d0a0bb22505adbcaa5a7b7db776a5a",
           "thirtysixth": "a4ffc9c591261c4c2402280d4ebdd2332bb29b92b54d7700c4530984e54e77e2",
-          "thirtyseventh": "c1120d50b9d461fc75cd87f31104b4f3ee74f3344fb9933b282d38e3e18a0d64"}
+          "thirtyseventh": "c1120d50b9d461fc75cd87f31104b4f3ee74f3344fb9933b282d38e3e18a0d64",
+          "fortyfirst": "445b2fbbe17d81743069ce963c3bf3624a6f2a52c01c245601969ee6c8411966",
+          "fortysecond": "a50d61c997fa5499d9e09264dd7197936470d5bbe40b8367aec9235fd0b51b1e"}
 # What --check finds in a frozen split, recorded at its first run and kept as written (a
 # frozen split is never edited): eighth e37 asks its answer to contain "pass" as a word,
 # and its reference answer says "passed", so no answer worded like it scores right.
