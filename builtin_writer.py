@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from verso import cost_ledger
-from verso.line_scores import (VALUE_RES, W_LATEST, W_RANK, Ask, Scorer, analyse, evidence,
-                               holds, label, match, sigmoid, value_tokens, weights_for)
+from verso.line_scores import (VALUE_RES, W_LATEST, W_RANK, Ask, analyse, doc_terms, evidence,
+                               holds, label, match, scorer, sigmoid, value_tokens)
 from verso.textkit import (INSTRUCTION_RE, KEY_RE, STOPWORDS, TOKEN_RE, count_tokens,
                      evidence_terms, number_key, number_keys, split_units, terms)
 WRITER_MODEL = "builtin-writer-v2"
@@ -133,9 +133,8 @@ def unit_rows(ask: Ask, notes: list[dict]) -> list[_Unit]:
     """Every unit of every note, scored for `ask` (IDF over the notes, as the judge's
     is over documents: a topic word every kept note shares still weighs)."""
     raw = [(note, i, u) for note in notes for i, u in enumerate(split_units(note["text"]))]
-    docs = [evidence_terms(f"{n['text']} {n['section']} {n['path']}") for n in notes]
-    w = weights_for(ask, docs)
-    sc = Scorer(ask, w, set().union(*docs) if docs else set())
+    sc = scorer(ask, [doc_terms(n["text"], n["section"], n["path"]) for n in notes])
+    w = sc.weights
     out = []
     for note, i, u in raw:
         f = sc.features(u, note["section"], note["path"])

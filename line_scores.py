@@ -444,6 +444,24 @@ def evidence(f) -> float:
             + W_COVER * f[3] + W_TYPE * f[4] + W_NEAR * f[5])
 
 
+def doc_terms(text: str, heading: str, path: str) -> frozenset:
+    """A passage's terms, its text, heading and path: what an asked term's weight and
+    related words are found among (scorer)."""
+    return evidence_terms(f"{text} {heading} {path}")
+
+
+def scorer(ask: Ask, docs: list, idf=None) -> Scorer:
+    """The Scorer of `ask` over passages whose terms are `docs` (doc_terms): each term's
+    weight (weights_for) and related words found once among them all."""
+    return Scorer(ask, weights_for(ask, docs, idf), set().union(*docs) if docs else set())
+
+
+def best_evidence(sc: Scorer, text: str, heading: str, path: str) -> float:
+    """The evidence logit of a text's best unit (sentence or table row), under its
+    heading and note path."""
+    return max(evidence(sc.features(u, heading, path)) for u in split_units(text) or ("",))
+
+
 def sigmoid(z: float) -> float:
     return float(1.0 / (1.0 + np.exp(-z)))
 
@@ -461,18 +479,14 @@ class BuiltinJudge:
 
     def evidence(self, query, passages, idf=None) -> dict:
         """Per key: [best evidence logit for the question, for part 1, part 2, ...]."""
-        ask = analyse(query)
-        docs = {k: evidence_terms(" ".join(str(p.get(f, "")) for f in ("text", "heading",
-                                                                        "path")))
-                for k, p in passages.items()}
-        vocab, out = set().union(*docs.values()) if docs else set(), {}
+        ask, out = analyse(query), {}
+        parts = {k: [str(p.get(f, "")) for f in ("text", "heading", "path")]
+                 for k, p in passages.items()}
+        docs = [doc_terms(*x) for x in parts.values()]
         for a in (ask,) + ask.parts:
-            sc = Scorer(a, weights_for(a, list(docs.values()), idf), vocab)
-            for k, p in passages.items():
-                units = split_units(p.get("text", "")) or ("",)
-                out.setdefault(k, []).append(max(
-                    evidence(sc.features(u, p.get("heading", ""), p.get("path", "")))
-                    for u in units))
+            sc = scorer(a, docs, idf)
+            for k, (text, heading, path) in parts.items():
+                out.setdefault(k, []).append(best_evidence(sc, text, heading, path))
         return out
 
     def relevance_by_part(self, query, passages, stage="rerank", ledger=None, idf=None):

@@ -482,16 +482,13 @@ def _line_reader(question: str, pool: list, index):
     heading and note title, "Labour: £52/hr" for the hourly rate (a value of the asked
     kind beside an asked word). One scorer a question, its term weights and related
     words found once among the words of the whole pool, not once a cut section."""
-    ask = line_scores.analyse(question)
-    docs = [textkit.evidence_terms(f"{s.chunk.get('text') or ''} {s.chunk.get('heading') or ''}"
-                                   f" {s.path}") for s in pool]
-    scorer = line_scores.Scorer(ask, line_scores.weights_for(
-        ask, docs, idf=rerank.corpus_idf(index)), set().union(*docs) if docs else set())
+    sc = line_scores.scorer(line_scores.analyse(question), [line_scores.doc_terms(
+        s.chunk.get("text") or "", s.chunk.get("heading") or "", s.path) for s in pool],
+        idf=rerank.corpus_idf(index))
 
     def reads(s: Section, pieces: list[str]) -> list[float]:
         head = s.chunk.get("heading") or ""
-        return [max(line_scores.evidence(scorer.features(u, head, s.path))
-                    for u in textkit.split_units(p) or ("",)) for p in pieces]
+        return [line_scores.best_evidence(sc, p, head, s.path) for p in pieces]
     return reads
 
 
