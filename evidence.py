@@ -123,14 +123,16 @@ def reader_budget(writer) -> int | None:
 
 def select(question: str, cands: list[Candidate], budget: int | None = None,
            history: bool = False, keep: int | None = None, index=None,
-           qvec=None, present: bool = False, also=()) -> list[Candidate]:
+           qvec=None, present: bool = False, also=(), when=None) -> list[Candidate]:
     """The evidence from the ranked candidates: with a budget, notes as the unit
     (passages.choose: each chosen note one passage, filled to `budget` words, `keep`
     notes at most); without one, the builtin reader's own first `keep` candidates
     whole (KEEP; PERIOD_KEEP for a question about a period; in present mode less the
     older versions a newer one restates: _first). A "last time" question's latest
     mention comes first. also: other wordings of the question (searchwords.find), whose
-    words a section's BM25 counts too."""
+    words a section's BM25 counts too. when: the days the question asks about (first,
+    last, in force); of a cut section's lines the reader reads alike, one stating them
+    is kept first (passages.dated_fit)."""
     order = getattr(index, "date_order", "ymd")     # the vault's digit dates (store_load)
     period = asof.names_period(question, order)
     first = []
@@ -139,7 +141,7 @@ def select(question: str, cands: list[Candidate], budget: int | None = None,
         first = cands[:1]
     if budget is not None:
         return passages.choose(question, cands, index, qvec, budget, history=history,
-                               notes=keep, first=first, also=also)
+                               notes=keep, first=first, also=also, when=when)
     keep = keep or (PERIOD_KEEP if period else KEEP)
     return _first(question, cands, keep) if present else cands[:keep]
 

@@ -354,6 +354,17 @@ def _retrieve(out: Answer, idx, searched, k, method, expand_links, include_priva
     return qvec, cands
 
 
+def _asked_days(out: Answer, question: str, idx) -> tuple[str, str, bool] | None:
+    """The days the question asks about, for the evidence's cuts (passages.dated_fit):
+    (first, last, in force) with in force True for a point in time (as of a day: of the
+    days up to it, the newest), False for a period (every day inside it); None when it
+    names no time."""
+    if out.time_mode == "as_of" and out.as_of:
+        return "", out.as_of, True
+    span = asof.period(question, _today(out, idx), idx.date_order)
+    return (span["start"], span["end"], False) if span else None
+
+
 def _today(out: Answer, idx) -> str | None:
     """The day a period the question names counts from: the as-of date when one was
     asked, else the vault's newest real-dated note's."""
@@ -379,7 +390,7 @@ def _evidence(out: Answer, question, cands, budget, keep, idx, qvec,
         cands, dropped = cands + version.labelled(dropped, idx), []
     kept = evidence.select(question, cands, budget, history=mode == "history", keep=keep,
                            index=idx, qvec=qvec, present=mode in ("present", "as_of"),
-                           also=out.search_words)
+                           also=out.search_words, when=_asked_days(out, question, idx))
     if mode in ("present", "as_of") or (budget is not None and mode == "any"):
         kept = evidence.label_statements(question, kept, idx)    # not how it changed
     out.candidates["version"] = _trace(cands + dropped)    # with what evidence set aside

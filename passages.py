@@ -2,7 +2,8 @@
 
 Stage: evidence (evidence.select calls it whenever a budget is given).
 In:  the question, the settled candidates (ranked by rerank, labelled by version.py),
-     the index and the query vector, a word budget, the time mode, a cap on notes, and
+     the index and the query vector, a word budget, the time mode, the days the
+     question asks about (harness: as of a day, or a period), a cap on notes, and
      sections that must come first (a "last time" question's latest mention); other
      wordings of the question from the user's model (searchwords.find), whose words
      count in a section's BM25.
@@ -36,8 +37,11 @@ How it chooses, by one model and one fill:
   the words fit (a short note is one section: chunking merges short sections); a
   section that does not fit is cut to its sentences the builtin reader reads best
   ("Labour: £52/hr" for the hourly rate: a value of the asked kind beside an asked
-  word), ties to those naming the most asked terms (a paragraph written as one
-  line gives up its other sentences), when CUT_MIN words are left; once CAP_SHARE of
+  word), ties to one stating a day the question asks about (as of a day, the
+  newest up to it: a table of month-end balances gives the June row for "at the end
+  of June"; a period, any inside it), then to those naming the most asked terms (a
+  paragraph written as one line gives up its other sentences), when CUT_MIN words
+  are left; once CAP_SHARE of
   the budget is filled, a longer section comes cut so to CAP_WORDS, so that more notes
   fit, and while words are left at the end those cuts are widened again (CUT_MIN,
   WORDS_POWER and the cap's sizes: tools/fit_evidence.py --grid); a note not yet
@@ -70,6 +74,7 @@ from pathlib import PurePosixPath
 import numpy as np
 
 from verso import calibrate
+from verso import dating
 from verso import embedder
 from verso import line_scores
 from verso import rerank
@@ -336,10 +341,11 @@ def _superseded(c, chunk) -> bool:
 
 def choose(question: str, cands: list[Candidate], index, qvec, budget: int,
            history: bool = False, notes: int | None = None, first=(),
-           also=()) -> list[Candidate]:
+           also=(), when=None) -> list[Candidate]:
     """The evidence: one passage per chosen note, filled to `budget` words (see the
     module's rules); `notes` caps the notes (MAX_NOTES); `first`: candidates whose
-    sections go in before any other (a latest mention)."""
+    sections go in before any other (a latest mention); `when`: the days the question
+    asks about (dated_fit), None for none."""
     pool, table = sections(question, cands, index, qvec, also)
     if not pool:
         return []
@@ -351,6 +357,10 @@ def choose(question: str, cands: list[Candidate], index, qvec, budget: int,
     used = 0
     asked = _asked(question)
     reader = None                       # the cuts' line scorer, made at the first cut
+    order = getattr(index, "date_order", "ymd")
+
+    def dated(pieces: list[str]) -> list[int]:
+        return dated_fit(pieces, when, order)
 
     def take(s: Section, forced: bool = False, share: int = 1, widen: bool = False) -> None:
         nonlocal used, reader
@@ -376,7 +386,7 @@ def choose(question: str, cands: list[Candidate], index, qvec, budget: int,
             used += s.words
         elif room - 2 >= CUT_MIN:                    # 2: a cut's ELIDED marks, at least
             reader = reader or _line_reader(question, pool, index)
-            got[s.id] = _cut(text, asked, room, lambda pieces: reader(s, pieces))
+            got[s.id] = _cut(text, asked, room, lambda pieces: reader(s, pieces), dated)
             used += trail + len(got[s.id].split())
             if limited:
                 capped.add(s.id)
@@ -492,17 +502,35 @@ def _line_reader(question: str, pool: list, index):
     return reads
 
 
-def _cut(text: str, asked: set, words: int, reads) -> str:
+def dated_fit(pieces: list[str], when, date_order: str = "ymd") -> list[int]:
+    """How well each piece's first day (dating.find_date) fits the days the question
+    asks about, `when` (first, last, in force; ISO days, "" open): 1 for a day from
+    first to last, 2 for the newest of those when in force ("the balance at the end of
+    June" in a table of month-end rows: the June row before May's, both before an
+    undated line), else 0. A table or log of dated lines kept in one note is read by
+    its dates where the reader reads its rows alike. All 0 when `when` is None."""
+    if not when:
+        return [0] * len(pieces)
+    first, last, in_force = when
+    days = [dating.find_date(p, date_order=date_order) for p in pieces]
+    inside = [d for d in days if d and first <= d <= last]
+    newest = max(inside) if inside and in_force else None
+    return [2 if d and d == newest else 1 if d in inside else 0 for d in days]
+
+
+def _cut(text: str, asked: set, words: int, reads, dated=None) -> str:
     """text cut to `words` words, its ELIDED marks counted: the sentences `reads` (their
-    texts -> a score each: _line_reader) scores best, ties to the ones naming the most
-    asked terms, in note order (a paragraph written as one line, an email's, gives up its
+    texts -> a score each: _line_reader) scores best, ties to the ones `dated` (their
+    texts -> 1 for a piece stating a day the question asks about: dated_fit) marks, then
+    to the ones naming the most asked terms, in note order (a paragraph written as one line, an email's, gives up its
     other sentences, not the one that answers; adjacent sentences of a line stay on one
     line; a table row is one piece). The best sentence alone too long: its first words."""
     lines = [x for x in text.splitlines() if x.strip()]
     pieces = [(n, p) for n, line in enumerate(lines) for p in _sentences(line)]
     named = [len(asked & set(textkit.terms(p))) for _, p in pieces]
     score = reads([p for _, p in pieces]) if pieces else []
-    ranked = sorted(range(len(pieces)), key=lambda i: (-score[i], -named[i], i))
+    fit = dated([p for _, p in pieces]) if dated and pieces else [0] * len(pieces)
+    ranked = sorted(range(len(pieces)), key=lambda i: (-score[i], -fit[i], -named[i], i))
     keep: dict[int, str] = {}
     n = 0
     for i in ranked:

@@ -197,6 +197,45 @@ def test_past_its_share_a_section_comes_cut_to_the_lines_the_reader_reads(tmp_pa
     assert "£52/hr" not in passages._cut(text, asked, 10, FLAT)   # by asked words: cut out
 
 
+MONTH_ENDS = ["31/01/25", "28/02/25", "31/03/25", "30/04/25", "31/05/25", "30/06/25",
+              "31/07/25", "31/08/25", "30/09/25", "31/10/25", "30/11/25", "31/12/25"]
+FUND = "# House fund log\nWhat the savings pot held at each month end.\n\n" + "".join(
+    f"month end: {d}; balance: £{6800 + 410 * i:,}; notes: standing order in as usual.\n"
+    for i, d in enumerate(MONTH_ENDS))
+
+
+def test_dated_fit_reads_a_tables_rows_by_the_days_asked_about():
+    """As of a day: the newest row up to it 2, any earlier one 1, a later or undated one
+    0; a period: every row inside it 1; no time asked: all 0."""
+    rows = [f"month end: {d}; balance" for d in MONTH_ENDS[4:8]] + ["notes: undated"]
+    assert passages.dated_fit(rows, ("", "2025-06-30", True)) == [1, 2, 0, 0, 0]
+    assert passages.dated_fit(rows, ("2025-06-01", "2025-07-31", False)) == [0, 1, 1, 0, 0]
+    assert passages.dated_fit(rows, None) == [0] * 5
+    assert passages.dated_fit(["paid 03/04/25", "paid 05/04/25"], ("", "2025-04-04", True),
+                              "dmy") == [2, 0]
+
+
+def test_a_cut_table_of_dated_rows_keeps_the_row_in_force_on_the_day_asked(tmp_path,
+                                                                           monkeypatch):
+    """A savings log kept as one table of month-end rows, read alike by the reader (the
+    asked words are in its title, not its rows): asked the balance at the end of June, a
+    cut keeps the June row, not the first rows in note order."""
+    v = tmp_path / "notes"
+    write(v, "money/house fund log.md", FUND)
+    for i in range(4):
+        write(v, f"misc/note {i}.md", f"# Note {i}\n" + FILLER + "\n")
+    monkeypatch.setattr(passages, "CAP_SHARE", 0.0)
+    question = "how much was in the house fund at the end of june 2025"
+    a = _ask(v, tmp_path, question, budget=60)
+    assert a.time_mode == "as_of" and a.as_of == "2025-06-30"
+    got = next(s for s in a.sources if s["path"] == "money/house fund log.md")
+    assert "£8,850" in got["text"] and passages.ELIDED in got["text"]
+    monkeypatch.setattr(passages, "dated_fit", lambda pieces, *_: [0] * len(pieces))
+    plain = _ask(v, tmp_path, question, budget=60)
+    got = next(s for s in plain.sources if s["path"] == "money/house fund log.md")
+    assert "£8,850" not in got["text"]      # by note order alone: January's rows
+
+
 def test_the_fill_prices_a_long_section_at_the_caps_words(monkeypatch):
     """A long section is ordered by P per the words it costs once capped (its heading
     trail and CAP_WORDS): a likely answer in a 200-word section is not put behind every
