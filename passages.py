@@ -41,9 +41,8 @@ How it chooses, by one model and one fill:
   newest up to it: a table of month-end balances gives the June row for "at the end
   of June"; a period, any inside it), then to those naming the most asked terms (a
   paragraph written as one line gives up its other sentences), when CUT_MIN words
-  are left; once CAP_SHARE of
-  the budget is filled, a longer section comes cut so to CAP_WORDS, so that more notes
-  fit, and while words are left at the end those cuts are widened again (CUT_MIN,
+  are left; once CAP_SHARE of the budget is filled, a longer section comes cut so to
+  CAP_WORDS, so that more notes fit, and while words are left at the end those cuts are widened again (CUT_MIN,
   WORDS_POWER and the cap's sizes: tools/fit_evidence.py --grid); a note not yet
   chosen comes in only while fewer than `notes` are.
 - Versions label and order; they never remove. A change question: a section taken
@@ -357,10 +356,10 @@ def choose(question: str, cands: list[Candidate], index, qvec, budget: int,
     used = 0
     asked = _asked(question)
     reader = None                       # the cuts' line scorer, made at the first cut
-    order = getattr(index, "date_order", "ymd")
+    date_order = getattr(index, "date_order", "ymd")
 
     def dated(pieces: list[str]) -> list[int]:
-        return dated_fit(pieces, when, order)
+        return dated_fit(pieces, when, date_order)
 
     def take(s: Section, forced: bool = False, share: int = 1, widen: bool = False) -> None:
         nonlocal used, reader
@@ -520,11 +519,12 @@ def dated_fit(pieces: list[str], when, date_order: str = "ymd") -> list[int]:
 
 def _cut(text: str, asked: set, words: int, reads, dated=None) -> str:
     """text cut to `words` words, its ELIDED marks counted: the sentences `reads` (their
-    texts -> a score each: _line_reader) scores best, ties to the ones `dated` (their
-    texts -> 1 for a piece stating a day the question asks about: dated_fit) marks, then
-    to the ones naming the most asked terms, in note order (a paragraph written as one line, an email's, gives up its
-    other sentences, not the one that answers; adjacent sentences of a line stay on one
-    line; a table row is one piece). The best sentence alone too long: its first words."""
+    texts -> a score each: _line_reader) scores best, ties to those `dated` (their texts
+    -> how each states a day the question asks about: dated_fit) ranks first, then to
+    those naming the most asked terms, in note order (a paragraph written as one line,
+    an email's, gives up its other sentences, not the one that answers; adjacent
+    sentences of a line stay on one line; a table row is one piece). The best sentence
+    alone too long: its first words."""
     lines = [x for x in text.splitlines() if x.strip()]
     pieces = [(n, p) for n, line in enumerate(lines) for p in _sentences(line)]
     named = [len(asked & set(textkit.terms(p))) for _, p in pieces]

@@ -236,6 +236,26 @@ def test_a_cut_table_of_dated_rows_keeps_the_row_in_force_on_the_day_asked(tmp_p
     assert "£8,850" not in got["text"]      # by note order alone: January's rows
 
 
+def test_a_cut_reads_its_rows_days_in_the_vaults_date_order(tmp_path, monkeypatch):
+    """Rows written day-first with days that read either way ("05/06/25"): in a vault
+    whose verso.toml says dmy, asked about the end of June, the row of 5 June is kept,
+    not the one 06/05/25 would be read as under month-first."""
+    v = tmp_path / "notes"
+    write(v, "verso.toml", 'date_order = "dmy"\n')
+    days = [f"{d:02d}/{m:02d}/25" for m in range(1, 13) for d in (5,)]
+    write(v, "money/house fund log.md", "# House fund log\nWhat the savings pot held.\n\n"
+          + "".join(f"paid in on {d}: balance £{7000 + 100 * i:,}, standing order as usual.\n"
+                    for i, d in enumerate(days)))
+    for i in range(4):
+        write(v, f"misc/note {i}.md", f"# Note {i}\n" + FILLER + "\n")
+    monkeypatch.setattr(passages, "CAP_SHARE", 0.0)
+    a = _ask(v, tmp_path, "how much was in the house fund at the end of june 2025", budget=50)
+    got = next(s for s in a.sources if s["path"] == "money/house fund log.md")
+    assert "£7,500" in got["text"]          # 05/06/25, the fifth of June: row six
+    assert passages.dated_fit(["paid 05/06/25", "paid 05/07/25"], ("", "2025-06-30", True),
+                              "dmy") == [2, 0]
+
+
 def test_the_fill_prices_a_long_section_at_the_caps_words(monkeypatch):
     """A long section is ordered by P per the words it costs once capped (its heading
     trail and CAP_WORDS): a likely answer in a 200-word section is not put behind every
