@@ -305,10 +305,11 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     if budget is not None and use_version:     # more words read from more candidates
         k = max(k, evidence.candidates_for(budget))
     today = _today(out, idx)            # the day a period the question names counts from
+    period = asof.period(searched, today, idx.date_order)     # None: it names no period
     given = search_words if isinstance(search_words, (list, tuple)) else None
     asks = given is None and search_words is not False \
         and models.model_of(be.writer) is not None
-    if (given or asks) and not asof.period(searched, today, idx.date_order):   # a period
+    if (given or asks) and not period:
         problems: list[str] = []
         out.search_words = searchwords.cleaned(given) if given is not None else clock.run(
             "retrieve", searchwords.find, searched, be.writer, ledger, problems=problems)
@@ -326,7 +327,7 @@ def ask(question: str, *, index=None, vault=None, backend="auto", method="hybrid
     out.ranking = [c.path for c in cands]
     if use_version:
         kept, versioned = clock.run("evidence", _evidence, out, searched, cands, budget,
-                                    keep, idx, qvec, threshold)
+                                    keep, idx, qvec, threshold, _asked_days(out, period))
         out.time_mode = when.written_in(versioned)
     else:
         kept = cands[:keep or rerank_stage.KEEP]
@@ -354,15 +355,14 @@ def _retrieve(out: Answer, idx, searched, k, method, expand_links, include_priva
     return qvec, cands
 
 
-def _asked_days(out: Answer, question: str, idx) -> tuple[str, str, bool] | None:
+def _asked_days(out: Answer, period: dict | None) -> tuple[str, str, bool] | None:
     """The days the question asks about, for the evidence's cuts (passages.dated_fit):
     (first, last, in force) with in force True for a point in time (as of a day: of the
-    days up to it, the newest), False for a period (every day inside it); None when it
-    names no time."""
+    days up to it, the newest), False for a period (`period`, asof.period's: every day
+    inside it); None when it names no time."""
     if out.time_mode == "as_of" and out.as_of:
         return "", out.as_of, True
-    span = asof.period(question, _today(out, idx), idx.date_order)
-    return (span["start"], span["end"], False) if span else None
+    return (period["start"], period["end"], False) if period else None
 
 
 def _today(out: Answer, idx) -> str | None:
@@ -380,9 +380,10 @@ def _rerank(searched, cands, judge, idx, ledger):
 
 
 def _evidence(out: Answer, question, cands, budget, keep, idx, qvec,
-              threshold) -> tuple[list, bool]:
+              threshold, when=None) -> tuple[list, bool]:
     """The evidence stage in out.time_mode: the versions labelled (version.settle), the
-    passages handed on (evidence.select), statements a later note contradicts labelled.
+    passages handed on (evidence.select; `when`, the days asked about: _asked_days),
+    statements a later note contradicts labelled.
     (The passages, whether what answers can hold versions: version.versions_answer.)"""
     mode = out.time_mode
     cands, dropped = version.settle(cands, mode, threshold, index=idx)
@@ -390,7 +391,7 @@ def _evidence(out: Answer, question, cands, budget, keep, idx, qvec,
         cands, dropped = cands + version.labelled(dropped, idx), []
     kept = evidence.select(question, cands, budget, history=mode == "history", keep=keep,
                            index=idx, qvec=qvec, present=mode in ("present", "as_of"),
-                           also=out.search_words, when=_asked_days(out, question, idx))
+                           also=out.search_words, when=when)
     if mode in ("present", "as_of") or (budget is not None and mode == "any"):
         kept = evidence.label_statements(question, kept, idx)    # not how it changed
     out.candidates["version"] = _trace(cands + dropped)    # with what evidence set aside

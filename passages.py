@@ -42,9 +42,9 @@ How it chooses, by one model and one fill:
   of June"; a period, any inside it), then to those naming the most asked terms (a
   paragraph written as one line gives up its other sentences), when CUT_MIN words
   are left; once CAP_SHARE of the budget is filled, a longer section comes cut so to
-  CAP_WORDS, so that more notes fit, and while words are left at the end those cuts are widened again (CUT_MIN,
-  WORDS_POWER and the cap's sizes: tools/fit_evidence.py --grid); a note not yet
-  chosen comes in only while fewer than `notes` are.
+  CAP_WORDS, so that more notes fit, and while words are left at the end those cuts
+  are widened again (CUT_MIN, WORDS_POWER and the cap's sizes: tools/fit_evidence.py
+  --grid); a note not yet chosen comes in only while fewer than `notes` are.
 - Versions label and order; they never remove. A change question: a section taken
   brings the best section naming an asked term of every other version of its document
   (a version naming none, "complete by" for "completion date": its best section by P)
