@@ -39,7 +39,8 @@ How it chooses, by one model and one fill:
   ("Labour: £52/hr" for the hourly rate: a value of the asked kind beside an asked
   word), ties to one stating a day the question asks about (as of a day, the
   newest up to it: a table of month-end balances gives the June row for "at the end
-  of June"; a period, any inside it), then to those naming the most asked terms (a
+  of June"; a period, any inside it), then to a line marked bold or highlighted (what
+  the writer marked to find again), then to those naming the most asked terms (a
   paragraph written as one line gives up its other sentences), when CUT_MIN words
   are left; once CAP_SHARE of the budget is filled, a longer section comes cut so to
   CAP_WORDS, so that more notes fit, and while words are left at the end those cuts
@@ -521,7 +522,9 @@ def _cut(text: str, asked: set, words: int, reads, dated=None) -> str:
     """text cut to `words` words, its ELIDED marks counted: the sentences `reads` (their
     texts -> a score each: _line_reader) scores best, ties to those `dated` (their texts
     -> how each states a day the question asks about: dated_fit) ranks first, then to
-    those naming the most asked terms, in note order (a paragraph written as one line,
+    those marked to stand out (bold or highlighted: "rent goes up to **£795**", what
+    the writer meant to find again), then to those naming the most asked terms, in note
+    order (a paragraph written as one line,
     an email's, gives up its other sentences, not the one that answers; adjacent
     sentences of a line stay on one line; a table row is one piece). The best sentence
     alone too long: its first words."""
@@ -530,7 +533,9 @@ def _cut(text: str, asked: set, words: int, reads, dated=None) -> str:
     named = [len(asked & set(textkit.terms(p))) for _, p in pieces]
     score = reads([p for _, p in pieces]) if pieces else []
     fit = dated([p for _, p in pieces]) if dated and pieces else [0] * len(pieces)
-    ranked = sorted(range(len(pieces)), key=lambda i: (-score[i], -fit[i], -named[i], i))
+    marked = [bool(textkit.BOLD_RE.search(p)) for _, p in pieces]
+    ranked = sorted(range(len(pieces)),
+                    key=lambda i: (-score[i], -fit[i], -marked[i], -named[i], i))
     keep: dict[int, str] = {}
     n = 0
     for i in ranked:

@@ -241,6 +241,8 @@ def columns(header, rows) -> list[str]:
 KEY_RE = re.compile(r"^([^:;,.]{1,40}):\s*\S")   # "Status: paid": the key of a key: value line
 BULLET_RE = re.compile(r"^\s*(?:[-*+>\u2022]|\d+[.)])\s+")   # a bullet, number or quote mark
 EMPHASIS_RE = re.compile(r"\*\*|__|`")
+BOLD_RE = re.compile(r"\*\*[^*\n]+\*\*|__[^_\n]+__|==[^=\n]+==")   # words marked to
+                                     # stand out: **bold**, __bold__, ==highlight==
 WIKILINK_RE = re.compile(r"\[\[([^\]|]+)(?:\|([^\]]+))?\]\]")
 
 

@@ -15,6 +15,7 @@ from verso import harness
 from verso import measures
 from verso import passages
 from verso import plain_bm25
+from verso import textkit
 from vaults import write
 
 FLAT = lambda pieces: [0.0] * len(pieces)     # noqa: E731  (a reader that reads none)
@@ -162,6 +163,24 @@ def test_a_cut_keeps_table_rows_and_numbered_steps_whole_and_never_passes_its_wo
                          FLAT)
     assert long.startswith("…\nThe filter") and len(long.split()) <= 10
 
+
+
+def test_a_cut_of_lines_read_alike_keeps_the_one_marked_to_stand_out():
+    """Meeting notes whose lines the reader reads alike (the question says "lab requests",
+    the note "tech reqs"): a cut keeps the line the writer made bold or highlighted, the
+    value they meant to find again, not the first lines in note order."""
+    text = ("Dept mtg 24 June, everyone there.\n- Leaving do Fri 17 July, collection via Rhys.\n"
+            "- New system: Google Form instead of the paper forms.\n"
+            "- Deadline **Monday 12 noon** for the following week.\n"
+            "- Results day Thu 20 Aug, who is in?")
+    asked = {"lab", "request"}
+    assert "**Monday 12 noon**" in passages._cut(text, asked, 12, FLAT)
+    plain = passages._cut(text.replace("**", ""), asked, 12, FLAT)
+    assert "Monday 12 noon" not in plain and "Dept mtg" in plain    # note order
+    highlit = passages._cut(text.replace("**", "=="), asked, 12, FLAT)
+    assert "==Monday 12 noon==" in highlit
+    marked = textkit.BOLD_RE.search
+    assert marked("rent up to __£795__") and not marked("file_name_here and a ** alone")
 
 RATES = ("# Rates sheet\nThe hourly rate card goes to every agent and landlord each January.\n"
          "Hourly work is billed in half hours after the first hour on site.\n"
