@@ -37,7 +37,9 @@ FROZEN = {"test": "f92686da287c8172393ba5603dcca0b3be5cdc16f6bc5fb25314de18bca0e
           "thirtysixth": "a4ffc9c591261c4c2402280d4ebdd2332bb29b92b54d7700c4530984e54e77e2",
           "thirtyseventh": "c1120d50b9d461fc75cd87f31104b4f3ee74f3344fb9933b282d38e3e18a0d64",
           "fortyfirst": "445b2fbbe17d81743069ce963c3bf3624a6f2a52c01c245601969ee6c8411966",
-          "fortysecond": "a50d61c997fa5499d9e09264dd7197936470d5bbe40b8367aec9235fd0b51b1e"}
+          "fortysecond": "a50d61c997fa5499d9e09264dd7197936470d5bbe40b8367aec9235fd0b51b1e",
+          "fortythird": "2e35b812a6c6defe4012027b22dfa284d5973023240d3a496a9a51d0667a95be",
+          "fortyfourth": "55366c93865bae0089bc451240c1b882ffc9328980cf788cceed04532e227c57"}
 # What --check finds in a frozen split, recorded at its first run and kept as written (a
 # frozen split is never edited): eighth e37 asks its answer to contain "pass" as a word,
 # and its reference answer says "passed", so no answer worded like it scores right.
