@@ -91,10 +91,11 @@ CUT_MIN = 10            # a section that does not fit is cut only with this many
                         # size, 50, 100 or 200 words, handed on no more key facts: left out)
 WORDS_POWER = 0.6       # the fill's order: P / words ** WORDS_POWER (the same grid on 14
                         # splits, CUT_MIN 10: 1.0, 0.8, 0.6 hand on 1,351, 1,353, 1,354)
-CAP_WORDS = 40          # once CAP_SHARE of the budget is filled, a longer section comes cut
+CAP_WORDS = 30          # once CAP_SHARE of the budget is filled, a longer section comes cut
 CAP_SHARE = 0.3         # to this many words, its lines the builtin reader reads best, so
                         # that more notes fit (0: never; both by tools/fit_evidence.py
-                        # --grid on 23 tuning splits, see its GRID)
+                        # --grid on 23 tuning splits, see its GRID: at 28f405b 30 and 0.3,
+                        # held out 719/803/844 key-fact questions against 40's 717/799/844)
 ELIDED = "…"            # stands where a cut section leaves sentences out
 HEADING_MARK = "## "    # a later section's heading trail inside a note's passage
 LOG_HEADER = "log_header"   # chunk key of a log's undated top as a passage of its own

@@ -75,8 +75,9 @@ def test_a_fact_only_an_older_version_holds_is_handed_on_labelled(boat, tmp_path
 def test_as_of_a_season_the_later_version_is_handed_on_labelled_not_removed(boat, tmp_path):
     """"Over winter" is the last winter the notes reach (December 2025 to February 2026):
     the version in force then is current, and the one written after it stays in the
-    evidence, labelled, not in force."""
-    a = _ask(boat, tmp_path, "Which berth was the boat in over winter?", budget=300)
+    evidence, labelled, not in force (400 words: every note of the pool fits, so only a
+    version rule could leave it out; it names neither asked word)."""
+    a = _ask(boat, tmp_path, "Which berth was the boat in over winter?", budget=400)
     assert a.as_of == "2026-02-28"
     by = {s["path"]: s for s in a.sources}
     assert by["boat/mooring 2025-04.md"]["is_latest"]
