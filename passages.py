@@ -525,10 +525,9 @@ def _cut(text: str, asked: set, words: int, reads, dated=None) -> str:
     -> how each states a day the question asks about: dated_fit) ranks first, then to
     those marked to stand out (bold or highlighted: "rent goes up to **£795**", what
     the writer meant to find again), then to those naming the most asked terms, in note
-    order (a paragraph written as one line,
-    an email's, gives up its other sentences, not the one that answers; adjacent
-    sentences of a line stay on one line; a table row is one piece). The best sentence
-    alone too long: its first words."""
+    order (a paragraph written as one line, an email's, gives up its other sentences,
+    not the one that answers; adjacent sentences of a line stay on one line; a table
+    row is one piece). The best sentence alone too long: its first words."""
     lines = [x for x in text.splitlines() if x.strip()]
     pieces = [(n, p) for n, line in enumerate(lines) for p in _sentences(line)]
     named = [len(asked & set(textkit.terms(p))) for _, p in pieces]
